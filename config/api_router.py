@@ -1,0 +1,7 @@
+"""Every /api/v1/ route, one include per app."""
+
+from django.urls import include, path
+
+urlpatterns = [
+    path("", include("moderation.api.urls")),
+]

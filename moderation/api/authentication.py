@@ -1,0 +1,66 @@
+"""API-key authentication: `Authorization: Api-Key <key>` (or `X-Api-Key: <key>`).
+
+Keys are looked up by their SHA-256 hash; the plaintext is never stored."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+from rest_framework.request import Request
+
+from moderation.models import ApiKey
+
+
+def hash_key(raw_key: str) -> str:
+    return hashlib.sha256(raw_key.encode()).hexdigest()
+
+
+class SourcePrincipal:
+    """The authenticated caller: a source, through one of its keys. Not a Django user."""
+
+    is_authenticated = True
+    is_anonymous = False
+
+    def __init__(self, api_key: ApiKey):
+        self.api_key = api_key
+        self.source = api_key.source
+
+    def __str__(self) -> str:
+        return f"source:{self.source.slug}"
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    keyword = "Api-Key"
+
+    def authenticate(self, request: Request) -> tuple[SourcePrincipal, ApiKey] | None:
+        raw = request.headers.get("X-Api-Key", "")
+        auth = request.headers.get("Authorization", "")
+        if not raw and auth:
+            scheme, _, value = auth.partition(" ")
+            if scheme.lower() != self.keyword.lower():
+                return None
+            raw = value.strip()
+        if not raw:
+            return None
+        try:
+            key = ApiKey.objects.select_related("source").get(hashed_key=hash_key(raw), revoked_at__isnull=True)
+        except ApiKey.DoesNotExist as exc:
+            raise exceptions.AuthenticationFailed("Invalid or revoked API key.") from exc
+        if not key.source.is_active:
+            raise exceptions.AuthenticationFailed("This source is disabled.")
+        now = timezone.now()
+        # Touch last_used_at at most once a minute: one write per request would cost throughput.
+        if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
+            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        return SourcePrincipal(key), key
+
+    def authenticate_header(self, request: Request) -> str:
+        return self.keyword
+
+
+def request_source(request: Any) -> Any:
+    """The Source of an authenticated API request."""
+    return request.user.source

@@ -1,0 +1,31 @@
+"""Domain errors. The API's exception handler turns every ApplicationError into the one JSON
+error shape: {"error": {"code": ..., "message": ..., "fields": {...}}}."""
+
+from __future__ import annotations
+
+
+class ApplicationError(Exception):
+    code = "application_error"
+    status_code = 400
+
+    def __init__(self, message: str, *, code: str | None = None, fields: dict[str, list[str]] | None = None):
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+        self.fields = fields or {}
+
+
+class NotFound(ApplicationError):
+    code = "not_found"
+    status_code = 404
+
+
+class Conflict(ApplicationError):
+    code = "conflict"
+    status_code = 409
+
+
+class InvalidTransition(ApplicationError):
+    code = "invalid_transition"
+    status_code = 409

@@ -1,0 +1,308 @@
+"""The moderation domain: who sends data (Source), who posts (Author), what is posted (Post,
+Link, Domain, IpAddress), what others say about it (Report) and what moderators decide
+(Decision, AuditLog). Writes go through moderation.services; reads shared by views and the
+API through moderation.selectors."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class Source(models.Model):
+    """A platform that pushes posts. Every other row hangs off one source."""
+
+    name = models.CharField(max_length=120, unique=True)
+    slug = models.SlugField(max_length=60, unique=True)
+    is_active = models.BooleanField(default=True)
+    callback_url = models.URLField(blank=True, help_text="Webhook for decisions; empty disables it.")
+    webhook_secret = models.CharField(max_length=128, blank=True, help_text="HMAC-SHA256 key.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ApiKey(models.Model):
+    """An API key of one source. Only a SHA-256 hash is stored; the key is shown once."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=120)
+    prefix = models.CharField(max_length=16, db_index=True, help_text="Public part, to identify the key.")
+    hashed_key = models.CharField(max_length=128, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.source.slug}:{self.prefix}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class ListStatus(models.TextChoices):
+    UNKNOWN = "unknown", "Unknown"
+    ALLOW = "allow", "Allow"
+    BLOCK = "block", "Block"
+
+
+class Domain(models.Model):
+    """A registrable domain (public-suffix aware: a.b.example.co.uk -> example.co.uk)."""
+
+    name = models.CharField(max_length=253, unique=True)
+    status = models.CharField(max_length=10, choices=ListStatus.choices, default=ListStatus.UNKNOWN)
+    status_reason = models.CharField(max_length=255, blank=True)
+    first_seen_at = models.DateTimeField(default=timezone.now)
+    post_count = models.PositiveIntegerField(default=0)
+    spam_count = models.PositiveIntegerField(default=0)
+    report_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["status"], name="domain_status_idx")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Link(models.Model):
+    """A normalized URL as posted (lower-cased host, no fragment, default port dropped)."""
+
+    url = models.CharField(max_length=2048)
+    url_hash = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the normalized URL.")
+    domain = models.ForeignKey(Domain, on_delete=models.PROTECT, related_name="links")
+    host = models.CharField(max_length=253)
+    first_seen_at = models.DateTimeField(default=timezone.now)
+    post_count = models.PositiveIntegerField(default=0)
+    report_count = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class IpAddress(models.Model):
+    address = models.GenericIPAddressField(unique=True)
+    status = models.CharField(max_length=10, choices=ListStatus.choices, default=ListStatus.UNKNOWN)
+    status_reason = models.CharField(max_length=255, blank=True)
+    first_seen_at = models.DateTimeField(default=timezone.now)
+    post_count = models.PositiveIntegerField(default=0)
+    spam_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name = "IP address"
+        verbose_name_plural = "IP addresses"
+        indexes = [models.Index(fields=["status"], name="ip_status_idx")]
+
+    def __str__(self) -> str:
+        return self.address
+
+
+class Author(models.Model):
+    """A platform's user, per source. Profile updates are upserts on (source, external_id)."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="authors")
+    external_id = models.CharField(max_length=255)
+    username = models.CharField(max_length=255, blank=True)
+    account_created_at = models.DateTimeField(null=True, blank=True)
+    email_domain = models.CharField(max_length=253, blank=True)
+    friends_count = models.PositiveIntegerField(default=0)
+    followers_count = models.PositiveIntegerField(default=0)
+    verified = models.BooleanField(default=False)
+    # Platform-side counters as the platform reports them (blueprint: user_posts,
+    # user_spam_posts, user_spam_report).
+    platform_post_count = models.PositiveIntegerField(default=0)
+    platform_spam_post_count = models.PositiveIntegerField(default=0)
+    platform_spam_report_count = models.PositiveIntegerField(default=0)
+    # Counters this service keeps from what it has seen and decided.
+    post_count = models.PositiveIntegerField(default=0)
+    spam_count = models.PositiveIntegerField(default=0)
+    suspended_at = models.DateTimeField(null=True, blank=True)
+    suspended_reason = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "external_id"], name="author_source_external_uniq")]
+
+    def __str__(self) -> str:
+        return self.username or self.external_id
+
+
+class PostStatus(models.TextChoices):
+    RECEIVED = "received", "Received"
+    QUEUED = "queued", "Queued for review"
+    AUTO_REMOVED = "auto_removed", "Removed automatically"
+    AUTO_APPROVED = "auto_approved", "Approved automatically"
+    REMOVED = "removed", "Removed by moderator"
+    APPROVED = "approved", "Approved by moderator"
+
+
+# The documented state machine. Scoring moves a post out of RECEIVED (or re-scores a
+# scored one after a new report); moderators move any scored post to REMOVED/APPROVED and
+# may reverse their own decision.
+POST_TRANSITIONS: dict[str, frozenset[str]] = {
+    PostStatus.RECEIVED: frozenset(
+        {PostStatus.QUEUED, PostStatus.AUTO_REMOVED, PostStatus.AUTO_APPROVED, PostStatus.REMOVED, PostStatus.APPROVED}
+    ),
+    PostStatus.QUEUED: frozenset({PostStatus.AUTO_REMOVED, PostStatus.REMOVED, PostStatus.APPROVED, PostStatus.QUEUED}),
+    PostStatus.AUTO_APPROVED: frozenset(
+        {PostStatus.QUEUED, PostStatus.AUTO_REMOVED, PostStatus.REMOVED, PostStatus.APPROVED, PostStatus.AUTO_APPROVED}
+    ),
+    PostStatus.AUTO_REMOVED: frozenset({PostStatus.REMOVED, PostStatus.APPROVED, PostStatus.AUTO_REMOVED}),
+    PostStatus.REMOVED: frozenset({PostStatus.APPROVED}),
+    PostStatus.APPROVED: frozenset({PostStatus.REMOVED}),
+}
+PENDING_STATUSES = (PostStatus.RECEIVED, PostStatus.QUEUED)
+
+
+class Post(models.Model):
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="posts")
+    external_id = models.CharField(max_length=255)
+    author = models.ForeignKey(Author, on_delete=models.PROTECT, related_name="posts")
+    text = models.TextField(blank=True)
+    url = models.CharField(max_length=2048, blank=True)
+    link = models.ForeignKey(Link, null=True, blank=True, on_delete=models.PROTECT, related_name="posts")
+    # What the link points at, as the platform saw it: spam often hides on the destination.
+    preview_title = models.CharField(max_length=500, blank=True)
+    preview_description = models.TextField(blank=True)
+    preview_text = models.TextField(blank=True, help_text="Page text, OCR of images, video transcripts.")
+    ip = models.ForeignKey(IpAddress, null=True, blank=True, on_delete=models.PROTECT, related_name="posts")
+    # Ordered UI steps: [{"step": "open_composer", "at": "2026-...Z"}, ...]
+    journey = models.JSONField(default=list, blank=True)
+    share_count = models.PositiveIntegerField(default=0)
+    comment_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(help_text="When the author posted it, platform clock.")
+    received_at = models.DateTimeField(default=timezone.now, db_index=True)
+    status = models.CharField(max_length=20, choices=PostStatus.choices, default=PostStatus.RECEIVED)
+    status_changed_at = models.DateTimeField(default=timezone.now)
+    # Denormalized from the latest Score and the reports so the queue sorts on indexed columns.
+    final_score = models.FloatField(null=True, blank=True)
+    report_count = models.PositiveIntegerField(default=0)
+    model_version = models.CharField(max_length=120, blank=True)
+    scored_at = models.DateTimeField(null=True, blank=True)
+    # Claim/lock for the review queue.
+    claimed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    claimed_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "external_id"], name="post_source_external_uniq")]
+        indexes = [
+            # The review queue: pending posts by risk, then reports, then age (keyset pagination).
+            models.Index(
+                fields=["-final_score", "-report_count", "received_at", "id"],
+                name="post_queue_idx",
+                condition=Q(status="queued"),
+            ),
+            # The sweeper: posts stuck in RECEIVED.
+            models.Index(fields=["received_at"], name="post_received_idx", condition=Q(status="received")),
+            models.Index(fields=["status", "received_at"], name="post_status_received_idx"),
+            models.Index(fields=["author", "received_at"], name="post_author_idx"),
+            models.Index(fields=["link", "received_at"], name="post_link_idx"),
+            models.Index(fields=["ip", "received_at"], name="post_ip_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source_id}:{self.external_id}"
+
+
+class Report(models.Model):
+    """A platform user's complaint about a post."""
+
+    post = models.ForeignKey(Post, on_delete=models.CASCADE, related_name="reports")
+    reporter_id = models.CharField(max_length=255)
+    reason = models.CharField(max_length=64)
+    details = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["post", "reporter_id", "reason"], name="report_post_reporter_reason_uniq")
+        ]
+        indexes = [models.Index(fields=["post", "created_at"], name="report_post_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.reason} by {self.reporter_id}"
+
+
+class Label(models.TextChoices):
+    SPAM = "spam", "Spam"
+    HAM = "ham", "Ham"
+
+
+class ReasonCode(models.Model):
+    """The configurable list of reasons a moderator picks from."""
+
+    code = models.SlugField(max_length=64, unique=True)
+    label = models.CharField(max_length=120)
+    applies_to = models.CharField(max_length=4, choices=Label.choices)
+    is_active = models.BooleanField(default=True)
+    ordering = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["ordering", "code"]
+
+    def __str__(self) -> str:
+        return self.label
+
+
+class Decision(models.Model):
+    """A moderator's label on a post. Append-only: a new decision supersedes, never edits."""
+
+    post = models.ForeignKey(Post, on_delete=models.CASCADE, related_name="decisions")
+    moderator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="decisions")
+    label = models.CharField(max_length=4, choices=Label.choices)
+    reason_code = models.CharField(max_length=64, blank=True)
+    note = models.TextField(blank=True)
+    bulk_action = models.ForeignKey(
+        "BulkAction", null=True, blank=True, on_delete=models.SET_NULL, related_name="decisions"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    undone_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["post", "created_at"], name="decision_post_idx"),
+            models.Index(fields=["moderator", "created_at"], name="decision_moderator_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.label} on post {self.post_id}"
+
+
+class BulkAction(models.Model):
+    """One moderator action over many posts, kept so it can be undone for a short time."""
+
+    moderator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    label = models.CharField(max_length=4, choices=Label.choices)
+    scope = models.JSONField(default=dict, help_text="What was selected: ids or a cluster filter.")
+    previous_statuses = models.JSONField(default=dict, help_text="post id -> status before the action.")
+    created_at = models.DateTimeField(default=timezone.now)
+    undone_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"bulk {self.label} #{self.pk}"
+
+
+class AuditLog(models.Model):
+    """Every moderator and admin action: who, what, when, before/after."""
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    action = models.CharField(max_length=64, db_index=True)
+    target_type = models.CharField(max_length=64)
+    target_id = models.CharField(max_length=64)
+    before = models.JSONField(default=dict, blank=True)
+    after = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["target_type", "target_id"], name="audit_target_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target_type}:{self.target_id}"

@@ -1,0 +1,79 @@
+"""The feature vector layout shared by the synthetic generator, the trainers, the Triton
+models and the pipeline that computes features from the database. Order matters: a vector is
+`[values[name] for name in NAMES]`. Changing a list means retraining the model that reads it.
+
+Pure Python on purpose: the Triton python-backend models import nothing from Django."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# Blueprint angle 1: link and IP.
+LINK_FEATURES: tuple[str, ...] = (
+    "url_present",  # 0/1; a post without a link gets all-zero link features but this
+    "url_age_hours",  # hours since this service first saw the normalized URL
+    "domain_age_hours",  # hours since the registrable domain was first seen here
+    "url_is_shortener",  # antispam-link-shorteners list
+    "url_is_ip_host",  # http://1.2.3.4/...
+    "url_tld_risky",  # TLD in a short list of TLDs abused by spam campaigns
+    "url_subdomain_count",
+    "url_path_depth",
+    "url_path_token_count",
+    "url_length",
+    "url_has_query",
+    "url_digit_ratio",  # digits in host+path / length
+    "url_post_count",  # posts that carried this URL here
+    "domain_post_count",
+    "domain_report_count",
+    "domain_spam_rate",  # spam decisions / posts for this domain (0 when unseen)
+    "post_share_count",
+    "post_comment_count",
+    "url_reputation",  # pluggable provider (url_wot_score / url_google_score style), 0..1, 0.5 unknown
+    "ip_post_count",
+    "ip_spam_rate",
+)
+
+# Blueprint angle 2: social behaviour (profile, journey, reports on the post).
+BEHAVIOUR_FEATURES: tuple[str, ...] = (
+    "user_age_days",
+    "user_email_disposable",
+    "user_email_free_provider",
+    "user_friends",
+    "user_followers",
+    "user_verified",
+    "user_posts",  # platform-side post count
+    "user_spam_posts",  # platform-side
+    "user_spam_report",  # platform-side reports against the user
+    "user_seen_posts",  # posts this service saw from the author
+    "user_spam_rate",  # this service's spam decisions / seen posts
+    "user_link_count",  # times this user shared this link
+    "user_post_count",  # times this user posted this same text
+    "journey_step_count",
+    "journey_seconds",  # first step to last
+    "journey_steps_per_second",
+    "journey_bot_pattern",  # 0/1: a known bot-like sequence (e.g. direct API submit, paste+submit < 1s)
+    "journey_paste",  # 0/1: a paste step
+    "report_count",
+    "report_distinct_reporters",
+    "report_spam_reason_count",
+)
+
+# The fusion tree sees the sub-model probabilities plus a few raw signals.
+FUSION_FEATURES: tuple[str, ...] = (
+    "text_prob",
+    "preview_prob",  # -1 when the platform sent no link preview
+    "link_prob",
+    "behaviour_prob",
+    "url_present",
+    "report_count",
+    "user_age_days",
+    "domain_report_count",
+)
+
+
+def vector(values: Mapping[str, float], names: tuple[str, ...]) -> list[float]:
+    """Lay out `values` in the order of `names`; a missing feature is an error, not a zero."""
+    missing = [n for n in names if n not in values]
+    if missing:
+        raise KeyError(f"missing features: {', '.join(missing)}")
+    return [float(values[n]) for n in names]

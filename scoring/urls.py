@@ -1,0 +1,2 @@
+app_name = "scoring"
+urlpatterns: list = []  # health and metrics endpoints
