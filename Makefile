@@ -28,7 +28,6 @@ help:
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --disable-pip-version-check -q --upgrade pip
 	$(PY) -m pip install --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip check
 	@touch $(STAMP)
