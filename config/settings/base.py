@@ -126,6 +126,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_TASK_PUBLISH_RETRY = False
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+# Retraining runs on its own queue so scoring keeps flowing (worker: -Q training --concurrency=1).
+CELERY_TASK_ROUTES = {"feedback.*": {"queue": "training"}}
 
 # --- Triton --------------------------------------------------------------------------------
 # Not Triton's stock 8000-8002: the Django server of `make run` listens on 8000.
