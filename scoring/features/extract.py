@@ -15,7 +15,6 @@ features the same way."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,6 +24,10 @@ from django.db.models import Count, Q
 
 from moderation.models import Post, Report
 from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
+from scoring.features.email import email_features
+from scoring.features.journey import JourneyError, journey_features
+from scoring.features.reputation import ReputationContext, configured_providers, url_reputation
+from scoring.features.url import InvalidUrl, url_lexical_features
 
 
 class PostFeatures(NamedTuple):
@@ -155,7 +158,7 @@ def _link_values(post: Post) -> dict[str, float]:
                 "domain_post_count": float(domain.post_count),
                 "domain_report_count": float(domain.report_count),
                 "domain_spam_rate": _rate(domain.spam_count, domain.post_count),
-                "url_reputation": _url_reputation(link.url, domain.name),
+                "url_reputation": _url_reputation(post),
             }
         )
     values["post_share_count"] = float(post.share_count)
@@ -186,77 +189,33 @@ def _behaviour_values(
         "report_distinct_reporters": float(reports.distinct_reporters),
         "report_spam_reason_count": float(reports.spam_reasons),
     }
-    values.update(_email_features(author.email_domain))
+    values.update(email_features(author.email_domain))
     values.update(_journey_features(post.journey))
     return {name: float(values[name]) for name in BEHAVIOUR_FEATURES}
 
 
-# --- Pure per-value features --------------------------------------------------------------
-# Interim implementations, replaced by calls into the tabular engineer's pure modules
-# (scoring.features.url / journey / email / reputation) as soon as they are on main.
-
-_RISKY_TLDS = frozenset({"xyz", "top", "club", "online", "site", "icu", "buzz", "loan", "win", "work", "click", "gq"})
-_FREE_EMAIL = frozenset({"gmail.com", "yahoo.com", "hotmail.com", "outlook.com", "aol.com", "mail.ru", "gmx.com"})
-_BOT_STEPS = frozenset({"api_submit", "direct_submit"})
-
-
 def _url_features(url: str) -> dict[str, float]:
-    import ipaddress
-    from urllib.parse import urlsplit
-
-    from antispam_link_shorteners import is_link_shortener
-
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
     try:
-        ipaddress.ip_address(host)
-        is_ip = True
-    except ValueError:
-        is_ip = False
-    labels = host.split(".") if host else []
-    tokens = [t for t in re.split(r"[/\-_.?=&]+", parts.path) if t]
-    hostpath = host + parts.path
-    return {
-        "url_is_shortener": 1.0 if host and is_link_shortener(host) else 0.0,
-        "url_is_ip_host": 1.0 if is_ip else 0.0,
-        "url_tld_risky": 1.0 if labels and labels[-1] in _RISKY_TLDS else 0.0,
-        "url_subdomain_count": float(max(len(labels) - 2, 0)) if not is_ip else 0.0,
-        "url_path_depth": float(len([s for s in parts.path.split("/") if s])),
-        "url_path_token_count": float(len(tokens)),
-        "url_length": float(len(url)),
-        "url_has_query": 1.0 if parts.query else 0.0,
-        "url_digit_ratio": _rate(sum(c.isdigit() for c in hostpath), len(hostpath)),
-    }
+        return url_lexical_features(url)
+    except InvalidUrl:  # stored before validation tightened: score it as an odd link
+        return {"url_present": 1.0, "url_length": float(len(url))}
 
 
-def _url_reputation(url: str, domain: str) -> float:
-    return 0.5
-
-
-def _email_features(email_domain: str) -> dict[str, float]:
-    from disposable_email_domains import blocklist
-
-    d = (email_domain or "").lower().strip()
-    return {
-        "user_email_disposable": 1.0 if d and d in blocklist else 0.0,
-        "user_email_free_provider": 1.0 if d in _FREE_EMAIL else 0.0,
-    }
+def _url_reputation(post: Post) -> float:
+    link = post.link
+    assert link is not None
+    context = ReputationContext(
+        domain_status=link.domain.status,
+        domain_post_count=link.domain.post_count,
+        domain_spam_count=link.domain.spam_count,
+        url_post_count=link.post_count,
+    )
+    return url_reputation(link.url, context, providers=configured_providers())
 
 
 def _journey_features(journey: object) -> dict[str, float]:
-    from django.utils.dateparse import parse_datetime
-
     steps = journey if isinstance(journey, list) else []
-    names = [str(s.get("step", "")) for s in steps if isinstance(s, dict)]
-    times = [parse_datetime(str(s.get("at", ""))) for s in steps if isinstance(s, dict)]
-    stamps = [t for t in times if t is not None]
-    seconds = (max(stamps) - min(stamps)).total_seconds() if len(stamps) >= 2 else 0.0
-    paste = any("paste" in n for n in names)
-    bot = bool(_BOT_STEPS.intersection(names)) or (paste and len(names) <= 3 and seconds < 1.0 and len(names) > 0)
-    return {
-        "journey_step_count": float(len(names)),
-        "journey_seconds": seconds,
-        "journey_steps_per_second": len(names) / seconds if seconds > 0 else float(len(names)),
-        "journey_bot_pattern": 1.0 if bot else 0.0,
-        "journey_paste": 1.0 if paste else 0.0,
-    }
+    try:
+        return journey_features(steps)
+    except JourneyError:  # the API validates journeys; an unreadable one counts as none
+        return journey_features([])

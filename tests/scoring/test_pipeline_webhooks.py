@@ -118,3 +118,20 @@ def test_moderator_decision_enqueue_is_idempotent():
     assert first is not None and second is not None and first.pk == second.pk
     assert WebhookDelivery.objects.count() == 1
     assert webhook_enqueue_for_decision(make_post(source=source, status=PostStatus.QUEUED)) is None
+
+
+@pytest.mark.django_db
+def test_a_recorded_moderator_decision_enqueues_a_webhook():
+    from django.contrib.auth.models import User
+
+    from moderation.models import Decision
+    from moderation.signals import decision_recorded
+
+    source = make_source(callback_url="http://127.0.0.1:8252/x", webhook_secret=SECRET)
+    post = make_post(source=source, status=PostStatus.REMOVED)
+    moderator = User.objects.create_user("mod")
+    decision = Decision.objects.create(post=post, moderator=moderator, label="spam", reason_code="scam")
+    decision_recorded.send(sender=Decision, decision=decision, post=post)
+    delivery = WebhookDelivery.objects.get(post=post)
+    assert delivery.payload["data"]["automatic"] is False
+    assert delivery.payload["data"]["decision"]["reason_code"] == "scam"
