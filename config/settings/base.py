@@ -116,7 +116,8 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
-CELERY_TASK_ACKS_LATE = True
+# House style: only idempotent tasks opt in to acks_late (each task says so itself).
+CELERY_TASK_ACKS_LATE = False
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = env.int("CELERY_WORKER_PREFETCH_MULTIPLIER", default=4)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -125,7 +126,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_connect_timeout": 1,
     "socket_timeout": 2,
     "max_retries": 1,
-    "visibility_timeout": 3600,
+    # Seconds before a message a killed worker had taken is handed to another worker.
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600),
 }
 CELERY_TASK_PUBLISH_RETRY = False
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
@@ -134,8 +136,25 @@ CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=120
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=180)
 CELERY_WORKER_MAX_TASKS_PER_CHILD = env.int("CELERY_WORKER_MAX_TASKS_PER_CHILD", default=1000)
 CELERY_WORKER_SEND_TASK_EVENTS = False
-CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
-CELERY_TASK_ROUTES: dict[str, dict[str, str]] = {}
+# Retraining runs on its own queue so scoring keeps flowing (worker: -Q training --concurrency=1).
+CELERY_TASK_ROUTES = {"feedback.*": {"queue": "training"}}
+
+# --- Scoring pipeline (scoring/tasks.py documents the choices) ------------------------------
+SCORING_BATCH_SIZE = env.int("SCORING_BATCH_SIZE", default=16)
+SCORING_CLAIM_TTL_S = env.int("SCORING_CLAIM_TTL_S", default=90)  # > the task's hard time limit
+SCORING_SWEEP_AFTER_S = env.float("SCORING_SWEEP_AFTER_S", default=300.0)
+SCORING_RETRY_BACKOFF_S = env.int("SCORING_RETRY_BACKOFF_S", default=1)
+SCORING_RETRY_BACKOFF_MAX = env.int("SCORING_RETRY_BACKOFF_MAX", default=60)
+SCORING_MAX_RETRIES = env.int("SCORING_MAX_RETRIES", default=200)
+SCORING_TASK_SOFT_TIME_LIMIT_S = env.int("SCORING_TASK_SOFT_TIME_LIMIT_S", default=60)
+SCORING_TASK_TIME_LIMIT_S = env.int("SCORING_TASK_TIME_LIMIT_S", default=75)
+WEBHOOK_CONNECT_TIMEOUT_S = env.float("WEBHOOK_CONNECT_TIMEOUT_S", default=2.0)
+WEBHOOK_READ_TIMEOUT_S = env.float("WEBHOOK_READ_TIMEOUT_S", default=5.0)
+WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=10)
+WEBHOOK_RETRY_BACKOFF_MAX = env.int("WEBHOOK_RETRY_BACKOFF_MAX", default=600)
+CELERY_BEAT_SCHEDULE = {
+    "scoring.sweep_stuck_posts": {"task": "scoring.sweep_stuck_posts", "schedule": 60.0},
+}
 
 # --- Triton --------------------------------------------------------------------------------
 # Not Triton's stock 8000-8002: the Django server of `make run` listens on 8000.
