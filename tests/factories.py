@@ -1,8 +1,8 @@
 """Shared factory_boy factories. Everyone imports these; keep them minimal and valid.
 
-    from tests.factories import PostFactory, SourceFactory, create_api_key
-    source = SourceFactory()
-    raw_key = create_api_key(source)          # the plaintext key for Authorization: Api-Key <raw>
+from tests.factories import PostFactory, SourceFactory, create_api_key
+source = SourceFactory()
+raw_key = create_api_key(source)          # the plaintext key for Authorization: Api-Key <raw>
 """
 
 from __future__ import annotations

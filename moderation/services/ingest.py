@@ -86,13 +86,17 @@ def _post_create(*, source: Source, payload: Mapping[str, Any]) -> Post:
     return post
 
 
+def _stored_post(*, source: Source, external_id: str) -> Post | None:
+    return Post.objects.filter(source=source, external_id=external_id).first()
+
+
 def post_ingest(*, source: Source, payload: Mapping[str, Any]) -> tuple[Post, bool]:
     """Store one validated post payload (see PostInputSerializer). Returns (post, created).
 
     Idempotent on (source, external_id): a repeat, or the loser of a concurrent insert race,
     gets the stored post and ``created=False`` and changes nothing."""
     external_id = payload["external_id"]
-    existing = Post.objects.filter(source=source, external_id=external_id).first()
+    existing = _stored_post(source=source, external_id=external_id)
     if existing is not None:
         return existing, False
     try:
@@ -100,7 +104,7 @@ def post_ingest(*, source: Source, payload: Mapping[str, Any]) -> tuple[Post, bo
             post = _post_create(source=source, payload=payload)
             score_enqueue(post_id=post.pk)
     except IntegrityError:
-        existing = Post.objects.filter(source=source, external_id=external_id).first()
+        existing = _stored_post(source=source, external_id=external_id)
         if existing is None:
             raise
         return existing, False
