@@ -62,6 +62,16 @@ TEMPLATES = [
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default: the web server and the Celery worker write concurrently. WAL lets
+    # readers run beside the writer; IMMEDIATE transactions take the write lock up front so a
+    # transaction never fails half-way with "database is locked"; the timeout queues writers.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -118,11 +128,12 @@ CELERY_TASK_PUBLISH_RETRY = False
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 
 # --- Triton --------------------------------------------------------------------------------
-TRITON_URL = env("TRITON_URL", default="127.0.0.1:8001")  # gRPC by default
+# Not Triton's stock 8000-8002: the Django server of `make run` listens on 8000.
+TRITON_HTTP_PORT = env.int("TRITON_HTTP_PORT", default=8010)
+TRITON_GRPC_PORT = env.int("TRITON_GRPC_PORT", default=8011)
+TRITON_METRICS_PORT = env.int("TRITON_METRICS_PORT", default=8012)
+TRITON_URL = env("TRITON_URL", default=f"127.0.0.1:{TRITON_GRPC_PORT}")  # gRPC by default
 TRITON_PROTOCOL = env("TRITON_PROTOCOL", default="grpc")  # grpc | http
-TRITON_HTTP_PORT = env.int("TRITON_HTTP_PORT", default=8000)
-TRITON_GRPC_PORT = env.int("TRITON_GRPC_PORT", default=8001)
-TRITON_METRICS_PORT = env.int("TRITON_METRICS_PORT", default=8002)
 TRITON_TIMEOUT_S = env.float("TRITON_TIMEOUT_S", default=5.0)
 TRITON_MODEL_REPOSITORY = env.path("TRITON_MODEL_REPOSITORY", default=BASE_DIR / "triton_repository")
 TRITON_LOG_DIR = env.path("TRITON_LOG_DIR", default=VAR_DIR / "log")
