@@ -11,11 +11,7 @@ from django.db import transaction
 from django.db.models import F
 
 from moderation.models import Domain, Link
-
-try:
-    from scoring.features.url import InvalidUrl, normalize_url, registrable_domain
-except ImportError:  # until the tabular feature module is on main
-    from moderation._url_compat import InvalidUrl, normalize_url, registrable_domain
+from scoring.features.url import InvalidUrl, normalize_url, registrable_domain
 
 __all__ = ["InvalidUrl", "domain_get_or_create", "link_get_or_create", "link_identity", "url_hash"]
 
