@@ -201,6 +201,12 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several models have a "status"; name each choice set after its type.
+    "ENUM_NAME_OVERRIDES": {
+        "PostStatusEnum": "moderation.models.PostStatus",
+        "ListStatusEnum": "moderation.models.ListStatus",
+        "IngestResultStatusEnum": ["created", "existing", "invalid"],
+    },
 }
 
 # --- Logging: one line per event to stderr; event names like `scoring.post_scored` -----------
