@@ -122,10 +122,30 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_connect_timeout": 1,
     "socket_timeout": 2,
     "max_retries": 1,
-    "visibility_timeout": 3600,
+    # Seconds before a message a killed worker had taken is handed to another worker.
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600),
 }
 CELERY_TASK_PUBLISH_RETRY = False
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+# Retraining runs on its own queue so scoring keeps flowing (worker: -Q training --concurrency=1).
+CELERY_TASK_ROUTES = {"feedback.*": {"queue": "training"}}
+
+# --- Scoring pipeline (scoring/tasks.py documents the choices) ------------------------------
+SCORING_BATCH_SIZE = env.int("SCORING_BATCH_SIZE", default=16)
+SCORING_CLAIM_TTL_S = env.int("SCORING_CLAIM_TTL_S", default=90)  # > the task's hard time limit
+SCORING_SWEEP_AFTER_S = env.float("SCORING_SWEEP_AFTER_S", default=300.0)
+SCORING_RETRY_BACKOFF_S = env.int("SCORING_RETRY_BACKOFF_S", default=1)
+SCORING_RETRY_BACKOFF_MAX = env.int("SCORING_RETRY_BACKOFF_MAX", default=60)
+SCORING_MAX_RETRIES = env.int("SCORING_MAX_RETRIES", default=200)
+SCORING_TASK_SOFT_TIME_LIMIT_S = env.int("SCORING_TASK_SOFT_TIME_LIMIT_S", default=60)
+SCORING_TASK_TIME_LIMIT_S = env.int("SCORING_TASK_TIME_LIMIT_S", default=75)
+WEBHOOK_CONNECT_TIMEOUT_S = env.float("WEBHOOK_CONNECT_TIMEOUT_S", default=2.0)
+WEBHOOK_READ_TIMEOUT_S = env.float("WEBHOOK_READ_TIMEOUT_S", default=5.0)
+WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=10)
+WEBHOOK_RETRY_BACKOFF_MAX = env.int("WEBHOOK_RETRY_BACKOFF_MAX", default=600)
+CELERY_BEAT_SCHEDULE = {
+    "scoring.sweep_stuck_posts": {"task": "scoring.sweep_stuck_posts", "schedule": 60.0},
+}
 
 # --- Triton --------------------------------------------------------------------------------
 # Not Triton's stock 8000-8002: the Django server of `make run` listens on 8000.
@@ -172,6 +192,12 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several models have a "status"; name each choice set after its type.
+    "ENUM_NAME_OVERRIDES": {
+        "PostStatusEnum": "moderation.models.PostStatus",
+        "ListStatusEnum": "moderation.models.ListStatus",
+        "IngestResultStatusEnum": ["created", "existing", "invalid"],
+    },
 }
 
 LOGGING = {
