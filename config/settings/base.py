@@ -62,6 +62,16 @@ TEMPLATES = [
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default: the web server and the Celery worker write concurrently. WAL lets
+    # readers run beside the writer; IMMEDIATE transactions take the write lock up front so a
+    # transaction never fails half-way with "database is locked"; the timeout queues writers.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -112,17 +122,38 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_connect_timeout": 1,
     "socket_timeout": 2,
     "max_retries": 1,
-    "visibility_timeout": 3600,
+    # Seconds before a message a killed worker had taken is handed to another worker.
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600),
 }
 CELERY_TASK_PUBLISH_RETRY = False
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+# Retraining runs on its own queue so scoring keeps flowing (worker: -Q training --concurrency=1).
+CELERY_TASK_ROUTES = {"feedback.*": {"queue": "training"}}
+
+# --- Scoring pipeline (scoring/tasks.py documents the choices) ------------------------------
+SCORING_BATCH_SIZE = env.int("SCORING_BATCH_SIZE", default=16)
+SCORING_CLAIM_TTL_S = env.int("SCORING_CLAIM_TTL_S", default=90)  # > the task's hard time limit
+SCORING_SWEEP_AFTER_S = env.float("SCORING_SWEEP_AFTER_S", default=300.0)
+SCORING_RETRY_BACKOFF_S = env.int("SCORING_RETRY_BACKOFF_S", default=1)
+SCORING_RETRY_BACKOFF_MAX = env.int("SCORING_RETRY_BACKOFF_MAX", default=60)
+SCORING_MAX_RETRIES = env.int("SCORING_MAX_RETRIES", default=200)
+SCORING_TASK_SOFT_TIME_LIMIT_S = env.int("SCORING_TASK_SOFT_TIME_LIMIT_S", default=60)
+SCORING_TASK_TIME_LIMIT_S = env.int("SCORING_TASK_TIME_LIMIT_S", default=75)
+WEBHOOK_CONNECT_TIMEOUT_S = env.float("WEBHOOK_CONNECT_TIMEOUT_S", default=2.0)
+WEBHOOK_READ_TIMEOUT_S = env.float("WEBHOOK_READ_TIMEOUT_S", default=5.0)
+WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=10)
+WEBHOOK_RETRY_BACKOFF_MAX = env.int("WEBHOOK_RETRY_BACKOFF_MAX", default=600)
+CELERY_BEAT_SCHEDULE = {
+    "scoring.sweep_stuck_posts": {"task": "scoring.sweep_stuck_posts", "schedule": 60.0},
+}
 
 # --- Triton --------------------------------------------------------------------------------
-TRITON_URL = env("TRITON_URL", default="127.0.0.1:8001")  # gRPC by default
+# Not Triton's stock 8000-8002: the Django server of `make run` listens on 8000.
+TRITON_HTTP_PORT = env.int("TRITON_HTTP_PORT", default=8010)
+TRITON_GRPC_PORT = env.int("TRITON_GRPC_PORT", default=8011)
+TRITON_METRICS_PORT = env.int("TRITON_METRICS_PORT", default=8012)
+TRITON_URL = env("TRITON_URL", default=f"127.0.0.1:{TRITON_GRPC_PORT}")  # gRPC by default
 TRITON_PROTOCOL = env("TRITON_PROTOCOL", default="grpc")  # grpc | http
-TRITON_HTTP_PORT = env.int("TRITON_HTTP_PORT", default=8000)
-TRITON_GRPC_PORT = env.int("TRITON_GRPC_PORT", default=8001)
-TRITON_METRICS_PORT = env.int("TRITON_METRICS_PORT", default=8002)
 TRITON_TIMEOUT_S = env.float("TRITON_TIMEOUT_S", default=5.0)
 TRITON_MODEL_REPOSITORY = env.path("TRITON_MODEL_REPOSITORY", default=BASE_DIR / "triton_repository")
 TRITON_LOG_DIR = env.path("TRITON_LOG_DIR", default=VAR_DIR / "log")

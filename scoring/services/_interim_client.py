@@ -1,0 +1,45 @@
+"""Interim stand-in for scoring.triton_client's interface (see scoring.services.inference)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+
+class TritonError(Exception):
+    """The server answered with an error (bad input, model failure): retrying will not help."""
+
+
+class TritonUnavailable(TritonError):
+    """The server is down, not ready or timed out: retry later."""
+
+
+@dataclass(frozen=True)
+class ScoringInput:
+    text: str
+    preview_text: str | None
+    link: Mapping[str, float]
+    behaviour: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class ScoringOutput:
+    text_prob: float
+    preview_prob: float | None
+    link_prob: float
+    behaviour_prob: float
+    final_prob: float
+    contributions: dict[str, dict[str, float]] = field(default_factory=dict)
+    model_versions: dict[str, str] = field(default_factory=dict)
+
+
+class _NoClient:
+    def score(self, inputs: Sequence[ScoringInput]) -> list[ScoringOutput]:
+        raise TritonUnavailable("scoring.triton_client is not installed yet")
+
+    def is_ready(self) -> bool:
+        return False
+
+
+def get_client() -> _NoClient:
+    return _NoClient()
