@@ -15,20 +15,21 @@ Tensor names and dims are the contract of triton_repository/spam_pipeline/config
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import math
 import os
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
+from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES, vector
 
 PIPELINE_MODEL = "spam_pipeline"
 SUB_MODELS = ("tokenizer", "text_classifier", "link_model", "behaviour_model", "fusion_model")
@@ -62,20 +63,42 @@ CONTRIBUTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-class TritonUnavailable(Exception):
-    """Triton cannot answer now (refused, timed out, not ready, model not loaded): retryable."""
-
-
 class TritonError(Exception):
     """Triton rejected the request or a model failed on it: retrying will not help."""
 
 
+class TritonUnavailable(TritonError):
+    """Triton cannot answer now (refused, timed out, not ready, model not loaded): retryable.
+    A subclass of TritonError, so `except TritonError` sees every Triton failure."""
+
+
 @dataclass(frozen=True)
 class ScoringInput:
+    """One post. link/behaviour: vectors in scoring/feature_schema.py order, or mappings by
+    feature name (laid out with feature_schema.vector; a missing name is an error)."""
+
     text: str
-    preview_text: str
-    link: Sequence[float]
-    behaviour: Sequence[float]
+    preview_text: str | None  # None or "" = the platform sent no link preview
+    link: Sequence[float] | Mapping[str, float]
+    behaviour: Sequence[float] | Mapping[str, float]
+
+    def link_vector(self) -> list[float]:
+        return _as_vector(self.link, LINK_FEATURES)
+
+    def behaviour_vector(self) -> list[float]:
+        return _as_vector(self.behaviour, BEHAVIOUR_FEATURES)
+
+
+def _as_vector(values: Sequence[float] | Mapping[str, float], names: tuple[str, ...]) -> list[float]:
+    if isinstance(values, Mapping):
+        try:
+            return vector(values, names)
+        except KeyError as exc:
+            raise TritonError(str(exc)) from exc
+    out = [float(v) for v in values]
+    if len(out) != len(names):
+        raise TritonError(f"expected {len(names)} feature values, got {len(out)}")
+    return out
 
 
 @dataclass(frozen=True)
@@ -166,6 +189,13 @@ class TritonScoringClient:
         self.metrics_url = metrics_url or f"http://{host}:{settings.TRITON_METRICS_PORT}/metrics"
         self._client: Any = self._make_client()
 
+    def with_timeout(self, timeout_s: float) -> TritonScoringClient:
+        """The same connection with another per-call timeout (gRPC: per request; HTTP keeps
+        the connection's own network timeout)."""
+        clone = copy.copy(self)
+        clone.timeout_s = max(float(timeout_s), 0.001)
+        return clone
+
     def _make_client(self) -> Any:
         if self.protocol == "grpc":
             import tritonclient.grpc as grpcclient
@@ -194,17 +224,11 @@ class TritonScoringClient:
 
     def _build_inputs(self, rows: Sequence[ScoringInput]) -> list[Any]:
         n = len(rows)
-        for row in rows:
-            if len(row.link) != len(LINK_FEATURES) or len(row.behaviour) != len(BEHAVIOUR_FEATURES):
-                raise TritonError(
-                    f"feature vectors must have {len(LINK_FEATURES)} link and {len(BEHAVIOUR_FEATURES)} "
-                    f"behaviour values, got {len(row.link)} and {len(row.behaviour)}"
-                )
         arrays = {
             "TEXT": np.array([[r.text.encode("utf-8")] for r in rows], dtype=np.object_),
             "PREVIEW_TEXT": np.array([[(r.preview_text or "").encode("utf-8")] for r in rows], dtype=np.object_),
-            "LINK_FEATURES": np.asarray([list(r.link) for r in rows], dtype=np.float32).reshape(n, -1),
-            "BEHAVIOUR_FEATURES": np.asarray([list(r.behaviour) for r in rows], dtype=np.float32).reshape(n, -1),
+            "LINK_FEATURES": np.asarray([r.link_vector() for r in rows], dtype=np.float32).reshape(n, -1),
+            "BEHAVIOUR_FEATURES": np.asarray([r.behaviour_vector() for r in rows], dtype=np.float32).reshape(n, -1),
         }
         inputs = []
         for name, (dtype, _dims) in INPUTS.items():
@@ -392,8 +416,9 @@ _clients: dict[tuple[int, str, str, float, str], TritonScoringClient] = {}
 _lock = threading.Lock()
 
 
-def get_client() -> TritonScoringClient:
-    """The process-wide client for the current settings (recreated after fork or a settings change)."""
+def get_client(*, timeout_s: float | None = None) -> TritonScoringClient:
+    """The process-wide client for the current settings (recreated after fork or a settings
+    change); `timeout_s` overrides settings.TRITON_TIMEOUT_S (one cached client per value)."""
     from django.conf import settings
 
     key = (
@@ -408,7 +433,7 @@ def get_client() -> TritonScoringClient:
         if client is None:
             client = TritonScoringClient()
             _clients[key] = client
-        return client
+    return client if timeout_s is None else client.with_timeout(timeout_s)
 
 
 def reset_clients() -> None:

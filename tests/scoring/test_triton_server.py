@@ -199,3 +199,19 @@ def test_new_version_loads_without_restart_then_rolls_back(tmp_path: Path, setti
         with pytest.raises(TritonUnavailable):
             client.score([row])
         reset_clients()
+
+
+def test_features_by_name_equal_features_by_position(triton_settings):
+    row = _row("call now", seed=4)
+    named = ScoringInput(
+        text=row.text,
+        preview_text=None,
+        link=dict(zip(LINK_FEATURES, row.link, strict=True)),
+        behaviour=dict(zip(BEHAVIOUR_FEATURES, row.behaviour, strict=True)),
+    )
+    by_position, by_name = get_client().score([row, named])
+    assert by_name == by_position
+    with pytest.raises(TritonError, match="missing features"):
+        get_client().score([ScoringInput(text="x", preview_text=None, link={}, behaviour=row.behaviour)])
+    assert get_client(timeout_s=0.5).timeout_s == 0.5
+    assert get_client(timeout_s=0.5)._client is get_client()._client
