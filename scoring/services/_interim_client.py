@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+
+class TritonUnavailable(Exception):
+    """The server is down, not ready or timed out: retry later."""
 
 
 class TritonError(Exception):
     """The server answered with an error (bad input, model failure): retrying will not help."""
 
 
-class TritonUnavailable(TritonError):
-    """The server is down, not ready or timed out: retry later."""
-
-
 @dataclass(frozen=True)
 class ScoringInput:
     text: str
-    preview_text: str | None
-    link: Mapping[str, float]
-    behaviour: Mapping[str, float]
+    preview_text: str
+    link: Sequence[float]
+    behaviour: Sequence[float]
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,10 @@ class ScoringOutput:
     model_versions: dict[str, str] = field(default_factory=dict)
 
 
-class _NoClient:
+class TritonScoringClient:
+    def __init__(self, url: str | None = None, *, timeout_s: float | None = None) -> None:
+        self.url, self.timeout_s = url, timeout_s
+
     def score(self, inputs: Sequence[ScoringInput]) -> list[ScoringOutput]:
         raise TritonUnavailable("scoring.triton_client is not installed yet")
 
@@ -41,5 +44,5 @@ class _NoClient:
         return False
 
 
-def get_client() -> _NoClient:
-    return _NoClient()
+def get_client() -> TritonScoringClient:
+    return TritonScoringClient()
