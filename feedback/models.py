@@ -208,11 +208,24 @@ class TrainingRun(models.Model):
         return self.status in (RunStatus.SUCCEEDED, RunStatus.FAILED)
 
 
-class ModelVersion(models.Model):
-    """One version of one Triton model (text, link, behaviour, fusion) and where it came from."""
+class ModelBundle(models.TextChoices):
+    """Models that are trained, published and rolled back together."""
 
-    name = models.CharField(max_length=64, help_text="Triton model name.")
-    version = models.PositiveIntegerField(help_text="Triton version folder number.")
+    TABULAR = "tabular", "Feature models + fusion (link_model, behaviour_model, fusion_model)"
+    TEXT = "text", "Text model (tokenizer, text_classifier)"
+
+
+class ModelVersion(models.Model):
+    """One served version of a model bundle and where it came from.
+
+    `version` is the Triton version folder number of the bundle's lead model (fusion_model for
+    tabular, text_classifier for text); `triton_versions` holds every member's number. A rollback
+    is a new row too: Triton serves the old files again under a new, higher number.
+    """
+
+    name = models.CharField(max_length=16, choices=ModelBundle.choices)
+    version = models.PositiveIntegerField(help_text="Triton version folder number of the lead model.")
+    triton_versions = models.JSONField(default=dict, blank=True, help_text="Triton model name -> version.")
     dataset = models.ForeignKey(
         DatasetVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="model_versions"
     )
@@ -224,6 +237,8 @@ class ModelVersion(models.Model):
     is_production = models.BooleanField(default=False)
     # The version that was in production when this one was promoted: the one-click rollback.
     rollback_target = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # Set when this row re-serves an older version (a rollback).
+    restored_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     promoted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -127,6 +127,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_TASK_PUBLISH_RETRY = False
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+# Retraining runs on its own queue so scoring keeps flowing (worker: -Q training --concurrency=1).
+CELERY_TASK_ROUTES = {"feedback.*": {"queue": "training"}}
 
 # --- Scoring pipeline (scoring/tasks.py documents the choices) ------------------------------
 SCORING_BATCH_SIZE = env.int("SCORING_BATCH_SIZE", default=16)
@@ -190,6 +192,12 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several models have a "status"; name each choice set after its type.
+    "ENUM_NAME_OVERRIDES": {
+        "PostStatusEnum": "moderation.models.PostStatus",
+        "ListStatusEnum": "moderation.models.ListStatus",
+        "IngestResultStatusEnum": ["created", "existing", "invalid"],
+    },
 }
 
 LOGGING = {

@@ -4,6 +4,7 @@ ARTIFACTS_DIR of their own."""
 from __future__ import annotations
 
 import itertools
+import random
 from pathlib import Path
 from typing import Any
 
@@ -48,16 +49,31 @@ def admin_user(db: Any) -> User:
     return make_user("boss", "admin")
 
 
-def features_for(spammy: bool) -> dict[str, float]:
-    values = {name: 0.0 for name in (*LINK_FEATURES, *BEHAVIOUR_FEATURES)}
-    values.update(
-        {"url_present": 1.0, "user_age_days": 1.0 if spammy else 400.0, "report_count": 3.0 if spammy else 0.0}
+def features_for(spammy: bool, rng: random.Random | None = None) -> dict[str, dict[str, float]]:
+    """Nested like scoring's Score.features: {"link": {...}, "behaviour": {...}}; noisy, so the
+    classes overlap a little."""
+    rng = rng or random.Random(0)
+    link = {name: rng.random() for name in LINK_FEATURES}
+    behaviour = {name: rng.random() for name in BEHAVIOUR_FEATURES}
+    link.update({"url_present": 1.0, "domain_report_count": float(rng.randint(2, 9) if spammy else rng.randint(0, 3))})
+    behaviour.update(
+        {
+            "user_age_days": rng.uniform(0, 30) if spammy else rng.uniform(10, 900),
+            "report_count": float(rng.randint(1, 5) if spammy else rng.randint(0, 2)),
+            "journey_bot_pattern": float(rng.random() < (0.7 if spammy else 0.1)),
+        }
     )
-    return values
+    return {"link": link, "behaviour": behaviour}
 
 
 def make_post(
-    source: Source, *, author: str | None = None, text: str = "hello", spammy: bool = False, with_score: bool = True
+    source: Source,
+    *,
+    author: str | None = None,
+    text: str = "hello",
+    spammy: bool = False,
+    with_score: bool = True,
+    rng: random.Random | None = None,
 ) -> Post:
     n = next(_seq)
     author_obj, _ = Author.objects.get_or_create(source=source, external_id=author or f"author-{n}")
@@ -71,16 +87,18 @@ def make_post(
         status="queued",
     )
     if with_score:
+        rng = rng or random.Random(n)
+        text_score = min(1.0, max(0.0, rng.gauss(0.65, 0.2) if spammy else rng.gauss(0.35, 0.2)))
         Score.objects.create(
             post=post,
             model_set="text:1,link:1,behaviour:1,fusion:1",
-            text_score=0.9 if spammy else 0.1,
+            text_score=text_score,
             preview_score=None,
             link_score=0.8 if spammy else 0.2,
             behaviour_score=0.7 if spammy else 0.3,
-            final_score=0.85 if spammy else 0.15,
+            final_score=text_score,
             action="queue",
-            features=features_for(spammy),
+            features=features_for(spammy, rng),
             model_versions={"text": 1, "link": 1, "behaviour": 1, "fusion": 1},
         )
     return post

@@ -54,7 +54,7 @@ def test_snapshot_manifest_files_and_hash(labelled, admin_user, artifacts_dir):
     assert table.num_rows == 150
     with (root / "data.csv").open() as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == 150 and json.loads(rows[0]["features"])["url_present"] == 1.0
+    assert len(rows) == 150 and json.loads(rows[0]["features"])["link"]["url_present"] == 1.0
 
 
 def test_split_is_author_disjoint_and_deterministic(labelled, admin_user):
