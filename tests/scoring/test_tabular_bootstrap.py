@@ -125,3 +125,35 @@ def test_command_trains_into_artifacts_dir(
     assert "test fusion" in out.getvalue()
     assert artifacts.current_dir(tmp_path / "tabular") == (tmp_path / "tabular" / "cmd-v1").resolve()
     assert artifacts.read_manifest(tmp_path / "tabular" / "cmd-v1")["text_probabilities"]["kind"] == "tfidf_fallback"
+
+
+def test_onnx_text_probabilities_adapter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The adapter batches texts through textmodel's OnnxTextClassifier(model_dir).predict_proba."""
+    import sys
+    import types
+
+    calls: list[int] = []
+
+    class FakeClassifier:
+        def __init__(self, model_dir: Path) -> None:
+            self.model_dir = model_dir
+            self.file = "model.int8.onnx"
+
+        def predict_proba(self, texts: list[str]) -> np.ndarray:
+            calls.append(len(texts))
+            return np.asarray([0.9 if "win" in t else 0.1 for t in texts])
+
+    fake = types.ModuleType("scoring.ml.text.inference")
+    fake.OnnxTextClassifier = FakeClassifier  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "scoring.ml.text.inference", fake)
+    (tmp_path / "20261121T000000Z").mkdir()
+    (tmp_path / "20261121T000000Z" / "model.int8.onnx").write_bytes(b"")
+    (tmp_path / "current").symlink_to("20261121T000000Z")
+
+    provider = resolve_text_probabilities(text_dirs=[tmp_path], train_texts=[], train_labels=[])
+    assert provider.kind == "onnx"
+    probs = provider.predict_proba(["win now"] * 40 + ["hi"] * 5)
+    assert calls == [32, 13]
+    np.testing.assert_allclose(probs, [0.9] * 40 + [0.1] * 5)
+    info = provider.describe()
+    assert info["version"] == "20261121T000000Z" and info["file"] == "model.int8.onnx"

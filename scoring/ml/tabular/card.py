@@ -16,6 +16,14 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _param(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return "(" + ", ".join(_param(v) for v in value) + ")"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
 def _table(rows: dict[str, dict[str, Any]]) -> str:
     lines = ["| model | " + " | ".join(_METRIC_COLUMNS) + " |", "|---" * (len(_METRIC_COLUMNS) + 1) + "|"]
     for name, m in rows.items():
@@ -31,7 +39,7 @@ def _archetype_table(distributions: dict[str, Any]) -> str:
     ]
     lines.append("|---" * (len(archetypes) + 1) + "|")
     for field in fields:
-        lines.append(f"| {field} | " + " | ".join(_fmt(a[field]) for a in archetypes) + " |")
+        lines.append(f"| {field} | " + " | ".join(_param(a[field]) for a in archetypes) + " |")
     return "\n".join(lines)
 
 
@@ -40,7 +48,7 @@ def _link_table(distributions: dict[str, Any]) -> str:
     fields = list(kinds[0])
     lines = ["| " + " | ".join(fields) + " |", "|---" * len(fields) + "|"]
     for kind in kinds:
-        lines.append("| " + " | ".join(_fmt(kind[f]) for f in fields) + " |")
+        lines.append("| " + " | ".join(_param(kind[f]) for f in fields) + " |")
     return "\n".join(lines)
 
 
@@ -88,7 +96,7 @@ def render_card(metrics: dict[str, Any], distributions: dict[str, Any]) -> str:
         _table(
             {
                 "fusion (final score)": test["fusion"],
-                "text_only (real)": test["text_only"],
+                f"text_only ({text.get('kind')}, real texts)": test["text_only"],
                 "behaviour": test["behaviour"],
                 "link": test["link"],
                 "link, rows with a URL": test["link_rows_with_url"],

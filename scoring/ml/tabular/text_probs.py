@@ -91,8 +91,9 @@ class OnnxTextProbabilities:
             "kind": self.kind,
             "description": "DistilBERT text model (ONNX Runtime), trained on the SMS train split",
             "model_dir": str(self.model_dir),
+            "version": self.model_dir.name,
         }
-        for attr in ("model_path", "version", "name"):
+        for attr in ("file", "max_length"):
             value = getattr(self.classifier, attr, None)
             if value is not None:
                 info[attr] = str(value)
@@ -100,13 +101,14 @@ class OnnxTextProbabilities:
 
 
 def find_text_model_dir(candidates: Sequence[Path]) -> Path | None:
-    """The first candidate that holds a text model: a directory with an ``.onnx`` file, or a
-    text artifact root whose ``current`` points at one."""
+    """The first candidate that holds a text model: a directory with an ``.onnx`` file next to
+    its tokenizer files (textmodel's export layout), or a text artifact root whose ``current``
+    points at one."""
     for candidate in candidates:
         path = Path(candidate)
         if (path / "current").exists():
             path = (path / "current").resolve()
-        if path.is_dir() and any(path.rglob("*.onnx")):
+        if path.is_dir() and any(path.glob("*.onnx")):
             return path
     return None
 
