@@ -23,7 +23,14 @@ from moderation.models import POST_TRANSITIONS, Author, Domain, IpAddress, Post,
 from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from scoring.features.extract import PostFeatures, features_for_loaded_posts, posts_for_scoring
 from scoring.models import Action, DecisionPolicy, Score
-from scoring.services.inference import ScoringClient, ScoringInput, ScoringOutput, TritonError, get_client
+from scoring.services.inference import (
+    ScoringClient,
+    ScoringInput,
+    ScoringOutput,
+    TritonError,
+    TritonUnavailable,
+    get_client,
+)
 from scoring.services.policy import policy_active, policy_decide
 from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET, short_circuit_reason
 from scoring.services.webhooks import webhooks_enqueue_for_posts
@@ -95,7 +102,9 @@ def infer(items: Sequence[_Item], *, client: ScoringClient) -> None:
     started = time.perf_counter()
     try:
         outputs = client.score([scoring_input(i.features) for i in todo])
-    except TritonError as exc:  # not TritonUnavailable: that one propagates, the task retries
+    except TritonUnavailable:
+        raise  # the server, not the batch: the task retries the whole batch later
+    except TritonError as exc:
         if len(todo) == 1:
             todo[0].model_error = str(exc)[:255]
             return
