@@ -4,3 +4,10 @@ from django.apps import AppConfig
 class FeedbackConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "feedback"
+    verbose_name = "Feedback loop (datasets, retraining, model registry)"
+
+    def ready(self) -> None:
+        from feedback.services.labels import on_decision_recorded
+        from moderation.signals import decision_recorded
+
+        decision_recorded.connect(on_decision_recorded, dispatch_uid="feedback.label_from_decision")

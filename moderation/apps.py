@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class ModerationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "moderation"
+
+    def ready(self) -> None:
+        from moderation.api import schema  # noqa: F401  (registers the OpenAPI auth extension)

@@ -1,2 +1,20 @@
+from django.urls import path
+
+from moderation.views import actions, audit, detail, metrics, queue
+
 app_name = "moderation"
-urlpatterns: list = []
+urlpatterns = [
+    path("", queue.home, name="queue"),
+    path("focus/", queue.focus, name="focus"),
+    path("posts/<int:post_id>/", detail.detail, name="post_detail"),
+    path("posts/<int:post_id>/decide/", detail.decide, name="decide"),
+    path("posts/<int:post_id>/release/", detail.release, name="release"),
+    path("bulk/", actions.bulk, name="bulk"),
+    path("bulk/<int:pk>/undo/", actions.undo, name="bulk_undo"),
+    path("cluster/<str:kind>/<int:pk>/", actions.cluster, name="cluster"),
+    path("enforce/<str:kind>/<int:pk>/<str:action>/", actions.enforce, name="enforce"),
+    path("audit/", audit.audit_log, name="audit"),
+    path("audit.csv", audit.audit_csv, name="audit_csv"),
+    path("metrics/", metrics.metrics, name="metrics"),
+    path("metrics/triton/", metrics.triton_panel, name="metrics_triton"),
+]

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 # Blueprint angle 1: link and IP.
 LINK_FEATURES: tuple[str, ...] = (
-    "url_present",  # 0/1; a post without a link gets all-zero link features but this
+    "url_present",  # 0/1; a post without a link gets NO_LINK_VALUES for the URL-dependent features
     "url_age_hours",  # hours since this service first saw the normalized URL
     "domain_age_hours",  # hours since the registrable domain was first seen here
     "url_is_shortener",  # antispam-link-shorteners list
@@ -69,6 +69,21 @@ FUSION_FEATURES: tuple[str, ...] = (
     "user_age_days",
     "domain_report_count",
 )
+
+
+# A post without a link: the URL-dependent LINK_FEATURES take these values (url_reputation is
+# "unknown", everything else 0). post_share_count, post_comment_count, ip_post_count and
+# ip_spam_rate describe the post and its IP and are filled for every post, link or not; the
+# behaviour feature user_link_count is 0 without a link.
+POST_LEVEL_LINK_FEATURES: tuple[str, ...] = ("post_share_count", "post_comment_count", "ip_post_count", "ip_spam_rate")
+NO_LINK_VALUES: Mapping[str, float] = {
+    name: (0.5 if name == "url_reputation" else 0.0) for name in LINK_FEATURES if name not in POST_LEVEL_LINK_FEATURES
+}
+
+
+def no_link_values() -> dict[str, float]:
+    """A fresh copy of ``NO_LINK_VALUES``."""
+    return dict(NO_LINK_VALUES)
 
 
 def vector(values: Mapping[str, float], names: tuple[str, ...]) -> list[float]:

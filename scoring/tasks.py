@@ -1,16 +1,80 @@
 """Celery tasks of the scoring pipeline: thin wrappers that take ids and call one service.
 
-Placeholder until the scoring pipeline lands: it only records that it ran."""
+Retry policy: Triton being down (TritonUnavailable) or the database dropping a connection
+(OperationalError, InterfaceError) retries with exponential backoff capped at
+SCORING_RETRY_BACKOFF_MAX seconds (60 by default) and jitter, up to SCORING_MAX_RETRIES (200,
+i.e. more than three hours at the cap): an outage of minutes loses nothing, and the sweeper
+re-enqueues whatever is still in `received` after that. All tasks here are idempotent, so all
+use acks_late (a worker killed mid-task leaves the message to be redelivered).
+
+Worker settings chosen for this 2-core machine (README / Makefile run them):
+    celery -A config worker --concurrency=2 --prefetch-multiplier=4 -O fair
+Two prefork processes: Triton needs the other core-time for inference, and each task is I/O
+bound on Triton and PostgreSQL. Micro-batching (scoring.services.batching) puts up to
+SCORING_BATCH_SIZE posts in one Triton call, so two processes keep Triton's dynamic batcher fed;
+prefetch 4 keeps the next message local without hoarding, and -O fair stops a process with a
+long batch from holding prefetched messages the other process could run. Numbers in
+benchmarks/e2e_pipeline.py."""
 
 from __future__ import annotations
 
 import logging
 
 from celery import shared_task
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+
+from scoring.services import batching, scoring, webhooks
+from scoring.services.inference import TritonUnavailable
 
 logger = logging.getLogger(__name__)
 
+RETRYABLE = (TritonUnavailable, OperationalError, InterfaceError, batching.PostClaimed)
+RETRY_OPTIONS = {
+    "autoretry_for": RETRYABLE,
+    "retry_backoff": settings.SCORING_RETRY_BACKOFF_S,
+    "retry_backoff_max": settings.SCORING_RETRY_BACKOFF_MAX,
+    "retry_jitter": True,
+    "max_retries": settings.SCORING_MAX_RETRIES,
+    "acks_late": True,
+    "soft_time_limit": settings.SCORING_TASK_SOFT_TIME_LIMIT_S,
+    "time_limit": settings.SCORING_TASK_TIME_LIMIT_S,
+}
 
-@shared_task(name="scoring.score_post", acks_late=True)
+
+@shared_task(name="scoring.score_post", **RETRY_OPTIONS)
 def score_post(post_id: int) -> None:
-    logger.info("scoring.score_post_received post_id=%s", post_id)
+    batching.score_post_batch(post_id=post_id)
+
+
+@shared_task(name="scoring.rescore_post", **RETRY_OPTIONS)
+def rescore_post(post_id: int) -> None:
+    scoring.rescore_post(post_id=post_id)
+
+
+@shared_task(name="scoring.sweep_stuck_posts", acks_late=True, soft_time_limit=50, time_limit=60)
+def sweep_stuck_posts(older_than_s: float | None = None) -> int:
+    post_ids = batching.stuck_post_ids(older_than_s=older_than_s)
+    for post_id in post_ids:
+        score_post.delay(post_id)
+    delivery_ids = batching.stuck_webhook_ids(older_than_s=older_than_s)
+    for delivery_id in delivery_ids:
+        deliver_webhook.delay(delivery_id)
+    if post_ids or delivery_ids:
+        logger.warning("scoring.sweep_requeued posts=%s webhooks=%s", len(post_ids), len(delivery_ids))
+    return len(post_ids)
+
+
+@shared_task(
+    name="scoring.deliver_webhook",
+    autoretry_for=(webhooks.WebhookDeliveryFailed, OperationalError, InterfaceError),
+    retry_backoff=settings.SCORING_RETRY_BACKOFF_S,
+    retry_backoff_max=settings.WEBHOOK_RETRY_BACKOFF_MAX,
+    retry_jitter=True,
+    max_retries=settings.WEBHOOK_MAX_ATTEMPTS,
+    acks_late=True,
+    soft_time_limit=30,
+    time_limit=40,
+)
+def deliver_webhook(delivery_id: int) -> None:
+    webhooks.webhook_deliver(delivery_id=delivery_id)

@@ -2,6 +2,7 @@
 the defaults here run on a laptop with no external service (SQLite, embedded Redis)."""
 
 from pathlib import Path
+from typing import Any
 
 import environ
 
@@ -9,7 +10,9 @@ BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = BASE_DIR / "var"
 
 env = environ.Env()
-env.read_env(str(BASE_DIR / ".env"), overwrite=False)
+# A .env file at the top of the checkout fills in what the environment lacks (never overrides).
+if env.bool("DJANGO_READ_DOT_ENV_FILE", default=True):
+    env.read_env(str(BASE_DIR / ".env"), overwrite=False)
 
 SECRET_KEY = env("SECRET_KEY", default="dev-only-insecure-key-change-me")
 DEBUG = env.bool("DEBUG", default=False)
@@ -62,6 +65,16 @@ TEMPLATES = [
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default: the web server and the Celery worker write concurrently. WAL lets
+    # readers run beside the writer; IMMEDIATE transactions take the write lock up front so a
+    # transaction never fails half-way with "database is locked"; the timeout queues writers.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -103,7 +116,8 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
-CELERY_TASK_ACKS_LATE = True
+# House style: only idempotent tasks opt in to acks_late (each task says so itself).
+CELERY_TASK_ACKS_LATE = False
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = env.int("CELERY_WORKER_PREFETCH_MULTIPLIER", default=4)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -112,17 +126,43 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_connect_timeout": 1,
     "socket_timeout": 2,
     "max_retries": 1,
-    "visibility_timeout": 3600,
+    # Seconds before a message a killed worker had taken is handed to another worker.
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600),
 }
 CELERY_TASK_PUBLISH_RETRY = False
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+# A ceiling for every task; tasks that need less (or more) set their own limits.
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=120)
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=180)
+CELERY_WORKER_MAX_TASKS_PER_CHILD = env.int("CELERY_WORKER_MAX_TASKS_PER_CHILD", default=1000)
+CELERY_WORKER_SEND_TASK_EVENTS = False
+# Retraining runs on its own queue so scoring keeps flowing (worker: -Q training --concurrency=1).
+CELERY_TASK_ROUTES = {"feedback.*": {"queue": "training"}}
+
+# --- Scoring pipeline (scoring/tasks.py documents the choices) ------------------------------
+SCORING_BATCH_SIZE = env.int("SCORING_BATCH_SIZE", default=16)
+SCORING_CLAIM_TTL_S = env.int("SCORING_CLAIM_TTL_S", default=90)  # > the task's hard time limit
+SCORING_SWEEP_AFTER_S = env.float("SCORING_SWEEP_AFTER_S", default=300.0)
+SCORING_RETRY_BACKOFF_S = env.int("SCORING_RETRY_BACKOFF_S", default=1)
+SCORING_RETRY_BACKOFF_MAX = env.int("SCORING_RETRY_BACKOFF_MAX", default=60)
+SCORING_MAX_RETRIES = env.int("SCORING_MAX_RETRIES", default=200)
+SCORING_TASK_SOFT_TIME_LIMIT_S = env.int("SCORING_TASK_SOFT_TIME_LIMIT_S", default=60)
+SCORING_TASK_TIME_LIMIT_S = env.int("SCORING_TASK_TIME_LIMIT_S", default=75)
+WEBHOOK_CONNECT_TIMEOUT_S = env.float("WEBHOOK_CONNECT_TIMEOUT_S", default=2.0)
+WEBHOOK_READ_TIMEOUT_S = env.float("WEBHOOK_READ_TIMEOUT_S", default=5.0)
+WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=10)
+WEBHOOK_RETRY_BACKOFF_MAX = env.int("WEBHOOK_RETRY_BACKOFF_MAX", default=600)
+CELERY_BEAT_SCHEDULE = {
+    "scoring.sweep_stuck_posts": {"task": "scoring.sweep_stuck_posts", "schedule": 60.0},
+}
 
 # --- Triton --------------------------------------------------------------------------------
-TRITON_URL = env("TRITON_URL", default="127.0.0.1:8001")  # gRPC by default
+# Not Triton's stock 8000-8002: the Django server of `make run` listens on 8000.
+TRITON_HTTP_PORT = env.int("TRITON_HTTP_PORT", default=8010)
+TRITON_GRPC_PORT = env.int("TRITON_GRPC_PORT", default=8011)
+TRITON_METRICS_PORT = env.int("TRITON_METRICS_PORT", default=8012)
+TRITON_URL = env("TRITON_URL", default=f"127.0.0.1:{TRITON_GRPC_PORT}")  # gRPC by default
 TRITON_PROTOCOL = env("TRITON_PROTOCOL", default="grpc")  # grpc | http
-TRITON_HTTP_PORT = env.int("TRITON_HTTP_PORT", default=8000)
-TRITON_GRPC_PORT = env.int("TRITON_GRPC_PORT", default=8001)
-TRITON_METRICS_PORT = env.int("TRITON_METRICS_PORT", default=8002)
 TRITON_TIMEOUT_S = env.float("TRITON_TIMEOUT_S", default=5.0)
 TRITON_MODEL_REPOSITORY = env.path("TRITON_MODEL_REPOSITORY", default=BASE_DIR / "triton_repository")
 TRITON_LOG_DIR = env.path("TRITON_LOG_DIR", default=VAR_DIR / "log")
@@ -161,12 +201,32 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several models have a "status"; name each choice set after its type.
+    "ENUM_NAME_OVERRIDES": {
+        "PostStatusEnum": "moderation.models.PostStatus",
+        "ListStatusEnum": "moderation.models.ListStatus",
+        "IngestResultStatusEnum": ["created", "existing", "invalid"],
+    },
 }
 
-LOGGING = {
+# --- Logging: one line per event to stderr; event names like `scoring.post_scored` -----------
+LOG_LEVEL = env("LOG_LEVEL", default="INFO")
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(process)d] %(message)s"},
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        # 4xx/5xx of views and the database's slow-path warnings, but not every SQL statement.
+        "django.request": {"level": "WARNING", "propagate": True},
+        "django.db.backends": {"level": "WARNING", "propagate": True},
+        "django.security": {"level": "WARNING", "propagate": True},
+        "celery": {"level": env("CELERY_LOG_LEVEL", default="INFO"), "propagate": True},
+        "moderation": {"level": LOG_LEVEL, "propagate": True},
+        "scoring": {"level": LOG_LEVEL, "propagate": True},
+        "feedback": {"level": LOG_LEVEL, "propagate": True},
+    },
 }

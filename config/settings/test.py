@@ -14,3 +14,7 @@ CACHES = {
     }
 }
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/2")
+
+# Serve static files straight from the app folders (no collectstatic before tests).
+WHITENOISE_AUTOREFRESH = True
+WHITENOISE_USE_FINDERS = True

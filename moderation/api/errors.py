@@ -1,4 +1,11 @@
-"""One JSON error shape for every API error: {"error": {"code", "message", "fields"}}."""
+"""One JSON error shape for every API error:
+
+    {"error": {"code": str, "message": str,
+               "fields": {"author.external_id": ["This field is required."], ...},
+               "details": [{"field": "author.external_id", "code": "required", "message": "..."}]}}
+
+``fields`` maps a field path (``journey[3].at``) to its messages; ``details`` carries the same
+errors with their machine-readable codes."""
 
 from __future__ import annotations
 
@@ -12,26 +19,57 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from moderation.errors import ApplicationError
 
+NON_FIELD = "non_field_errors"
 
-def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
+
+def _join(prefix: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{prefix}[{key}]"
+    if key == NON_FIELD and prefix:
+        return prefix
+    return f"{prefix}.{key}" if prefix else str(key)
+
+
+def flatten_errors(detail: Any, prefix: str = "") -> list[tuple[str, str, str]]:
+    """(field path, code, message) for every leaf of a DRF error structure."""
+    out: list[tuple[str, str, str]] = []
     if isinstance(detail, dict):
         for key, value in detail.items():
-            name = f"{prefix}.{key}" if prefix else str(key)
-            out.update(_flatten(value, name))
+            out.extend(flatten_errors(value, _join(prefix, key)))
     elif isinstance(detail, list):
-        if all(not isinstance(item, dict | list) for item in detail):
-            out[prefix or "non_field_errors"] = [str(item) for item in detail]
-        else:
-            for index, item in enumerate(detail):
-                out.update(_flatten(item, f"{prefix}[{index}]" if prefix else f"[{index}]"))
+        for index, item in enumerate(detail):
+            if isinstance(item, dict | list):
+                out.extend(flatten_errors(item, _join(prefix, index)))
+            else:
+                out.extend(flatten_errors(item, prefix))
     else:
-        out[prefix or "non_field_errors"] = [str(detail)]
+        out.append((prefix or NON_FIELD, str(getattr(detail, "code", None) or "invalid"), str(detail)))
     return out
 
 
-def error_body(code: str, message: str, fields: dict[str, list[str]] | None = None) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "fields": fields or {}}}
+def fields_of(errors: list[tuple[str, str, str]]) -> dict[str, list[str]]:
+    fields: dict[str, list[str]] = {}
+    for path, _, message in errors:
+        fields.setdefault(path, []).append(message)
+    return fields
+
+
+def error_body(
+    code: str, message: str, fields: dict[str, list[str]] | None = None, details: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"code": code, "message": message, "fields": fields or {}}
+    if details is not None:
+        body["details"] = details
+    return {"error": body}
+
+
+def validation_error_body(detail: Any) -> dict[str, Any]:
+    errors = flatten_errors(detail)
+    codes = {code for _, code, _ in errors}
+    # Bad unicode gets its own top-level code: clients usually fix it in one place (encoding).
+    code = "invalid_unicode" if codes == {"invalid_unicode"} else "invalid"
+    details = [{"field": path, "code": c, "message": m} for path, c, m in errors]
+    return error_body(code, "The request is not valid.", fields_of(errors), details)
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -45,7 +83,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if response is None:
         return None
     if isinstance(exc, exceptions.ValidationError):
-        response.data = error_body("invalid", "The request is not valid.", _flatten(exc.detail))
+        response.data = validation_error_body(exc.detail)
         response.status_code = status.HTTP_400_BAD_REQUEST
     elif isinstance(exc, exceptions.APIException):
         codes = exc.get_codes()

@@ -1,1 +1,15 @@
-urlpatterns: list = []
+from django.urls import path
+
+from moderation.api import views
+
+urlpatterns = [
+    path("posts", views.PostCreateView.as_view(), name="api-posts"),
+    path("posts/batch", views.PostBatchView.as_view(), name="api-posts-batch"),
+    path("posts/<path:external_id>", views.PostDetailView.as_view(), name="api-post-detail"),
+    path("reports", views.ReportCreateView.as_view(), name="api-reports"),
+    path("authors/<path:external_id>", views.AuthorUpsertView.as_view(), name="api-author"),
+    path("blocklist/domains", views.DomainBlocklistView.as_view(), name="api-blocklist-domains"),
+    path("blocklist/domains/<str:name>", views.DomainBlocklistDetailView.as_view(), name="api-blocklist-domain"),
+    path("blocklist/ips", views.IpBlocklistView.as_view(), name="api-blocklist-ips"),
+    path("blocklist/ips/<str:address>", views.IpBlocklistDetailView.as_view(), name="api-blocklist-ip"),
+]

@@ -1,0 +1,80 @@
+# Two entry points for a new user (see README.md):
+#   make run   - install into .venv and run the whole product on embedded defaults
+#   make test  - install into .venv and run every check and the whole test suite
+# Every target is idempotent: re-running it only redoes what changed.
+
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.requirements.stamp
+MANAGE := $(PY) manage.py
+
+# Test runs use the real PostgreSQL and Redis of this machine (override for your own).
+TEST_ENV := DJANGO_SETTINGS_MODULE=config.settings.test
+# Production settings with dummy secrets: only for `check --deploy`, never started.
+DEPLOY_ENV := DJANGO_SETTINGS_MODULE=config.settings.production \
+	SECRET_KEY=ci-deploy-check-0123456789-abcdefghijklmnopqrstuvwxyz-ABCDEFGHIJ \
+	ALLOWED_HOSTS=moderation.example.com \
+	DATABASE_URL=postgres://postgres@127.0.0.1:5432/moderation \
+	CELERY_BROKER_URL=redis://127.0.0.1:6379/2 \
+	REDIS_URL=redis://127.0.0.1:6379/1
+SCHEMA_FILE := var/openapi.yaml
+
+.PHONY: help install run test lint typecheck django-checks schema pytest services browsers clean
+
+help:
+	@echo "make run   - install into $(VENV) and run the product on embedded defaults (127.0.0.1:8000)"
+	@echo "make test  - install into $(VENV) and run lint, type checks, Django checks, schema and pytest"
+
+$(STAMP): requirements.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip check
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(PY) scripts/run_local.py
+
+# Chromium + driver for the end-to-end tests (Debian packages; needs root or sudo).
+browsers:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then \
+		echo "chromium: $$(chromium --version 2>/dev/null | head -1)"; \
+	else \
+		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+	fi
+
+services: install
+	$(TEST_ENV) $(PY) scripts/check_services.py
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install
+	$(VENV)/bin/mypy .
+
+django-checks: install
+	$(TEST_ENV) $(MANAGE) makemigrations --check --dry-run
+	$(TEST_ENV) $(MANAGE) check --fail-level WARNING
+	$(DEPLOY_ENV) $(MANAGE) check --deploy --fail-level WARNING
+
+schema: install
+	@mkdir -p var
+	$(TEST_ENV) $(MANAGE) spectacular --validate --fail-on-warn --file $(SCHEMA_FILE)
+	@echo "OpenAPI schema valid: $(SCHEMA_FILE)"
+
+# pytest exits 5 when it collected nothing (e.g. a -k filter that matches no test): report it
+# plainly instead of failing with a bare status.
+pytest: install
+	@rc=0; $(TEST_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; echo "0 passed, 0 failed"; rc=0; fi; \
+	exit $$rc
+
+test: install browsers services lint typecheck django-checks schema pytest
+
+clean:
+	rm -rf $(VENV) var/openapi.yaml .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,149 @@
+"""Reads shared by the feedback views, services and commands."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.db.models import QuerySet
+
+from feedback.models import (
+    DatasetVersion,
+    ExampleOrigin,
+    LabelledExample,
+    ModelVersion,
+    TrainingRun,
+)
+from moderation.models import Decision
+
+# The conflict rule, in one place (also written into every dataset manifest).
+CONFLICT_RULE = (
+    "One effective label per post (source + post external id). Examples whose decision was undone "
+    "are dropped. Among the rest, a decision by an admin overrides any non-admin decision; within "
+    "the same rank the latest decision wins (decided_at, then example id). Imported rows have no "
+    "post and each counts on its own."
+)
+
+
+def _post_key(example: LabelledExample) -> tuple[str, str]:
+    if example.origin == ExampleOrigin.IMPORT or not example.post_external_id:
+        return ("#example", str(example.pk))
+    return (example.source_slug, example.post_external_id)
+
+
+def _rank(example: LabelledExample) -> tuple[bool, datetime, int]:
+    return (example.decided_by_admin, example.decided_at, example.pk)
+
+
+def effective_examples(
+    *,
+    sources: Iterable[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    origins: Iterable[str] | None = None,
+) -> list[LabelledExample]:
+    """The examples that count, one per post, by CONFLICT_RULE; ordered by id.
+
+    Filters apply to the candidates before the rule, so a time window takes the latest decision
+    inside the window.
+    """
+    qs: QuerySet[LabelledExample] = LabelledExample.objects.all()
+    if sources:
+        qs = qs.filter(source_slug__in=list(sources))
+    if since is not None:
+        qs = qs.filter(decided_at__gte=since)
+    if until is not None:
+        qs = qs.filter(decided_at__lt=until)
+    if origins:
+        qs = qs.filter(origin__in=list(origins))
+    candidates = list(qs.order_by("id"))
+    decision_ids = [e.decision_id for e in candidates if e.decision_id is not None]
+    undone = set(Decision.objects.filter(pk__in=decision_ids, undone_at__isnull=False).values_list("pk", flat=True))
+    best: dict[tuple[str, str], LabelledExample] = {}
+    for example in candidates:
+        if example.decision_id in undone:
+            continue
+        key = _post_key(example)
+        current = best.get(key)
+        if current is None or _rank(example) > _rank(current):
+            best[key] = example
+    return sorted(best.values(), key=lambda e: e.pk)
+
+
+def dataset_list() -> QuerySet[DatasetVersion]:
+    return DatasetVersion.objects.select_related("created_by").order_by("-version")
+
+
+def training_run_list() -> QuerySet[TrainingRun]:
+    return TrainingRun.objects.select_related("dataset", "started_by").order_by("-created_at")
+
+
+def model_version_list() -> QuerySet[ModelVersion]:
+    return ModelVersion.objects.select_related("dataset", "promoted_by", "training_run", "rollback_target").order_by(
+        "name", "-version"
+    )
+
+
+def production_versions() -> dict[str, ModelVersion]:
+    return {mv.name: mv for mv in ModelVersion.objects.filter(is_production=True).select_related("dataset")}
+
+
+def labelled_example_count() -> int:
+    return LabelledExample.objects.count()
+
+
+def registry_groups() -> list[tuple[str, list[ModelVersion]]]:
+    groups: dict[str, list[ModelVersion]] = {}
+    for mv in model_version_list():
+        groups.setdefault(mv.name, []).append(mv)
+    return sorted(groups.items())
+
+
+# (label, path into a metrics dict, True if higher is better, None if neither)
+COMPARISON_ROWS: tuple[tuple[str, str, bool | None], ...] = (
+    ("Test rows", "n", None),
+    ("Spam in test", "spam", None),
+    ("PR-AUC", "pr_auc", True),
+    ("F1 (spam, at 0.5)", "f1", True),
+    ("Precision (at 0.5)", "precision", True),
+    ("Recall (at 0.5)", "recall", True),
+    ("Accuracy (at 0.5)", "accuracy", True),
+    ("Precision at remove threshold", "at_remove.precision", True),
+    ("Recall at remove threshold", "at_remove.recall", True),
+    ("False-positive rate at remove threshold", "at_remove.fpr", False),
+    ("Auto-removed (test rows)", "at_remove.flagged", None),
+    ("Spam auto-approved (miss rate)", "at_approve.spam_miss_rate", False),
+)
+
+
+def _dig(node: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def run_comparison(run: TrainingRun) -> list[dict[str, Any]]:
+    """Candidate vs production, side by side, per bundle (and per sub-model for tabular)."""
+    sections: list[dict[str, Any]] = []
+    for bundle, cand_all in (run.candidate_metrics or {}).items():
+        prod_all = (run.production_metrics or {}).get(bundle)
+        parts = ("final", "link", "behaviour") if bundle == "tabular" else (None,)
+        for part in parts:
+            cand = cand_all.get(part) if part else cand_all
+            prod = (prod_all or {}).get(part) if part else prod_all
+            rows = []
+            for label, path, higher in COMPARISON_ROWS:
+                c, p = _dig(cand, path), _dig(prod, path)
+                delta = c - p if isinstance(c, int | float) and isinstance(p, int | float) else None
+                better = None
+                if delta is not None and higher is not None and delta != 0:
+                    better = delta > 0 if higher else delta < 0
+                rows.append({"label": label, "candidate": c, "production": p, "delta": delta, "better": better})
+            title = {"final": "Final score (fusion)", "link": "Link model", "behaviour": "Behaviour model"}.get(
+                part or "", "Text model"
+            )
+            sections.append({"bundle": bundle, "title": title, "rows": rows, "has_production": prod is not None})
+    return sections

@@ -1,0 +1,511 @@
+"""Dataset versions: immutable snapshots of labelled examples, their files, and imports.
+
+Layout of a dataset on disk (ARTIFACTS_DIR/datasets/<version>/):
+    data.jsonl     canonical: one JSON object per line, keys sorted, rows ordered by example id
+    data.parquet   same rows (pyarrow); dict columns stored as JSON strings
+    data.csv       same rows; dict columns stored as JSON strings
+    manifest.json  content hash, counts, class balance, time range, sources, split rule, files
+
+`content_sha256` is the SHA-256 of data.jsonl. It depends only on the examples, so the same
+effective examples always give the same hash; `dataset_load` re-checks it before training reads
+a single row.
+
+The split (SPLIT_RULE) keeps every author on one side: the bucket is a hash of
+(source, author external id), so no author's posts leak from train into validation or test.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from feedback.models import (
+    DatasetMember,
+    DatasetOrigin,
+    DatasetVersion,
+    ExampleOrigin,
+    LabelledExample,
+)
+from feedback.selectors import CONFLICT_RULE, effective_examples
+from moderation.errors import ApplicationError, NotFound
+from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
+
+JSON_COLUMNS = ("features", "sub_scores", "model_versions")
+COLUMNS = (
+    "example_id",
+    "origin",
+    "source",
+    "post_external_id",
+    "author_external_id",
+    "text",
+    "preview_text",
+    "url",
+    "label",
+    "reason_code",
+    "decided_by",
+    "decided_at",
+    "final_score",
+    "model_set",
+    "features",
+    "sub_scores",
+    "model_versions",
+    "split",
+)
+FILES = ("data.jsonl", "data.parquet", "data.csv")
+
+SPLIT_RULE: dict[str, Any] = {
+    "name": "author-hash-v1",
+    "key": "sha256('<source>:<author_external_id>'); rows without an author: sha256('text:' + text)",
+    "bucket": "int(first 8 hex digits, 16) % 100",
+    "train": [0, 70],
+    "validation": [70, 85],
+    "test": [85, 100],
+}
+
+# Import limits (documented in the import form and README).
+IMPORT_MAX_BYTES: int = getattr(settings, "FEEDBACK_IMPORT_MAX_BYTES", 20 * 1024 * 1024)
+IMPORT_MAX_ROWS: int = getattr(settings, "FEEDBACK_IMPORT_MAX_ROWS", 100_000)
+IMPORT_MAX_TEXT_CHARS: int = getattr(settings, "POST_TEXT_MAX_CHARS", 10_000)
+IMPORT_MAX_ERRORS_SHOWN = 20
+LABEL_ALIASES = {"spam": "spam", "ham": "ham", "1": "spam", "0": "ham", "true": "spam", "false": "ham"}
+
+
+def artifacts_dir() -> Path:
+    return Path(str(settings.ARTIFACTS_DIR))
+
+
+def dataset_dir(dataset: DatasetVersion) -> Path:
+    return artifacts_dir() / dataset.path
+
+
+def split_for(*, source: str, author_external_id: str, text: str) -> str:
+    key = f"{source}:{author_external_id}" if author_external_id else "text:" + text.strip().lower()
+    bucket = int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:8], 16) % 100
+    if bucket < SPLIT_RULE["train"][1]:
+        return "train"
+    if bucket < SPLIT_RULE["validation"][1]:
+        return "validation"
+    return "test"
+
+
+def example_row(example: LabelledExample) -> dict[str, Any]:
+    return {
+        "example_id": example.pk,
+        "origin": example.origin,
+        "source": example.source_slug,
+        "post_external_id": example.post_external_id,
+        "author_external_id": example.author_external_id,
+        "text": example.text,
+        "preview_text": example.preview_text,
+        "url": example.url,
+        "label": example.label,
+        "reason_code": example.reason_code,
+        "decided_by": example.decided_by_username,
+        "decided_at": example.decided_at.isoformat(),
+        "final_score": example.final_score,
+        "model_set": example.model_set,
+        "features": example.features,
+        "sub_scores": example.sub_scores,
+        "model_versions": example.model_versions,
+        "split": split_for(
+            source=example.source_slug, author_external_id=example.author_external_id, text=example.text
+        ),
+    }
+
+
+def canonical_jsonl(rows: Sequence[dict[str, Any]]) -> bytes:
+    lines = (json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False) for row in rows)
+    return "".join(line + "\n" for line in lines).encode("utf-8")
+
+
+def _flat(row: dict[str, Any]) -> dict[str, Any]:
+    flat = dict(row)
+    for col in JSON_COLUMNS:
+        flat[col] = json.dumps(row[col], sort_keys=True, separators=(",", ":"))
+    return flat
+
+
+def _write_parquet(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    flat = [_flat(r) for r in rows]
+    schema = pa.schema(
+        [
+            ("example_id", pa.int64()),
+            *[(c, pa.string()) for c in COLUMNS if c not in ("example_id", "final_score")],
+            ("final_score", pa.float64()),
+        ]
+    )
+    table = pa.table({name: [r[name] for r in flat] for name in schema.names}, schema=schema)
+    pq.write_table(table, path)
+
+
+def _write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(COLUMNS))
+        writer.writeheader()
+        for row in rows:
+            writer.writerow(_flat(row))
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def build_manifest(rows: Sequence[dict[str, Any]], *, content_sha256: str, origin: str) -> dict[str, Any]:
+    labels = Counter(r["label"] for r in rows)
+    per_split: dict[str, dict[str, int]] = {}
+    for r in rows:
+        bucket = per_split.setdefault(r["split"], {"spam": 0, "ham": 0, "authors": 0})
+        bucket[r["label"]] += 1
+    for split in per_split:
+        per_split[split]["authors"] = len(
+            {(r["source"], r["author_external_id"]) for r in rows if r["split"] == split and r["author_external_id"]}
+        )
+    decided = sorted(r["decided_at"] for r in rows)
+    total = len(rows)
+    return {
+        "format": "feedback-dataset/1",
+        "origin": origin,
+        "content_sha256": content_sha256,
+        "content_hash_of": "data.jsonl (canonical: sorted keys, compact separators, rows by example_id)",
+        "counts": {"total": total, "spam": labels.get("spam", 0), "ham": labels.get("ham", 0)},
+        "class_balance": {"spam": round(labels.get("spam", 0) / total, 4) if total else 0.0},
+        "splits": per_split,
+        "time_range": {
+            "first_decided_at": decided[0] if decided else None,
+            "last_decided_at": decided[-1] if decided else None,
+        },
+        "sources": dict(sorted(Counter(r["source"] for r in rows).items())),
+        "origins": dict(sorted(Counter(r["origin"] for r in rows).items())),
+        "with_features": sum(1 for r in rows if r["features"]),
+        "split_rule": SPLIT_RULE,
+        "conflict_rule": CONFLICT_RULE,
+        "feature_schema": {
+            "link": list(LINK_FEATURES),
+            "behaviour": list(BEHAVIOUR_FEATURES),
+            "fusion": list(FUSION_FEATURES),
+        },
+        "columns": list(COLUMNS),
+    }
+
+
+def _write_files(rows: Sequence[dict[str, Any]], target: Path, manifest_base: dict[str, Any]) -> dict[str, Any]:
+    target.mkdir(parents=True)
+    jsonl = canonical_jsonl(rows)
+    (target / "data.jsonl").write_bytes(jsonl)
+    _write_parquet(rows, target / "data.parquet")
+    _write_csv(rows, target / "data.csv")
+    manifest = dict(manifest_base)
+    manifest["files"] = {
+        name: {"sha256": _sha256_file(target / name), "bytes": (target / name).stat().st_size} for name in FILES
+    }
+    return manifest
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    rows: list[dict[str, Any]]
+    content_sha256: str
+
+
+def _prepare(examples: Iterable[LabelledExample]) -> _Prepared:
+    rows = [example_row(e) for e in sorted(examples, key=lambda e: e.pk)]
+    return _Prepared(rows=rows, content_sha256=hashlib.sha256(canonical_jsonl(rows)).hexdigest())
+
+
+def _create_version(
+    *,
+    prepared: _Prepared,
+    origin: str,
+    name: str,
+    created_by: Any,
+    extra_manifest: dict[str, Any],
+) -> DatasetVersion:
+    if not prepared.rows:
+        raise ApplicationError("There are no labelled examples to put in a dataset.", code="empty_dataset")
+    base = build_manifest(prepared.rows, content_sha256=prepared.content_sha256, origin=origin)
+    base.update(extra_manifest)
+    root = artifacts_dir() / "datasets"
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
+    try:
+        manifest = _write_files(prepared.rows, staging / "d", base)
+        for _attempt in range(5):
+            try:
+                with transaction.atomic():
+                    version = (DatasetVersion.objects.aggregate(m=Max("version"))["m"] or 0) + 1
+                    manifest["version"] = version
+                    manifest["created_at"] = timezone.now().isoformat()
+                    (staging / "d" / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+                    counts = manifest["counts"]
+                    dataset = DatasetVersion.objects.create(
+                        version=version,
+                        name=name or f"dataset v{version}",
+                        origin=origin,
+                        content_sha256=prepared.content_sha256,
+                        manifest=manifest,
+                        example_count=counts["total"],
+                        spam_count=counts["spam"],
+                        ham_count=counts["ham"],
+                        path=f"datasets/{version}",
+                        created_by=created_by,
+                    )
+                    DatasetMember.objects.bulk_create(
+                        [
+                            DatasetMember(dataset=dataset, example_id=row["example_id"], split=row["split"])
+                            for row in prepared.rows
+                        ],
+                        batch_size=2000,
+                    )
+                    final = root / str(version)
+                    if final.exists():  # left by a crashed run that never committed its row
+                        shutil.rmtree(final)
+                    (staging / "d").rename(final)
+                return dataset
+            except IntegrityError:
+                continue  # another snapshot took this version number; take the next one
+        raise ApplicationError("Could not allocate a dataset version; try again.", code="dataset_version_busy")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def dataset_snapshot(
+    *,
+    created_by: Any,
+    name: str = "",
+    sources: Sequence[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> DatasetVersion:
+    """Snapshot the effective labelled examples (one per post, CONFLICT_RULE) into a new version."""
+    examples = effective_examples(sources=sources, since=since, until=until)
+    prepared = _prepare(examples)
+    filters = {
+        "sources": list(sources or []),
+        "since": since.isoformat() if since else None,
+        "until": until.isoformat() if until else None,
+    }
+    return _create_version(
+        prepared=prepared,
+        origin=DatasetOrigin.SNAPSHOT,
+        name=name,
+        created_by=created_by,
+        extra_manifest={"filters": filters},
+    )
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+def dataset_verify(*, dataset: DatasetVersion) -> bytes:
+    """The dataset's canonical JSONL, after checking it still matches the manifest hash."""
+    path = dataset_dir(dataset) / "data.jsonl"
+    if not path.exists():
+        raise NotFound(f"Dataset v{dataset.version} has no data file at {path}.", code="dataset_missing")
+    data = path.read_bytes()
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != dataset.content_sha256:
+        raise ApplicationError(
+            f"Dataset v{dataset.version} was modified on disk: sha256 {actual} != manifest {dataset.content_sha256}.",
+            code="dataset_tampered",
+        )
+    return data
+
+
+def dataset_load(*, dataset: DatasetVersion) -> list[dict[str, Any]]:
+    data = dataset_verify(dataset=dataset)
+    return [json.loads(line) for line in data.decode("utf-8").splitlines() if line]
+
+
+def dataset_file(*, dataset: DatasetVersion, fmt: str) -> Path:
+    names = {"jsonl": "data.jsonl", "parquet": "data.parquet", "csv": "data.csv", "manifest": "manifest.json"}
+    if fmt not in names:
+        raise NotFound(f"Unknown format {fmt!r}.")
+    path = dataset_dir(dataset) / names[fmt]
+    if not path.exists():
+        raise NotFound(f"Dataset v{dataset.version} has no {names[fmt]}.", code="dataset_missing")
+    return path
+
+
+# --- import -------------------------------------------------------------------------------
+
+
+def _parse_rows(content: bytes, fmt: str) -> list[dict[str, Any]]:
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ApplicationError("The file is not UTF-8.", code="import_invalid", fields={"file": [str(exc)]}) from exc
+    if fmt == "jsonl":
+        rows: list[dict[str, Any]] = []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ApplicationError(
+                    f"Line {lineno} is not valid JSON.",
+                    code="import_invalid",
+                    fields={"file": [f"line {lineno}: {exc}"]},
+                ) from exc
+            if not isinstance(obj, dict):
+                raise ApplicationError(
+                    f"Line {lineno} is not a JSON object.",
+                    code="import_invalid",
+                    fields={"file": [f"line {lineno}: expected an object"]},
+                )
+            obj["_line"] = lineno
+            rows.append(obj)
+        return rows
+    if fmt == "csv":
+        reader = csv.DictReader(io.StringIO(text))
+        if not reader.fieldnames or "text" not in reader.fieldnames or "label" not in reader.fieldnames:
+            raise ApplicationError(
+                "A CSV import needs a header row with at least the columns text and label.",
+                code="import_invalid",
+                fields={"file": ["missing text/label columns"]},
+            )
+        out = []
+        for i, row in enumerate(reader, start=2):
+            item: dict[str, Any] = dict(row)
+            item["_line"] = i
+            out.append(item)
+        return out
+    raise ApplicationError(f"Unknown import format {fmt!r}; use jsonl or csv.", code="import_invalid")
+
+
+def _validate_row(row: dict[str, Any], errors: list[str]) -> dict[str, Any] | None:
+    line = row.get("_line")
+    text = row.get("text")
+    if not isinstance(text, str) or not text.strip():
+        errors.append(f"line {line}: text is missing or empty")
+        return None
+    if len(text) > IMPORT_MAX_TEXT_CHARS:
+        errors.append(f"line {line}: text longer than {IMPORT_MAX_TEXT_CHARS} characters")
+        return None
+    label = LABEL_ALIASES.get(str(row.get("label", "")).strip().lower())
+    if label is None:
+        errors.append(f"line {line}: label must be spam or ham (or 1/0), got {row.get('label')!r}")
+        return None
+    decided_at = timezone.now()
+    raw_at = row.get("decided_at")
+    if raw_at:
+        parsed = parse_datetime(str(raw_at))
+        if parsed is None:
+            errors.append(f"line {line}: decided_at is not an ISO 8601 datetime")
+            return None
+        decided_at = parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, UTC)
+    features = row.get("features") or {}
+    if isinstance(features, str):
+        try:
+            features = json.loads(features) if features.strip() else {}
+        except json.JSONDecodeError:
+            errors.append(f"line {line}: features is not a JSON object")
+            return None
+    if not isinstance(features, dict):
+        errors.append(f"line {line}: features is not a JSON object")
+        return None
+    return {
+        "text": text,
+        "label": label,
+        "decided_at": decided_at,
+        "source": str(row.get("source") or "")[:60],
+        "author_external_id": str(row.get("author_external_id") or row.get("author") or "")[:255],
+        "post_external_id": str(row.get("post_external_id") or row.get("id") or "")[:255],
+        "preview_text": str(row.get("preview_text") or "")[: IMPORT_MAX_TEXT_CHARS * 5],
+        "url": str(row.get("url") or "")[:2048],
+        "reason_code": str(row.get("reason_code") or "")[:64],
+        "features": features,
+    }
+
+
+@transaction.atomic
+def dataset_import(
+    *,
+    content: bytes,
+    fmt: str,
+    created_by: Any,
+    source_slug: str = "import",
+    name: str = "",
+) -> DatasetVersion:
+    """Import labelled rows (JSONL or CSV, at least `text` and `label`) and snapshot exactly
+    those rows into a new dataset version. All or nothing: one invalid row rejects the file and
+    the error lists the first IMPORT_MAX_ERRORS_SHOWN problems with their line numbers."""
+    if len(content) > IMPORT_MAX_BYTES:
+        raise ApplicationError(
+            f"The file is larger than {IMPORT_MAX_BYTES // (1024 * 1024)} MB.",
+            code="import_too_large",
+            fields={"file": [f"{len(content)} bytes"]},
+        )
+    rows = _parse_rows(content, fmt)
+    if not rows:
+        raise ApplicationError("The file has no rows.", code="import_invalid", fields={"file": ["empty"]})
+    if len(rows) > IMPORT_MAX_ROWS:
+        raise ApplicationError(
+            f"The file has more than {IMPORT_MAX_ROWS} rows.",
+            code="import_too_large",
+            fields={"file": [str(len(rows))]},
+        )
+    errors: list[str] = []
+    valid = [v for v in (_validate_row(r, errors) for r in rows) if v is not None]
+    if errors:
+        shown = errors[:IMPORT_MAX_ERRORS_SHOWN]
+        more = len(errors) - len(shown)
+        if more:
+            shown.append(f"... and {more} more")
+        raise ApplicationError(
+            f"{len(errors)} of {len(rows)} rows are invalid; nothing was imported.",
+            code="import_invalid",
+            fields={"file": shown},
+        )
+    username = created_by.get_username() if created_by is not None else ""
+    examples = LabelledExample.objects.bulk_create(
+        [
+            LabelledExample(
+                origin=ExampleOrigin.IMPORT,
+                source_slug=v["source"] or source_slug,
+                post_external_id=v["post_external_id"],
+                author_external_id=v["author_external_id"],
+                text=v["text"],
+                preview_text=v["preview_text"],
+                url=v["url"],
+                features=v["features"],
+                label=v["label"],
+                reason_code=v["reason_code"],
+                decided_by=created_by,
+                decided_by_username=username,
+                decided_by_admin=True,
+                decided_at=v["decided_at"],
+            )
+            for v in valid
+        ],
+        batch_size=2000,
+    )
+    return _create_version(
+        prepared=_prepare(examples),
+        origin=DatasetOrigin.IMPORT,
+        name=name,
+        created_by=created_by,
+        extra_manifest={"import": {"format": fmt, "rows": len(valid), "bytes": len(content)}},
+    )

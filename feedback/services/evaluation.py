@@ -1,0 +1,74 @@
+"""Metrics for candidate vs production, computed the same way for both on the same rows.
+
+Guarded metrics (the auto-promotion rule in feedback.services.promotion reads these keys):
+- pr_auc: average precision of the final score (threshold-free);
+- f1: spam F1 at 0.5;
+- at_remove.precision / at_remove.fpr: of the posts the current policy would auto-remove
+  (final >= remove_threshold), how many are spam, and which share of all ham gets removed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from sklearn.metrics import average_precision_score, precision_recall_fscore_support
+
+
+def _safe(value: float) -> float | None:
+    return None if value is None or math.isnan(value) else round(float(value), 6)
+
+
+def band_metrics(y: np.ndarray, p: np.ndarray, threshold: float) -> dict[str, Any]:
+    """Precision, recall and false-positive rate of `score >= threshold` as the spam call."""
+    pred = p >= threshold
+    tp = int(np.sum(pred & (y == 1)))
+    fp = int(np.sum(pred & (y == 0)))
+    fn = int(np.sum(~pred & (y == 1)))
+    tn = int(np.sum(~pred & (y == 0)))
+    return {
+        "threshold": round(float(threshold), 6),
+        "precision": _safe(tp / (tp + fp)) if tp + fp else None,
+        "recall": _safe(tp / (tp + fn)) if tp + fn else None,
+        "fpr": _safe(fp / (fp + tn)) if fp + tn else None,
+        "flagged": tp + fp,
+        "tp": tp,
+        "fp": fp,
+    }
+
+
+def classification_metrics(
+    labels: Sequence[int] | np.ndarray,
+    probs: Sequence[float] | np.ndarray,
+    *,
+    remove_threshold: float,
+    approve_threshold: float,
+) -> dict[str, Any]:
+    y = np.asarray(labels, dtype=np.int64)
+    p = np.asarray(probs, dtype=np.float64)
+    if len(y) == 0:
+        return {"n": 0}
+    pred = (p >= 0.5).astype(np.int64)
+    precision, recall, f1, _ = precision_recall_fscore_support(y, pred, average="binary", pos_label=1, zero_division=0)
+    has_both = 0 < int(y.sum()) < len(y)
+    approve = p < approve_threshold
+    return {
+        "n": len(y),
+        "spam": int(y.sum()),
+        "ham": int(len(y) - y.sum()),
+        "precision": _safe(float(precision)),
+        "recall": _safe(float(recall)),
+        "f1": _safe(float(f1)),
+        "accuracy": _safe(float(np.mean(pred == y))),
+        "pr_auc": _safe(float(average_precision_score(y, p))) if has_both else None,
+        "at_remove": band_metrics(y, p, remove_threshold),
+        "at_approve": {
+            "threshold": round(float(approve_threshold), 6),
+            "approved": int(approve.sum()),
+            # Spam the policy would let through without review.
+            "spam_approved": int(np.sum(approve & (y == 1))),
+            "spam_miss_rate": _safe(float(np.sum(approve & (y == 1)) / y.sum())) if y.sum() else None,
+        },
+    }

@@ -1,0 +1,316 @@
+"""Promotion and rollback: write a candidate into the Triton model repository as a new version,
+load it without downtime (explicit model control: the old version serves until the new one is
+ready), and record it in the registry. Rollback re-serves an older version the same way.
+
+Auto-promotion rule (documented on the run report page too): a run started with
+auto_promote=True is promoted only if, for every bundle it trained,
+  - a production version exists to compare with, and
+  - the test split has at least AUTO_MIN_TEST_ROWS rows with AUTO_MIN_PER_CLASS of each class, and
+  - the candidate is at least as good as production on every guarded metric (PR-AUC, F1,
+    precision at the auto-remove threshold: higher or equal; false-positive rate at the
+    auto-remove threshold: lower or equal), and strictly better on at least one.
+Anything else waits for an admin.
+
+If loading fails, the new version folders are removed and the models reloaded, so production
+keeps serving what it served before; the error is raised to the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from feedback.models import ModelBundle, ModelVersion, RunStatus, TrainingRun
+from feedback.permissions import check_ml_admin
+from feedback.services.datasets import artifacts_dir
+from moderation.errors import ApplicationError, Conflict
+from moderation.services.audit import audit_record
+
+logger = logging.getLogger(__name__)
+
+MEMBERS: dict[str, tuple[str, ...]] = {
+    ModelBundle.TABULAR: ("link_model", "behaviour_model", "fusion_model"),
+    ModelBundle.TEXT: ("tokenizer", "text_classifier"),
+}
+LEAD: dict[str, str] = {ModelBundle.TABULAR: "fusion_model", ModelBundle.TEXT: "text_classifier"}
+TREE_FILES = {"link": "link_model", "behaviour": "behaviour_model", "fusion": "fusion_model"}
+PIPELINE_MODEL = "spam_pipeline"
+AUTO_MIN_TEST_ROWS = 50
+AUTO_MIN_PER_CLASS = 10
+
+
+class PromotionFailed(ApplicationError):
+    code = "promotion_failed"
+    status_code = 502
+
+
+def repository() -> Path:
+    return Path(str(settings.TRITON_MODEL_REPOSITORY))
+
+
+def _versions(model: str) -> list[int]:
+    """Version folders of `model` (the repository layout of scoring/model_repository.py)."""
+    root = repository() / model
+    if not root.is_dir():
+        return []
+    return sorted(int(p.name) for p in root.iterdir() if p.is_dir() and p.name.isdigit())
+
+
+def served_version(model: str) -> int | None:
+    """Triton serves the newest version folder (version_policy latest 1)."""
+    found = _versions(model)
+    return found[-1] if found else None
+
+
+def served_tabular_files() -> dict[str, Path] | None:
+    """Booster files of the served link/behaviour/fusion versions, or None if any is missing."""
+    files: dict[str, Path] = {}
+    for kind, model in TREE_FILES.items():
+        number = served_version(model)
+        if number is None:
+            return None
+        folder = repository() / model / str(number)
+        path = next((folder / n for n in ("model.json", "model.ubj") if (folder / n).exists()), None)
+        if path is None:
+            return None
+        files[kind] = path
+    return files
+
+
+def served_text_dir() -> tuple[Path, Path] | None:
+    """(text_classifier version folder, tokenizer version folder) being served, or None."""
+    clf, tok = served_version("text_classifier"), served_version("tokenizer")
+    if clf is None or tok is None:
+        return None
+    return repository() / "text_classifier" / str(clf), repository() / "tokenizer" / str(tok)
+
+
+# --- registry -----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def registry_sync() -> None:
+    """Record versions found in the repository that the registry does not know (the bootstrap
+    models, or a manual publish_models), and mark the served one as production."""
+    for bundle, members in MEMBERS.items():
+        lead = LEAD[bundle]
+        lead_versions = _versions(lead)
+        if not lead_versions:
+            continue
+        member_versions = {m: _versions(m) for m in members}
+        known = set(ModelVersion.objects.filter(name=bundle).values_list("version", flat=True))
+        for number in lead_versions:
+            if number in known:
+                continue
+            ModelVersion.objects.create(
+                name=bundle,
+                version=number,
+                triton_versions={m: number for m in members if number in member_versions[m]},
+                note="found in the model repository (bootstrap or publish_models)",
+            )
+        served = lead_versions[-1]
+        current = ModelVersion.objects.filter(name=bundle, is_production=True).first()
+        if current is None or current.version != served:
+            ModelVersion.objects.filter(name=bundle, is_production=True).update(is_production=False)
+            ModelVersion.objects.filter(name=bundle, version=served).update(is_production=True)
+
+
+# --- loading with undo --------------------------------------------------------------------
+
+
+def _load(models: Sequence[str]) -> None:
+    from scoring.triton_client import get_client
+
+    client = get_client()
+    for name in models:
+        client.load_model(name)
+
+
+def _publish_and_load(write: Any) -> dict[str, int]:
+    """Run `write()` (which creates new version folders and returns {model: version}), then
+    load every touched model; on any failure remove the new folders and reload, so the server
+    goes back to the versions it served before."""
+    published: dict[str, int] = {}
+    try:
+        published = dict(write())
+        order = [m for m in published if m != PIPELINE_MODEL] + [m for m in published if m == PIPELINE_MODEL]
+        _load(order)
+    except Exception as exc:
+        for model, number in published.items():
+            shutil.rmtree(repository() / model / str(number), ignore_errors=True)
+        try:
+            _load(list(published))
+        except Exception:
+            logger.exception("feedback.promotion_reload_failed")
+        raise PromotionFailed(f"Publishing or loading the new version failed; production is unchanged: {exc}") from exc
+    return published
+
+
+def _record(
+    *,
+    bundle: str,
+    published: Mapping[str, int],
+    user: Any,
+    action: str,
+    run: TrainingRun | None = None,
+    restored_from: ModelVersion | None = None,
+    note: str = "",
+) -> ModelVersion:
+    previous = ModelVersion.objects.select_for_update().filter(name=bundle, is_production=True).first()
+    if previous is not None:
+        ModelVersion.objects.filter(pk=previous.pk).update(is_production=False)
+    source = restored_from
+    version = ModelVersion.objects.create(
+        name=bundle,
+        version=published[LEAD[bundle]],
+        triton_versions={m: published[m] for m in MEMBERS[bundle] if m in published},
+        dataset=run.dataset if run else (source.dataset if source else None),
+        training_run=run if run else (source.training_run if source else None),
+        metrics=(run.candidate_metrics.get(bundle) or {}) if run else (source.metrics if source else {}),
+        artifact_path=(run.candidate_artifacts.get(bundle, "") if run else (source.artifact_path if source else "")),
+        is_production=True,
+        rollback_target=previous,
+        restored_from=restored_from,
+        promoted_by=user,
+        promoted_at=timezone.now(),
+        note=note[:255],
+    )
+    audit_record(
+        actor=user,
+        action=action,
+        target=version,
+        before={"bundle": bundle, "version": previous.version if previous else None},
+        after={
+            "bundle": bundle,
+            "version": version.version,
+            "triton_versions": version.triton_versions,
+            "run": run.pk if run else None,
+            "restored_from": restored_from.version if restored_from else None,
+        },
+    )
+    return version
+
+
+# --- promotion ----------------------------------------------------------------------------
+
+
+def promote_run(*, run: TrainingRun, user: Any, automatic: bool = False, note: str = "") -> list[ModelVersion]:
+    """Publish every candidate of a succeeded run as new Triton versions and serve them."""
+    from scoring.model_repository import Artifacts, publish
+
+    if not automatic:
+        check_ml_admin(user)
+    if run.status != RunStatus.SUCCEEDED or not run.candidate_artifacts:
+        raise Conflict(f"Run #{run.pk} has no candidate to promote (status {run.status}).", code="no_candidate")
+    if ModelVersion.objects.filter(training_run=run, restored_from__isnull=True).exists():
+        raise Conflict(f"Run #{run.pk} was already promoted.", code="already_promoted")
+    registry_sync()
+    root = artifacts_dir()
+    artifacts = Artifacts(
+        text=root / run.candidate_artifacts["text"] if "text" in run.candidate_artifacts else None,
+        tabular=root / run.candidate_artifacts["tabular"] if "tabular" in run.candidate_artifacts else None,
+    )
+    published = _publish_and_load(lambda: publish(artifacts, repository=repository()))
+    out = []
+    with transaction.atomic():
+        for bundle in (b for b in (ModelBundle.TABULAR, ModelBundle.TEXT) if b in run.candidate_artifacts):
+            out.append(
+                _record(
+                    bundle=bundle,
+                    published=published,
+                    user=user,
+                    action="model.promote.auto" if automatic else "model.promote",
+                    run=run,
+                    note=note or ("automatic: better on every guarded metric" if automatic else ""),
+                )
+            )
+    logger.info("feedback.promoted", extra={"run_id": run.pk, "published": published})
+    return out
+
+
+def auto_promotion_check(run: TrainingRun) -> tuple[bool, list[str]]:
+    """The documented rule (module docstring). Returns (promote?, reasons)."""
+    reasons: list[str] = []
+    guarded = (run.report or {}).get("guarded") or {}
+    if not guarded:
+        reasons.append("the run has no comparison")
+    for bundle, summary in guarded.items():
+        if not summary.get("has_production"):
+            reasons.append(f"{bundle}: no production version to compare with")
+            continue
+        metrics = (run.candidate_metrics.get(bundle) or {}).get("final") if bundle == "tabular" else None
+        metrics = metrics or run.candidate_metrics.get(bundle) or {}
+        n, spam = int(metrics.get("n", 0)), int(metrics.get("spam", 0))
+        if n < AUTO_MIN_TEST_ROWS or min(spam, n - spam) < AUTO_MIN_PER_CLASS:
+            reasons.append(
+                f"{bundle}: test split too small for automatic promotion ({n} rows, {spam} spam; need "
+                f"{AUTO_MIN_TEST_ROWS} with {AUTO_MIN_PER_CLASS} per class)"
+            )
+        for row in summary.get("metrics", []):
+            if row.get("ok") is not True:
+                reasons.append(
+                    f"{bundle}: {row['metric']} candidate {row['candidate']} vs production {row['production']}"
+                )
+        if not summary.get("better_on_all"):
+            reasons.append(f"{bundle}: not strictly better on any guarded metric")
+    return (not reasons, reasons)
+
+
+def promote_if_better(*, run: TrainingRun) -> list[ModelVersion]:
+    ok, reasons = auto_promotion_check(run)
+    decision: dict[str, Any] = {"promoted": False, "reasons": reasons, "checked_at": timezone.now().isoformat()}
+    promoted: list[ModelVersion] = []
+    if ok:
+        try:
+            promoted = promote_run(run=run, user=run.started_by, automatic=True)
+            decision["promoted"] = True
+            decision["versions"] = {mv.name: mv.version for mv in promoted}
+        except ApplicationError as exc:
+            decision["reasons"] = [exc.message]
+    report = dict(run.report or {})
+    report["auto_promotion"] = decision
+    TrainingRun.objects.filter(pk=run.pk).update(report=report)
+    return promoted
+
+
+# --- rollback -----------------------------------------------------------------------------
+
+
+def rollback_to(*, target: ModelVersion, user: Any) -> ModelVersion:
+    """Serve `target` again: its files are copied into a new, higher version and loaded."""
+    from scoring.model_repository import rollback
+
+    check_ml_admin(user)
+    if target.is_production:
+        raise Conflict(f"{target.name} v{target.version} is already in production.", code="already_production")
+    members = MEMBERS[target.name]
+    missing = [m for m in members if m not in target.triton_versions]
+    if missing:
+        raise ApplicationError(f"Version {target.version} does not record {', '.join(missing)}.", code="incomplete")
+
+    def write() -> dict[str, int]:
+        out: dict[str, int] = {}
+        for model in members:
+            if model in out:  # the text pair moves together in one rollback call
+                continue
+            out.update(rollback(model, int(target.triton_versions[model]), repository=repository()))
+        return out
+
+    registry_sync()
+    published = _publish_and_load(write)
+    with transaction.atomic():
+        return _record(
+            bundle=target.name,
+            published=published,
+            user=user,
+            action="model.rollback",
+            restored_from=target,
+            note=f"rollback to v{target.version}",
+        )

@@ -1,0 +1,295 @@
+"""Retraining runs: train candidates on a dataset version's train/validation split, evaluate the
+candidate AND the current production models on the same held-out test split, store the report.
+
+A run never touches what is served. Publishing happens only in feedback.services.promotion:
+by an admin, or automatically when the run asked for it and the guarded-metrics rule passes.
+A failing run ends in status "failed" with the reason in `error`; production is untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from django.db import transaction
+from django.db.models import F, Value
+from django.db.models.functions import Concat
+from django.utils import timezone
+
+from feedback.models import DatasetVersion, RunStatus, TrainingRun, TrainingScope
+from feedback.permissions import check_ml_admin
+from feedback.services.datasets import artifacts_dir, dataset_load
+from feedback.services.evaluation import classification_metrics
+from feedback.services.tabular import (
+    TabularModels,
+    labels_of,
+    predict_final,
+    train_tabular,
+    usable,
+    write_json,
+)
+from moderation.errors import ApplicationError, Conflict
+from scoring.models import DecisionPolicy
+
+logger = logging.getLogger(__name__)
+
+MIN_TEST_ROWS = 10  # below this, metrics are noise: the run fails and says so
+DEFAULT_THRESHOLDS = {"remove": 0.9, "approve": 0.2}
+
+
+class TrainingFailed(Exception):
+    """A run cannot produce a trustworthy candidate; the message is shown to the admin."""
+
+
+# --- starting -----------------------------------------------------------------------------
+
+
+def training_run_start(
+    *, dataset: DatasetVersion, scope: str, started_by: Any, auto_promote: bool = False
+) -> TrainingRun:
+    """Create a queued run and enqueue it on the "training" queue once the row is committed."""
+    check_ml_admin(started_by)
+    if scope not in TrainingScope.values:
+        raise ApplicationError(f"Unknown scope {scope!r}.", code="invalid_scope", fields={"scope": ["unknown"]})
+    with transaction.atomic():
+        busy = TrainingRun.objects.select_for_update().filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
+        if busy.exists():
+            raise Conflict("Another training run is queued or running; wait for it to finish.", code="run_busy")
+        run = TrainingRun.objects.create(dataset=dataset, scope=scope, started_by=started_by, auto_promote=auto_promote)
+        transaction.on_commit(lambda: _enqueue(run.pk))
+    return run
+
+
+def _enqueue(run_id: int) -> None:
+    from feedback.tasks import training_run_task  # tasks import services, not the other way round
+
+    try:
+        result = training_run_task.delay(run_id)
+    except Exception as exc:  # broker down: say so on the run instead of failing the request
+        logger.exception("feedback.training_enqueue_failed", extra={"run_id": run_id})
+        _finish(run_id, status=RunStatus.FAILED, error=f"Could not enqueue the run: {exc}")
+        return
+    TrainingRun.objects.filter(pk=run_id).update(task_id=result.id or "")
+
+
+# --- progress -----------------------------------------------------------------------------
+
+
+def run_progress(run_id: int, fraction: float, message: str) -> None:
+    """Progress and a log line, written with UPDATE so it never clobbers other fields."""
+    stamp = timezone.now().strftime("%H:%M:%S")
+    TrainingRun.objects.filter(pk=run_id).update(
+        progress=max(0.0, min(1.0, fraction)),
+        progress_message=message[:255],
+        log=Concat(F("log"), Value(f"{stamp} {message}\n")),
+    )
+
+
+def _finish(run_id: int, *, status: str, error: str = "", **fields: Any) -> None:
+    TrainingRun.objects.filter(pk=run_id).update(status=status, error=error, finished_at=timezone.now(), **fields)
+
+
+# --- executing ----------------------------------------------------------------------------
+
+
+def current_thresholds() -> dict[str, float]:
+    policy = DecisionPolicy.objects.filter(is_active=True).first()
+    if policy is None:
+        return dict(DEFAULT_THRESHOLDS)
+    return {"remove": policy.remove_threshold, "approve": policy.approve_threshold, "policy_version": policy.version}
+
+
+def training_run_execute(*, run_id: int) -> TrainingRun:
+    """The task body. Idempotent: a finished run is returned as is; a re-delivered running run
+    (worker killed) starts again from scratch, writing to the same candidate directory."""
+    run = TrainingRun.objects.select_related("dataset").get(pk=run_id)
+    if run.is_finished:
+        return run
+    TrainingRun.objects.filter(pk=run_id).update(
+        status=RunStatus.RUNNING, started_at=timezone.now(), progress=0.0, error=""
+    )
+    run_progress(run_id, 0.01, f"run started: scope={run.scope}, dataset v{run.dataset.version}")
+    try:
+        outcome = _train_and_evaluate(run)
+    except Exception as exc:
+        reason = str(exc) if isinstance(exc, TrainingFailed | ApplicationError) else f"{type(exc).__name__}: {exc}"
+        logger.exception("feedback.training_failed", extra={"run_id": run_id})
+        TrainingRun.objects.filter(pk=run_id).update(
+            log=Concat(F("log"), Value("".join(traceback.format_exception(exc))[-4000:]))
+        )
+        _finish(run_id, status=RunStatus.FAILED, error=reason)
+        return TrainingRun.objects.get(pk=run_id)
+    _finish(
+        run_id,
+        status=RunStatus.SUCCEEDED,
+        progress=1.0,
+        progress_message="done",
+        candidate_artifacts=outcome["artifacts"],
+        candidate_metrics=outcome["candidate"],
+        production_metrics=outcome["production"],
+        report=outcome["report"],
+    )
+    run_progress(run_id, 1.0, "evaluation stored")
+    run = TrainingRun.objects.select_related("dataset").get(pk=run_id)
+    if run.auto_promote:
+        from feedback.services.promotion import promote_if_better
+
+        promote_if_better(run=run)
+    return TrainingRun.objects.get(pk=run_id)
+
+
+def _split(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    out: dict[str, list[Mapping[str, Any]]] = {"train": [], "validation": [], "test": []}
+    for row in rows:
+        out[row["split"]].append(row)
+    return out
+
+
+def _check_test(rows: Sequence[Mapping[str, Any]], what: str) -> None:
+    y = labels_of(rows)
+    if len(rows) < MIN_TEST_ROWS or y.sum() == 0 or y.sum() == len(y):
+        raise TrainingFailed(
+            f"The held-out test split has {len(rows)} {what} ({int(y.sum())} spam): at least {MIN_TEST_ROWS} with "
+            "both spam and ham are needed to compare candidate and production. Label more posts (from more "
+            "authors) and snapshot a new dataset."
+        )
+
+
+def _train_and_evaluate(run: TrainingRun) -> dict[str, Any]:
+    thresholds = current_thresholds()
+    rows = dataset_load(dataset=run.dataset)
+    split = _split(rows)
+    run_dir = artifacts_dir() / "runs" / str(run.pk)
+    candidate: dict[str, Any] = {}
+    production: dict[str, Any] = {}
+    artifacts: dict[str, str] = {}
+    report: dict[str, Any] = {
+        "dataset": {"version": run.dataset.version, "content_sha256": run.dataset.content_sha256},
+        "thresholds": thresholds,
+        "split_sizes": {k: len(v) for k, v in split.items()},
+    }
+    if run.scope in (TrainingScope.TABULAR, TrainingScope.ALL):
+        tab = {k: [r for r in v if usable(r)] for k, v in split.items()}
+        report["tabular_split_sizes"] = {k: len(v) for k, v in tab.items()}
+        _check_test(tab["test"], "rows with frozen features")
+        run_progress(run.pk, 0.05, f"tabular: {len(tab['train'])} train / {len(tab['test'])} test rows with features")
+        models = train_tabular(tab["train"], tab["validation"], progress=lambda f, m: run_progress(run.pk, f * 0.5, m))
+        out_dir = artifacts_dir() / "tabular" / f"run-{run.pk}"
+        models.save(out_dir)
+        artifacts["tabular"] = str(out_dir.relative_to(artifacts_dir()))
+        run_progress(run.pk, 0.55, "evaluating candidate and production on the test split")
+        candidate["tabular"] = _evaluate_tabular(models, tab["test"], thresholds)
+        prod_models = load_production_tabular()
+        production["tabular"] = (
+            _evaluate_tabular(prod_models, tab["test"], thresholds) if prod_models is not None else None
+        )
+        write_json(out_dir / "metrics.json", {"candidate": candidate["tabular"], "production": production["tabular"]})
+    if run.scope in (TrainingScope.TEXT, TrainingScope.ALL):
+        from feedback.services.text import evaluate_production_text, train_text_candidate
+
+        text_rows = {k: [r for r in v if r.get("text")] for k, v in split.items()}
+        _check_test(text_rows["test"], "rows with text")
+        text_dir, cand_metrics = train_text_candidate(
+            run_id=run.pk,
+            train=text_rows["train"],
+            validation=text_rows["validation"],
+            test=text_rows["test"],
+            out_dir=run_dir / "text",
+            thresholds=thresholds,
+            progress=lambda f, m: run_progress(run.pk, 0.55 + f * 0.4, m),
+        )
+        artifacts["text"] = str(text_dir.relative_to(artifacts_dir()))
+        candidate["text"] = cand_metrics
+        production["text"] = evaluate_production_text(test=text_rows["test"], thresholds=thresholds)
+    report["guarded"] = guarded_summary(candidate, production)
+    return {"artifacts": artifacts, "candidate": candidate, "production": production, "report": report}
+
+
+def _evaluate_tabular(
+    models: TabularModels, rows: Sequence[Mapping[str, Any]], thresholds: Mapping[str, float]
+) -> dict[str, Any]:
+    y = labels_of(rows)
+    pred = predict_final(models, rows)
+    kw = {"remove_threshold": thresholds["remove"], "approve_threshold": thresholds["approve"]}
+    return {
+        "final": classification_metrics(y, pred["final"], **kw),
+        "link": classification_metrics(y, pred["link"], **kw),
+        "behaviour": classification_metrics(y, pred["behaviour"], **kw),
+        "frozen_production_score": _frozen_metrics(rows, y, kw),
+    }
+
+
+def _frozen_metrics(rows: Sequence[Mapping[str, Any]], y: np.ndarray, kw: Mapping[str, float]) -> dict[str, Any] | None:
+    """The scores the rows actually got when they were scored (a sanity line for the report)."""
+    scores = [r.get("final_score") for r in rows]
+    if any(s is None for s in scores):
+        return None
+    return classification_metrics(y, [float(s) for s in scores if s is not None], **kw)
+
+
+def load_production_tabular() -> TabularModels | None:
+    from feedback.services.promotion import served_tabular_files
+
+    files = served_tabular_files()
+    return TabularModels.load(files) if files is not None else None
+
+
+# --- comparison ---------------------------------------------------------------------------
+
+# (path into the metrics dict, True when higher is better)
+GUARDED_METRICS: tuple[tuple[str, bool], ...] = (
+    ("pr_auc", True),
+    ("f1", True),
+    ("at_remove.precision", True),
+    ("at_remove.fpr", False),
+)
+
+
+def _dig(metrics: Mapping[str, Any] | None, path: str) -> float | None:
+    node: Any = metrics
+    for part in path.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return float(node) if isinstance(node, int | float) else None
+
+
+def _headline(metrics: Mapping[str, Any], bundle: str) -> Mapping[str, Any] | None:
+    data = metrics.get(bundle)
+    if not isinstance(data, Mapping):
+        return None
+    return data.get("final") if bundle == "tabular" else data
+
+
+def guarded_summary(candidate: Mapping[str, Any], production: Mapping[str, Any]) -> dict[str, Any]:
+    """Per bundle and guarded metric: candidate, production, and whether the candidate is at
+    least as good. `better_on_all` is the auto-promotion rule (see promotion.promote_if_better)."""
+    out: dict[str, Any] = {}
+    for bundle in candidate:
+        cand = _headline(candidate, bundle)
+        prod = _headline(production, bundle)
+        rows: list[dict[str, Any]] = []
+        strictly = False
+        for path, higher in GUARDED_METRICS:
+            c, p = _dig(cand, path), _dig(prod, path)
+            ok = None if c is None or p is None else (c >= p if higher else c <= p)
+            if c is not None and p is not None and (c > p if higher else c < p):
+                strictly = True
+            rows.append({"metric": path, "candidate": c, "production": p, "higher_is_better": higher, "ok": ok})
+        out[bundle] = {
+            "metrics": rows,
+            "has_production": prod is not None,
+            "better_on_all": prod is not None and all(r["ok"] is True for r in rows) and strictly,
+        }
+    return out
+
+
+def candidate_dir(run: TrainingRun, bundle: str) -> Path:
+    rel = run.candidate_artifacts.get(bundle)
+    if not rel:
+        raise ApplicationError(f"Run #{run.pk} has no {bundle} candidate.", code="no_candidate")
+    return artifacts_dir() / rel

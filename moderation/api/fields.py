@@ -1,0 +1,157 @@
+"""Serializer fields that check what PostgreSQL and the pipeline will choke on: NUL bytes and
+lone surrogates (PostgreSQL rejects both in text and jsonb), integers beyond a 4-byte column,
+booleans and floats posing as integers, timestamps far in the future."""
+
+from __future__ import annotations
+
+import ipaddress
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.utils import timezone
+from rest_framework import serializers
+
+# PositiveIntegerField is a 4-byte integer on PostgreSQL.
+INT32_MAX = 2**31 - 1
+URL_MAX_CHARS = 2048
+# Platform clocks drift; anything later than this is a client bug, not a post from the future.
+FUTURE_SKEW = timedelta(days=1)
+
+
+def unicode_problem(value: str) -> str | None:
+    if "\x00" in value:
+        return "NUL characters are not allowed."
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "The text contains lone surrogates (invalid Unicode)."
+    return None
+
+
+class StrictCharField(serializers.CharField):
+    """A string, and only a string (numbers are accepted only with ``allow_numbers``)."""
+
+    default_error_messages = {
+        "invalid_type": "Expected a string.",
+        "invalid_unicode": "{reason}",
+    }
+
+    def __init__(self, *, allow_numbers: bool = False, **kwargs: Any) -> None:
+        self.allow_numbers = allow_numbers
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if isinstance(data, bool) or not isinstance(data, str | int if self.allow_numbers else str):
+            self.fail("invalid_type")
+        if isinstance(data, int) and not -(2**63) <= data < 2**63:
+            self.fail("invalid_type")
+        value = str(data)
+        problem = unicode_problem(value)
+        if problem:
+            self.fail("invalid_unicode", reason=problem)
+        return super().to_internal_value(value)
+
+
+class BoundedIntegerField(serializers.IntegerField):
+    """A JSON integer in [0, 2^31-1]; rejects booleans, floats and numeric strings."""
+
+    default_error_messages = {"invalid_type": "Expected an integer."}
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 0)
+        kwargs.setdefault("max_value", INT32_MAX)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid_type")
+        return int(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    default_error_messages = {"invalid": "Expected true or false."}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class BoundedDateTimeField(serializers.DateTimeField):
+    """An ISO 8601 timestamp between ``not_before`` and now + FUTURE_SKEW."""
+
+    default_error_messages = {
+        "future": "The timestamp is too far in the future.",
+        "past": "The timestamp is before {not_before}.",
+        "invalid_type": "Expected an ISO 8601 timestamp string.",
+    }
+
+    def __init__(self, *, not_before: datetime, **kwargs: Any) -> None:
+        self.not_before = not_before
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, value: Any) -> datetime:
+        if not isinstance(value, str):
+            self.fail("invalid_type")
+        if unicode_problem(value):
+            self.fail("invalid")
+        parsed = super().to_internal_value(value)
+        if parsed > timezone.now() + FUTURE_SKEW:
+            self.fail("future")
+        if parsed < self.not_before:
+            self.fail("past", not_before=self.not_before.date().isoformat())
+        return parsed
+
+
+class HttpUrlField(StrictCharField):
+    """An absolute http(s) URL with a host, at most 2048 characters."""
+
+    default_error_messages = {
+        "invalid_url": "Enter a valid http or https URL with a host.",
+        "invalid_scheme": "The URL scheme must be http or https.",
+    }
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", URL_MAX_CHARS)
+        kwargs.setdefault("trim_whitespace", True)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        if value == "":
+            return value
+        if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+            self.fail("invalid_url")
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - raises ValueError on a malformed port
+        except ValueError:
+            self.fail("invalid_url")
+        if parts.scheme.lower() not in ("http", "https"):
+            self.fail("invalid_scheme")
+        if not parts.hostname:
+            self.fail("invalid_url")
+        return value
+
+
+class IpAddressField(StrictCharField):
+    """An IPv4 or IPv6 address, returned in its compressed canonical form."""
+
+    default_error_messages = {"invalid_ip": "Enter a valid IPv4 or IPv6 address."}
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", 64)
+        kwargs.setdefault("trim_whitespace", True)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        try:
+            address = ipaddress.ip_address(value)
+        except ValueError:
+            self.fail("invalid_ip")
+        if isinstance(address, ipaddress.IPv6Address) and address.scope_id:
+            self.fail("invalid_ip")
+        return address.compressed

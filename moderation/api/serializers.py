@@ -1,0 +1,336 @@
+"""Input serializers validate at the edge (precise field errors, nothing the database would
+reject); output serializers render. They are separate on purpose: the input is the platform's
+vocabulary, the output ours."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from moderation.api.fields import (
+    URL_MAX_CHARS,
+    BoundedDateTimeField,
+    BoundedIntegerField,
+    HttpUrlField,
+    IpAddressField,
+    StrictBooleanField,
+    StrictCharField,
+)
+from moderation.links import InvalidUrl, link_identity
+from moderation.models import Author, Decision, Domain, IpAddress, Post, Report
+from scoring.models import Score
+
+POSTS_SINCE = datetime(2000, 1, 1, tzinfo=UTC)
+ACCOUNTS_SINCE = datetime(1990, 1, 1, tzinfo=UTC)
+EXTERNAL_ID_MAX = 255
+
+
+def external_id_field(**kwargs: Any) -> StrictCharField:
+    return StrictCharField(allow_numbers=True, max_length=EXTERNAL_ID_MAX, trim_whitespace=True, **kwargs)
+
+
+# --- input ----------------------------------------------------------------------------------
+
+
+class AuthorProfileInputSerializer(serializers.Serializer):
+    """Profile fields a platform may send; all optional, absent ones keep their stored value."""
+
+    username = StrictCharField(required=False, allow_blank=True, max_length=255)
+    account_created_at = BoundedDateTimeField(required=False, allow_null=True, not_before=ACCOUNTS_SINCE)
+    email_domain = StrictCharField(required=False, allow_blank=True, max_length=253, trim_whitespace=True)
+    friends_count = BoundedIntegerField(required=False)
+    followers_count = BoundedIntegerField(required=False)
+    verified = StrictBooleanField(required=False)
+    post_count = BoundedIntegerField(required=False, source="platform_post_count")
+    spam_post_count = BoundedIntegerField(required=False, source="platform_spam_post_count")
+    spam_report_count = BoundedIntegerField(required=False, source="platform_spam_report_count")
+
+    def validate_email_domain(self, value: str) -> str:
+        # Accept a whole address but keep only its domain: the service never stores the address.
+        return value.rpartition("@")[2].strip().lower().rstrip(".")
+
+
+class EmbeddedAuthorInputSerializer(AuthorProfileInputSerializer):
+    external_id = external_id_field()
+
+
+class PreviewInputSerializer(serializers.Serializer):
+    title = StrictCharField(required=False, allow_blank=True, max_length=500)
+    description = StrictCharField(required=False, allow_blank=True, max_length=settings.PREVIEW_TEXT_MAX_CHARS)
+    text = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=settings.PREVIEW_TEXT_MAX_CHARS,
+        help_text="Text of the linked page, OCR of its images, transcripts of its videos.",
+    )
+
+
+class JourneyStepInputSerializer(serializers.Serializer):
+    step = StrictCharField(max_length=64, trim_whitespace=True)
+    at = BoundedDateTimeField(not_before=POSTS_SINCE)
+
+
+class PostInputSerializer(serializers.Serializer):
+    external_id = external_id_field()
+    author = EmbeddedAuthorInputSerializer()
+    text = StrictCharField(required=False, allow_blank=True, default="", max_length=settings.POST_TEXT_MAX_CHARS)
+    url = HttpUrlField(required=False, allow_blank=True, allow_null=True, default="")
+    preview = PreviewInputSerializer(required=False, allow_null=True)
+    ip = IpAddressField(required=False, allow_null=True, allow_blank=True, default=None)
+    journey = serializers.ListField(
+        child=JourneyStepInputSerializer(),
+        required=False,
+        default=list,
+        max_length=settings.JOURNEY_MAX_STEPS,
+        help_text="UI steps the author took to post, in order.",
+    )
+    share_count = BoundedIntegerField(required=False, default=0)
+    comment_count = BoundedIntegerField(required=False, default=0)
+    created_at = BoundedDateTimeField(not_before=POSTS_SINCE, help_text="When the author posted, platform clock.")
+
+    def validate_url(self, value: str | None) -> str:
+        if not value:
+            return ""
+        try:
+            normalized, _, _ = link_identity(value)
+        except InvalidUrl as exc:
+            message = "Enter a valid http or https URL with a host."
+            raise serializers.ValidationError(message, code="invalid_url") from exc
+        if len(normalized) > URL_MAX_CHARS:
+            raise serializers.ValidationError("The URL is too long once normalized.", code="max_length")
+        return value
+
+    def validate_ip(self, value: str | None) -> str | None:
+        return value or None
+
+    def validate_journey(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for index in range(1, len(value)):
+            if value[index]["at"] < value[index - 1]["at"]:
+                raise serializers.ValidationError(
+                    {index: {"at": ["Journey steps must be in chronological order."]}},  # type: ignore[dict-item]
+                    code="order",
+                )
+        return value
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError({"non_field_errors": ["Expected a JSON object."]}, code="invalid")
+        return super().to_internal_value(data)
+
+
+class PostBatchInputSerializer(serializers.Serializer):
+    """Only the envelope; each item is validated on its own so bad items never block good ones."""
+
+    posts = serializers.ListField(child=serializers.JSONField(), allow_empty=False)
+
+
+class WaitQuerySerializer(serializers.Serializer):
+    wait_ms = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=1000,
+        help_text="Wait up to this long for the inline pre-publish score; 202 when it runs out.",
+    )
+
+
+class ReportInputSerializer(serializers.Serializer):
+    post_external_id = external_id_field()
+    reporter_id = external_id_field()
+    reason = StrictCharField(max_length=64, trim_whitespace=True)
+    details = StrictCharField(required=False, allow_blank=True, default="", max_length=5000)
+    created_at = BoundedDateTimeField(required=False, not_before=POSTS_SINCE)
+
+
+class AuthorInputSerializer(AuthorProfileInputSerializer):
+    pass
+
+
+class DomainBlockInputSerializer(serializers.Serializer):
+    domain = StrictCharField(max_length=URL_MAX_CHARS, trim_whitespace=True)
+    reason = StrictCharField(max_length=255, trim_whitespace=True)
+
+    def validate_domain(self, value: str) -> str:
+        try:
+            _, _, registrable = link_identity(value)
+        except InvalidUrl as exc:
+            raise serializers.ValidationError("Enter a domain name or a URL.", code="invalid_domain") from exc
+        return registrable
+
+
+class IpBlockInputSerializer(serializers.Serializer):
+    address = IpAddressField()
+    reason = StrictCharField(max_length=255, trim_whitespace=True)
+
+
+# --- output ---------------------------------------------------------------------------------
+
+
+class ScoreOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Score
+        fields = [
+            "model_set",
+            "revision",
+            "final_score",
+            "action",
+            "text_score",
+            "preview_score",
+            "link_score",
+            "behaviour_score",
+            "short_circuit_reason",
+            "model_versions",
+            "latency_ms",
+            "created_at",
+        ]
+
+
+class DecisionOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Decision
+        fields = ["label", "reason_code", "created_at"]
+
+
+class PostIngestOutputSerializer(serializers.ModelSerializer):
+    score = serializers.SerializerMethodField(help_text="The inline score when ?wait_ms produced one, else null.")
+
+    class Meta:
+        model = Post
+        fields = ["id", "external_id", "status", "final_score", "model_version", "received_at", "score"]
+
+    @extend_schema_field(ScoreOutputSerializer(allow_null=True))
+    def get_score(self, post: Post) -> dict[str, Any] | None:
+        score = self.context.get("score")
+        return ScoreOutputSerializer(score).data if score is not None else None
+
+
+class PostOutputSerializer(serializers.ModelSerializer):
+    author_external_id = serializers.CharField(source="author.external_id")
+    scores = serializers.SerializerMethodField()
+    decision = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Post
+        fields = [
+            "id",
+            "external_id",
+            "author_external_id",
+            "url",
+            "status",
+            "status_changed_at",
+            "final_score",
+            "model_version",
+            "scored_at",
+            "report_count",
+            "created_at",
+            "received_at",
+            "scores",
+            "decision",
+        ]
+
+    @extend_schema_field(ScoreOutputSerializer(many=True))
+    def get_scores(self, post: Post) -> list[dict[str, Any]]:
+        scores = getattr(post, "recent_scores", None)
+        if scores is None:
+            scores = list(post.scores.order_by("-created_at", "-id"))
+        return ScoreOutputSerializer(scores, many=True).data  # type: ignore[return-value]
+
+    @extend_schema_field(DecisionOutputSerializer(allow_null=True))
+    def get_decision(self, post: Post) -> dict[str, Any] | None:
+        decisions = getattr(post, "active_decisions", None)
+        if decisions is None:
+            decisions = list(post.decisions.filter(undone_at__isnull=True).order_by("-created_at", "-id")[:1])
+        if not decisions:
+            return None
+        return DecisionOutputSerializer(decisions[0]).data
+
+
+class PostIngestResultSerializer(serializers.Serializer):
+    """One item of a batch response."""
+
+    index = serializers.IntegerField()
+    external_id = serializers.CharField(allow_null=True)
+    status = serializers.ChoiceField(choices=["created", "existing", "invalid"])
+    id = serializers.IntegerField(allow_null=True)
+    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))  # type: ignore[assignment]
+
+
+class PostBatchOutputSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    existing = serializers.IntegerField()
+    invalid = serializers.IntegerField()
+    results = PostIngestResultSerializer(many=True)
+
+
+class ReportOutputSerializer(serializers.ModelSerializer):
+    post_external_id = serializers.CharField(source="post.external_id")
+    post_report_count = serializers.IntegerField(source="post.report_count")
+
+    class Meta:
+        model = Report
+        fields = ["id", "post_external_id", "reporter_id", "reason", "details", "created_at", "post_report_count"]
+
+
+class AuthorOutputSerializer(serializers.ModelSerializer):
+    post_count = serializers.IntegerField(source="platform_post_count")
+    spam_post_count = serializers.IntegerField(source="platform_spam_post_count")
+    spam_report_count = serializers.IntegerField(source="platform_spam_report_count")
+    seen_post_count = serializers.IntegerField(source="post_count")
+
+    class Meta:
+        model = Author
+        fields = [
+            "external_id",
+            "username",
+            "account_created_at",
+            "email_domain",
+            "friends_count",
+            "followers_count",
+            "verified",
+            "post_count",
+            "spam_post_count",
+            "spam_report_count",
+            "seen_post_count",
+            "updated_at",
+        ]
+
+
+class DomainOutputSerializer(serializers.ModelSerializer):
+    reason = serializers.CharField(source="status_reason")
+    blocked_at = serializers.DateTimeField(source="status_changed_at", allow_null=True)
+
+    class Meta:
+        model = Domain
+        fields = ["name", "status", "reason", "blocked_at", "first_seen_at", "post_count", "report_count", "spam_count"]
+
+
+class IpOutputSerializer(serializers.ModelSerializer):
+    reason = serializers.CharField(source="status_reason")
+    blocked_at = serializers.DateTimeField(source="status_changed_at", allow_null=True)
+
+    class Meta:
+        model = IpAddress
+        fields = ["address", "status", "reason", "blocked_at", "first_seen_at", "post_count", "spam_count"]
+
+
+# --- errors (schema only: the exception handler renders them) ---------------------------------
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    field = serializers.CharField()
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
+class ErrorBodySerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    fields = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))  # type: ignore[assignment]
+    details = ErrorDetailSerializer(many=True, required=False)
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = ErrorBodySerializer()

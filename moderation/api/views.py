@@ -1,0 +1,471 @@
+"""The ingest API. Views only parse, call one service or selector, and render."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from moderation.api import serializers as s
+from moderation.api.authentication import request_source
+from moderation.api.errors import fields_of, flatten_errors
+from moderation.api.fields import unicode_problem
+from moderation.api.filters import DomainFilter, IpFilter
+from moderation.api.pagination import IdCursorPagination
+from moderation.api.parsers import StrictJSONParser
+from moderation.errors import NotFound
+from moderation.links import InvalidUrl, link_identity
+from moderation.models import Domain, IpAddress, ListStatus, Post, PostStatus
+from moderation.selectors.posts import post_get_for_source
+from moderation.services.authors import author_upsert
+from moderation.services.blocklists import domain_block, domain_unblock, ip_block, ip_unblock
+from moderation.services.ingest import post_ingest, posts_ingest_batch
+from moderation.services.reports import report_create
+from scoring.models import Score
+
+logger = logging.getLogger(__name__)
+
+ERRORS = {
+    400: OpenApiResponse(s.ErrorSerializer, description="Invalid input; `fields` maps field paths to messages."),
+    401: OpenApiResponse(s.ErrorSerializer, description="Missing, invalid or revoked API key."),
+    429: OpenApiResponse(s.ErrorSerializer, description="Rate limit of this API key; see Retry-After."),
+}
+BODY_ERRORS = {
+    **ERRORS,
+    413: OpenApiResponse(s.ErrorSerializer, description="Body (or batch) too large."),
+    415: OpenApiResponse(s.ErrorSerializer, description="Content-Type must be application/json."),
+}
+NOT_FOUND = {404: OpenApiResponse(s.ErrorSerializer, description="Not found (or another source's).")}
+
+POST_EXAMPLE = {
+    "external_id": "p-1001",
+    "text": "Win a free phone, click now!",
+    "url": "https://promo.example.com/win?ref=42",
+    "preview": {"title": "You won!", "description": "Claim today", "text": "Enter your card number"},
+    "author": {
+        "external_id": "u-77",
+        "username": "lucky77",
+        "account_created_at": "2026-11-20T08:00:00Z",
+        "email_domain": "mailinator.com",
+        "friends_count": 3,
+        "followers_count": 0,
+        "verified": False,
+        "post_count": 40,
+        "spam_post_count": 2,
+        "spam_report_count": 5,
+    },
+    "ip": "203.0.113.9",
+    "journey": [
+        {"step": "open_composer", "at": "2026-11-21T10:00:00Z"},
+        {"step": "paste", "at": "2026-11-21T10:00:01Z"},
+        {"step": "submit", "at": "2026-11-21T10:00:01Z"},
+    ],
+    "share_count": 0,
+    "comment_count": 0,
+    "created_at": "2026-11-21T10:00:01Z",
+}
+INVALID_EXAMPLE = OpenApiExample(
+    "Invalid input",
+    response_only=True,
+    status_codes=["400"],
+    value={
+        "error": {
+            "code": "invalid",
+            "message": "The request is not valid.",
+            "fields": {"author.external_id": ["This field is required."]},
+            "details": [{"field": "author.external_id", "code": "required", "message": "This field is required."}],
+        }
+    },
+)
+
+
+class BatchTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "Too many posts in one batch."
+    default_code = "batch_too_large"
+
+
+def clean_path_value(value: str, *, max_length: int = 255) -> str | None:
+    """A URL path parameter that is safe to send to SQL, or None."""
+    if len(value) > max_length or unicode_problem(value):
+        return None
+    return value
+
+
+def _inline_scorer() -> Callable[..., Any] | None:
+    # HOOK for the pipeline's synchronous pre-publish check: scoring.services.inline.score_inline
+    # (post=..., budget_ms=...) returns the score/decision, or None when the budget ran out.
+    # Until that module exists every ?wait_ms request is answered with 202 Accepted.
+    try:
+        module = importlib.import_module("scoring.services.inline")
+    except ModuleNotFoundError as exc:
+        if exc.name != "scoring.services.inline":
+            raise
+        return None
+    return getattr(module, "score_inline", None)
+
+
+def _score_within(post: Post, budget_ms: int) -> Score | None:
+    """The post's latest score if inline scoring answered within the budget, else None."""
+    scorer = _inline_scorer()
+    if scorer is None:
+        return None
+    if post.status == PostStatus.RECEIVED:
+        try:
+            outcome = scorer(post=post, budget_ms=budget_ms)
+        except Exception:
+            # Inline scoring is best effort: the queued task scores the post anyway.
+            logger.warning("moderation.inline_score_failed post_id=%s", post.pk, exc_info=True)
+            return None
+        if outcome is None:
+            return None
+        post.refresh_from_db(fields=["status", "final_score", "model_version", "scored_at", "status_changed_at"])
+    return Score.objects.filter(post=post).order_by("-created_at", "-id").first()
+
+
+class JsonApiView(APIView):
+    parser_classes = [StrictJSONParser]
+
+
+class PostCreateView(JsonApiView):
+    @extend_schema(
+        operation_id="posts_create",
+        summary="Ingest one post",
+        description=(
+            "Stores the post once per (source, external_id): 201 when new, 200 with the stored post when "
+            "the external_id was sent before. Scoring is enqueued after commit. With `?wait_ms=N` "
+            "(0..1000) the call waits up to N ms for the inline score: 201/200 with `score` when it "
+            "arrived, 202 Accepted when the budget ran out."
+        ),
+        parameters=[s.WaitQuerySerializer],
+        request=s.PostInputSerializer,
+        responses={
+            201: s.PostIngestOutputSerializer,
+            200: s.PostIngestOutputSerializer,
+            202: OpenApiResponse(
+                s.PostIngestOutputSerializer, description="Stored; the inline score did not arrive in time."
+            ),
+            **BODY_ERRORS,
+        },
+        examples=[
+            OpenApiExample("Post with link, author and journey", value=POST_EXAMPLE, request_only=True),
+            OpenApiExample(
+                "Created",
+                response_only=True,
+                status_codes=["201"],
+                value={
+                    "id": 1,
+                    "external_id": "p-1001",
+                    "status": "received",
+                    "final_score": None,
+                    "model_version": "",
+                    "received_at": "2026-11-21T10:00:02Z",
+                    "score": None,
+                },
+            ),
+            INVALID_EXAMPLE,
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        query = s.WaitQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        serializer = s.PostInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        post, created = post_ingest(source=request_source(request), payload=serializer.validated_data)
+        code: int = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        score = None
+        wait_ms = query.validated_data.get("wait_ms")
+        if wait_ms is not None:
+            score = _score_within(post, wait_ms)
+            if score is None:
+                code = status.HTTP_202_ACCEPTED
+        return Response(s.PostIngestOutputSerializer(post, context={"score": score}).data, status=code)
+
+
+class PostBatchView(JsonApiView):
+    @extend_schema(
+        operation_id="posts_batch",
+        summary="Ingest up to INGEST_BATCH_MAX posts",
+        description=(
+            'Body: `{"posts": [...]}` with at most 500 items (413 above). Each item is validated and '
+            "stored on its own: the 207 body reports per item `created`, `existing` or `invalid` (with "
+            "field errors); invalid items never block valid ones."
+        ),
+        request=s.PostBatchInputSerializer,
+        responses={207: s.PostBatchOutputSerializer, **BODY_ERRORS},
+        examples=[
+            OpenApiExample(
+                "Two posts",
+                value={"posts": [POST_EXAMPLE, {**POST_EXAMPLE, "external_id": "p-1002"}]},
+                request_only=True,
+            ),
+            OpenApiExample(
+                "Mixed results",
+                response_only=True,
+                status_codes=["207"],
+                value={
+                    "created": 1,
+                    "existing": 0,
+                    "invalid": 1,
+                    "results": [
+                        {"index": 0, "external_id": "p-1001", "status": "created", "id": 1, "errors": {}},
+                        {
+                            "index": 1,
+                            "external_id": "p-1002",
+                            "status": "invalid",
+                            "id": None,
+                            "errors": {"url": ["The URL scheme must be http or https."]},
+                        },
+                    ],
+                },
+            ),
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        data = request.data
+        limit = settings.INGEST_BATCH_MAX
+        if isinstance(data, dict) and isinstance(data.get("posts"), list) and len(data["posts"]) > limit:
+            raise BatchTooLarge(f"A batch holds at most {limit} posts; got {len(data['posts'])}.")
+        envelope = s.PostBatchInputSerializer(data=data)
+        envelope.is_valid(raise_exception=True)
+        items: list[Any] = envelope.validated_data["posts"]
+        results: list[dict[str, Any]] = [{} for _ in items]
+        valid: list[tuple[int, dict[str, Any]]] = []
+        for index, item in enumerate(items):
+            serializer = s.PostInputSerializer(data=item)
+            if serializer.is_valid():
+                valid.append((index, serializer.validated_data))
+            else:
+                results[index] = {
+                    "index": index,
+                    "external_id": _echo_external_id(item),
+                    "status": "invalid",
+                    "id": None,
+                    "errors": fields_of(flatten_errors(serializer.errors)),
+                }
+        ingested = posts_ingest_batch(source=request_source(request), payloads=[payload for _, payload in valid])
+        for (index, _), (post, created) in zip(valid, ingested, strict=True):
+            results[index] = {
+                "index": index,
+                "external_id": post.external_id,
+                "status": "created" if created else "existing",
+                "id": post.pk,
+                "errors": {},
+            }
+        body = {
+            "created": sum(r["status"] == "created" for r in results),
+            "existing": sum(r["status"] == "existing" for r in results),
+            "invalid": sum(r["status"] == "invalid" for r in results),
+            "results": results,
+        }
+        return Response(body, status=status.HTTP_207_MULTI_STATUS)
+
+
+def _echo_external_id(item: Any) -> str | None:
+    """The item's external_id for the result row, only when it is safe to echo back."""
+    value = item.get("external_id") if isinstance(item, dict) else None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    text = str(value) if not isinstance(value, int) or abs(value) < 2**63 else None
+    return clean_path_value(text) if text is not None else None
+
+
+class PostDetailView(JsonApiView):
+    @extend_schema(
+        operation_id="posts_retrieve",
+        summary="A post's status, scores and decision",
+        description="Only the caller's source's posts are visible; others answer 404.",
+        responses={200: s.PostOutputSerializer, **ERRORS, **NOT_FOUND},
+    )
+    def get(self, request: Request, external_id: str) -> Response:
+        clean = clean_path_value(external_id)
+        if clean is None:
+            raise NotFound("No post with this external_id.", code="post_not_found")
+        post = post_get_for_source(source=request_source(request), external_id=clean)
+        return Response(s.PostOutputSerializer(post).data)
+
+
+class ReportCreateView(JsonApiView):
+    @extend_schema(
+        operation_id="reports_create",
+        summary="Report a post (a platform user's complaint)",
+        description="Idempotent on (post, reporter_id, reason): 201 when new, 200 when already recorded.",
+        request=s.ReportInputSerializer,
+        responses={201: s.ReportOutputSerializer, 200: s.ReportOutputSerializer, **BODY_ERRORS, **NOT_FOUND},
+        examples=[
+            OpenApiExample(
+                "Report",
+                request_only=True,
+                value={"post_external_id": "p-1001", "reporter_id": "u-12", "reason": "spam", "details": "scam link"},
+            ),
+            INVALID_EXAMPLE,
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        serializer = s.ReportInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        report, created = report_create(source=request_source(request), **serializer.validated_data)
+        return Response(
+            s.ReportOutputSerializer(report).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
+
+
+class AuthorUpsertView(JsonApiView):
+    @extend_schema(
+        operation_id="authors_upsert",
+        summary="Create or update an author profile",
+        description="Fields left out keep their stored value. 201 when created, 200 when updated.",
+        request=s.AuthorInputSerializer,
+        responses={201: s.AuthorOutputSerializer, 200: s.AuthorOutputSerializer, **BODY_ERRORS},
+        examples=[
+            OpenApiExample(
+                "Profile",
+                request_only=True,
+                value={k: v for k, v in POST_EXAMPLE["author"].items() if k != "external_id"},  # type: ignore[attr-defined]
+            ),
+            INVALID_EXAMPLE,
+        ],
+    )
+    def put(self, request: Request, external_id: str) -> Response:
+        clean = clean_path_value(external_id)
+        if clean is None:
+            raise ValidationError({"external_id": ["Not a valid external id."]}, code="invalid")
+        serializer = s.AuthorInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        author, created = author_upsert(
+            source=request_source(request), external_id=clean, profile=serializer.validated_data
+        )
+        return Response(
+            s.AuthorOutputSerializer(author).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
+
+
+class DomainBlocklistView(generics.GenericAPIView):
+    parser_classes = [StrictJSONParser]
+    pagination_class = IdCursorPagination
+    filterset_class = DomainFilter
+    serializer_class = s.DomainOutputSerializer
+
+    def get_queryset(self) -> QuerySet[Domain]:
+        return Domain.objects.filter(status=ListStatus.BLOCK)
+
+    @extend_schema(
+        operation_id="blocklist_domains_list",
+        summary="Blocked domains",
+        responses={200: s.DomainOutputSerializer(many=True), **ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(s.DomainOutputSerializer(page, many=True).data)
+
+    @extend_schema(
+        operation_id="blocklist_domains_create",
+        summary="Block a domain",
+        description=(
+            "`domain` may be a host or a URL; its registrable domain is blocked (a.b.example.co.uk -> "
+            "example.co.uk). Posts linking to it are then decided without running the models. 201 when "
+            "newly blocked, 200 when it already was."
+        ),
+        request=s.DomainBlockInputSerializer,
+        responses={201: s.DomainOutputSerializer, 200: s.DomainOutputSerializer, **BODY_ERRORS},
+        examples=[
+            OpenApiExample("Block", request_only=True, value={"domain": "promo.example.com", "reason": "phishing"})
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        serializer = s.DomainBlockInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        source = request_source(request)
+        domain, changed = domain_block(
+            name=serializer.validated_data["domain"], reason=serializer.validated_data["reason"], source=source
+        )
+        return Response(
+            s.DomainOutputSerializer(domain).data, status=status.HTTP_201_CREATED if changed else status.HTTP_200_OK
+        )
+
+
+class DomainBlocklistDetailView(JsonApiView):
+    @extend_schema(
+        operation_id="blocklist_domains_destroy",
+        summary="Unblock a domain",
+        responses={204: None, **ERRORS, **NOT_FOUND},
+    )
+    def delete(self, request: Request, name: str) -> Response:
+        try:
+            _, _, registrable = link_identity(name) if clean_path_value(name, max_length=2048) else ("", "", "")
+        except InvalidUrl:
+            registrable = ""
+        if not registrable:
+            raise NotFound("This domain is not on the block list.", code="not_blocked")
+        domain_unblock(name=registrable, source=request_source(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class IpBlocklistView(generics.GenericAPIView):
+    parser_classes = [StrictJSONParser]
+    pagination_class = IdCursorPagination
+    filterset_class = IpFilter
+    serializer_class = s.IpOutputSerializer
+
+    def get_queryset(self) -> QuerySet[IpAddress]:
+        return IpAddress.objects.filter(status=ListStatus.BLOCK)
+
+    @extend_schema(
+        operation_id="blocklist_ips_list",
+        summary="Blocked IP addresses",
+        responses={200: s.IpOutputSerializer(many=True), **ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(s.IpOutputSerializer(page, many=True).data)
+
+    @extend_schema(
+        operation_id="blocklist_ips_create",
+        summary="Block an IP address",
+        request=s.IpBlockInputSerializer,
+        responses={201: s.IpOutputSerializer, 200: s.IpOutputSerializer, **BODY_ERRORS},
+        examples=[
+            OpenApiExample("Block", request_only=True, value={"address": "203.0.113.9", "reason": "spam bursts"})
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        serializer = s.IpBlockInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        ip, changed = ip_block(
+            address=serializer.validated_data["address"],
+            reason=serializer.validated_data["reason"],
+            source=request_source(request),
+        )
+        return Response(
+            s.IpOutputSerializer(ip).data, status=status.HTTP_201_CREATED if changed else status.HTTP_200_OK
+        )
+
+
+class IpBlocklistDetailView(JsonApiView):
+    @extend_schema(
+        operation_id="blocklist_ips_destroy",
+        summary="Unblock an IP address",
+        parameters=[OpenApiParameter("address", str, OpenApiParameter.PATH)],
+        responses={204: None, **ERRORS, **NOT_FOUND},
+    )
+    def delete(self, request: Request, address: str) -> Response:
+        import ipaddress
+
+        try:
+            canonical = ipaddress.ip_address(address).compressed if clean_path_value(address, max_length=64) else ""
+        except ValueError:
+            canonical = ""
+        if not canonical:
+            raise NotFound("This address is not on the block list.", code="not_blocked")
+        ip_unblock(address=canonical, source=request_source(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,36 @@
+"""Create (or reuse) a source and print a fresh API key for it on stdout, alone on one line,
+so scripts can capture it: KEY=$(python manage.py create_source "Demo" demo)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+from moderation.models import Source
+from moderation.services.api_keys import api_key_create
+
+
+class Command(BaseCommand):
+    help = "Create a source (or reuse the one with this slug) and print a new API key for it."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("name")
+        parser.add_argument("slug")
+        parser.add_argument("--key-name", default="default", help="Label of the new key.")
+        parser.add_argument("--callback-url", default="", help="Webhook URL for decisions.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        name, slug = options["name"], options["slug"]
+        with transaction.atomic():
+            source = Source.objects.filter(slug=slug).first()
+            if source is None:
+                if Source.objects.filter(name=name).exists():
+                    raise CommandError(f"a source named {name!r} exists with another slug")
+                source = Source.objects.create(name=name, slug=slug, callback_url=options["callback_url"])
+                self.stderr.write(f"created source {slug}")
+            else:
+                self.stderr.write(f"source {slug} exists; adding a key")
+            _, raw_key = api_key_create(source=source, name=options["key_name"])
+        self.stdout.write(raw_key)

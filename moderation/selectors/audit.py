@@ -1,0 +1,102 @@
+"""The audit log, filtered, newest first, keyset-paginated on (created_at, id)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from django.http import QueryDict
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+
+from moderation.models import AuditLog
+
+PAGE_SIZE = 100
+
+
+@dataclass
+class AuditFilters:
+    actor: str = ""
+    action: str = ""
+    target_type: str = ""
+    target_id: str = ""
+    date_from: date | None = None
+    date_to: date | None = None
+
+    @classmethod
+    def from_query(cls, params: QueryDict) -> AuditFilters:
+        return cls(
+            actor=params.get("actor", "").strip()[:150],
+            action=params.get("action", "").strip()[:64],
+            target_type=params.get("target_type", "").strip()[:64],
+            target_id=params.get("target_id", "").strip()[:64],
+            date_from=parse_date(params.get("date_from") or "") if params.get("date_from") else None,
+            date_to=parse_date(params.get("date_to") or "") if params.get("date_to") else None,
+        )
+
+    def as_query(self) -> dict[str, str]:
+        return {k: str(v) for k, v in self.__dict__.items() if v not in ("", None)}
+
+
+def audit_queryset(*, filters: AuditFilters) -> QuerySet[AuditLog]:
+    qs = AuditLog.objects.select_related("actor")
+    if filters.actor:
+        qs = qs.filter(actor__username=filters.actor)
+    if filters.action:
+        qs = qs.filter(action__startswith=filters.action)
+    if filters.target_type:
+        qs = qs.filter(target_type=filters.target_type)
+    if filters.target_id:
+        qs = qs.filter(target_id=filters.target_id)
+    tz = timezone.get_current_timezone()
+    if filters.date_from:
+        qs = qs.filter(created_at__gte=datetime.combine(filters.date_from, datetime.min.time(), tz))
+    if filters.date_to:
+        qs = qs.filter(created_at__lte=datetime.combine(filters.date_to, datetime.max.time(), tz))
+    return qs.order_by("-created_at", "-id")
+
+
+def _encode(entry: AuditLog) -> str:
+    return base64.urlsafe_b64encode(f"{entry.created_at.isoformat()}|{entry.pk}".encode()).decode()
+
+
+def _decode(value: str) -> tuple[datetime, int] | None:
+    try:
+        created, pk = base64.urlsafe_b64decode(value.encode()).decode().split("|")
+        parsed = parse_datetime(created)
+        return (parsed, int(pk)) if parsed else None
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        return None
+
+
+def audit_page(*, filters: AuditFilters, cursor: str | None = None) -> tuple[list[AuditLog], str | None]:
+    qs = audit_queryset(filters=filters)
+    decoded = _decode(cursor) if cursor else None
+    if decoded:
+        created, pk = decoded
+        qs = qs.filter(Q(created_at__lt=created) | Q(created_at=created, id__lt=pk))
+    rows = list(qs[: PAGE_SIZE + 1])
+    nxt = _encode(rows[PAGE_SIZE - 1]) if len(rows) > PAGE_SIZE else None
+    return rows[:PAGE_SIZE], nxt
+
+
+def audit_csv_rows(*, filters: AuditFilters) -> Iterator[list[Any]]:
+    yield ["id", "created_at", "actor", "action", "target_type", "target_id", "before", "after"]
+    import json
+
+    for e in audit_queryset(filters=filters).iterator(chunk_size=2000):
+        yield [
+            e.pk,
+            e.created_at.isoformat(),
+            e.actor.username if e.actor else "",
+            e.action,
+            e.target_type,
+            e.target_id,
+            json.dumps(e.before, sort_keys=True),
+            json.dumps(e.after, sort_keys=True),
+        ]

@@ -1,0 +1,157 @@
+"""Everything the post detail page shows as evidence, in a bounded number of queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, Q
+
+from moderation.errors import NotFound
+from moderation.models import PENDING_STATUSES, Decision, Post, PostStatus, ReasonCode, Report
+
+RELATED_LIMIT = 10
+TOP_CONTRIBUTIONS = 8
+# Sub-models whose contributions are shown, in this order; others follow alphabetically.
+MODEL_ORDER = ("fusion", "text", "link", "behaviour")
+REJECT_STATUSES = (PostStatus.REMOVED, PostStatus.AUTO_REMOVED)
+
+
+@dataclass
+class Contribution:
+    feature: str
+    value: float
+    width: float  # percent of the largest magnitude in its model, for the bar
+
+
+@dataclass
+class ModelContributions:
+    model: str
+    items: list[Contribution]
+
+
+@dataclass
+class AuthorStats:
+    total: int = 0
+    removed: int = 0
+    approved: int = 0
+    pending: int = 0
+
+    @property
+    def reject_rate(self) -> float | None:
+        decided = self.removed + self.approved
+        return self.removed / decided if decided else None
+
+
+@dataclass
+class PostDetail:
+    post: Post
+    score: Any | None
+    score_history: list[Any]
+    contributions: list[ModelContributions]
+    reports: list[Report]
+    decisions: list[Decision]
+    author_posts: list[Post]
+    author_stats: AuthorStats
+    same_ip: list[Post]
+    same_domain: list[Post]
+    cluster_counts: dict[str, int]
+    reason_codes: list[ReasonCode] = field(default_factory=list)
+
+
+def contributions_top(contributions: dict[str, Any], *, limit: int = TOP_CONTRIBUTIONS) -> list[ModelContributions]:
+    """Per model, the features with the largest |contribution| (the bias term left out)."""
+    out: list[ModelContributions] = []
+    models = sorted(contributions or {}, key=lambda m: (MODEL_ORDER.index(m) if m in MODEL_ORDER else 99, m))
+    for model in models:
+        features = contributions.get(model) or {}
+        if not isinstance(features, dict):
+            continue
+        pairs: list[tuple[str, float]] = []
+        for name, value in features.items():
+            if name.lower() in ("bias", "_bias", "base_value"):
+                continue
+            try:
+                pairs.append((str(name), float(value)))
+            except (TypeError, ValueError):
+                continue
+        pairs.sort(key=lambda kv: abs(kv[1]), reverse=True)
+        pairs = pairs[:limit]
+        peak = max((abs(v) for _, v in pairs), default=0.0) or 1.0
+        out.append(
+            ModelContributions(
+                model=model,
+                items=[Contribution(feature=n, value=v, width=round(abs(v) / peak * 100, 1)) for n, v in pairs],
+            )
+        )
+    return out
+
+
+def _light(qs: Any) -> Any:
+    return qs.only("id", "text", "status", "final_score", "received_at", "report_count", "author_id", "link_id")
+
+
+def post_detail(*, post_id: int) -> PostDetail:
+    from scoring.models import Score
+
+    post = (
+        Post.objects.select_related("source", "author", "link__domain", "ip", "claimed_by").filter(pk=post_id).first()
+    )
+    if post is None:
+        raise NotFound("No such post.")
+    score_history = list(Score.objects.filter(post_id=post.pk).order_by("-created_at", "-id")[:10])
+    score = score_history[0] if score_history else None
+    reports = list(Report.objects.filter(post_id=post.pk).order_by("-created_at")[:50])
+    decisions = list(
+        Decision.objects.filter(post_id=post.pk)
+        .select_related("moderator", "bulk_action")
+        .order_by("-created_at", "-id")
+    )
+    author_posts = list(
+        _light(Post.objects.filter(author_id=post.author_id).exclude(pk=post.pk).order_by("-received_at"))[
+            :RELATED_LIMIT
+        ]
+    )
+    agg = Post.objects.filter(author_id=post.author_id).aggregate(
+        total=Count("id"),
+        removed=Count("id", filter=Q(status__in=REJECT_STATUSES)),
+        approved=Count("id", filter=Q(status__in=(PostStatus.APPROVED, PostStatus.AUTO_APPROVED))),
+        pending=Count("id", filter=Q(status__in=PENDING_STATUSES)),
+    )
+    same_ip: list[Post] = []
+    if post.ip_id:
+        same_ip = list(
+            _light(Post.objects.filter(ip_id=post.ip_id).exclude(pk=post.pk).order_by("-received_at"))[:RELATED_LIMIT]
+        )
+    same_domain: list[Post] = []
+    domain_id = post.link.domain_id if post.link else None
+    if domain_id:
+        same_domain = list(
+            _light(Post.objects.filter(link__domain_id=domain_id).exclude(pk=post.pk).order_by("-received_at"))[
+                :RELATED_LIMIT
+            ]
+        )
+    cluster_q = Q(author_id=post.author_id)
+    if domain_id:
+        cluster_q |= Q(link__domain_id=domain_id)
+    if post.ip_id:
+        cluster_q |= Q(ip_id=post.ip_id)
+    counts = Post.objects.filter(cluster_q, status__in=PENDING_STATUSES).aggregate(
+        author=Count("id", filter=Q(author_id=post.author_id)),
+        domain=Count("id", filter=Q(link__domain_id=domain_id)) if domain_id else Count("id", filter=Q(pk=None)),
+        ip=Count("id", filter=Q(ip_id=post.ip_id)) if post.ip_id else Count("id", filter=Q(pk=None)),
+    )
+    return PostDetail(
+        post=post,
+        score=score,
+        score_history=score_history,
+        contributions=contributions_top(score.contributions if score else {}),
+        reports=reports,
+        decisions=decisions,
+        author_posts=author_posts,
+        author_stats=AuthorStats(**agg),
+        same_ip=same_ip,
+        same_domain=same_domain,
+        cluster_counts={k: int(v or 0) for k, v in counts.items()},
+        reason_codes=list(ReasonCode.objects.filter(is_active=True)),
+    )

@@ -1,0 +1,56 @@
+"""Reports: a platform user's complaint about a post. A complaint is a behaviour signal, so a
+new report re-scores the post."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from moderation.errors import NotFound
+from moderation.models import Domain, Link, Post, Report, Source
+from moderation.services.ingest import score_enqueue
+
+
+def report_create(
+    *,
+    source: Source,
+    post_external_id: str,
+    reporter_id: str,
+    reason: str,
+    details: str = "",
+    created_at: datetime | None = None,
+) -> tuple[Report, bool]:
+    """Record a report; idempotent on (post, reporter, reason). Returns (report, created).
+
+    A new report bumps the post's, link's and domain's report counters in SQL and enqueues a
+    re-score after commit."""
+    post = Post.objects.filter(source=source, external_id=post_external_id).select_related("link").first()
+    if post is None:
+        raise NotFound(
+            "No post with this external_id.", code="post_not_found", fields={"post_external_id": ["Unknown post."]}
+        )
+    existing = Report.objects.filter(post=post, reporter_id=reporter_id, reason=reason).first()
+    if existing is not None:
+        return existing, False
+    try:
+        with transaction.atomic():
+            report = Report.objects.create(
+                post=post,
+                reporter_id=reporter_id,
+                reason=reason,
+                details=details,
+                created_at=created_at or timezone.now(),
+            )
+            Post.objects.filter(pk=post.pk).update(report_count=F("report_count") + 1)
+            if post.link_id is not None and post.link is not None:
+                Link.objects.filter(pk=post.link_id).update(report_count=F("report_count") + 1)
+                Domain.objects.filter(pk=post.link.domain_id).update(report_count=F("report_count") + 1)
+            # The pipeline may route re-scores to its own task (scoring.tasks.rescore_post).
+            score_enqueue(post_id=post.pk)
+    except IntegrityError:
+        return Report.objects.get(post=post, reporter_id=reporter_id, reason=reason), False
+    report.post.refresh_from_db(fields=["report_count"])
+    return report, True

@@ -1,0 +1,18 @@
+"""Signals other apps subscribe to, so they can react without moderation importing them.
+
+decision_recorded: sent by moderation.services.decisions.decision_record inside its
+transaction, right after the Decision row and the post's new status are written.
+Receivers get `decision` (Decision) and `post` (Post) as keyword arguments; a receiver that
+raises rolls the decision back, so receivers that must not block a decision should catch
+their own errors or defer work with transaction.on_commit.
+"""
+
+from __future__ import annotations
+
+from django.dispatch import Signal
+
+decision_recorded = Signal()
+
+# decisions_undone: sent by moderation.services.bulk.bulk_undo with `decisions` (list of
+# Decision, now carrying undone_at) and `bulk_action`, so derived data can be withdrawn.
+decisions_undone = Signal()

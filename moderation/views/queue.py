@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http.response import HttpResponseBase
+from django.shortcuts import render
+from django.urls import reverse
+
+from moderation.models import ReasonCode, Source
+from moderation.permissions import ALL_ROLES, CAN_MODERATE, can_moderate, role_required
+from moderation.selectors.queue import STATUS_CHOICES, QueueFilters, queue_page, queue_queryset
+from moderation.services.claims import claim_next
+from moderation.views.common import is_htmx, with_query
+
+
+@role_required(ALL_ROLES)
+def home(request: HttpRequest) -> HttpResponseBase:
+    """Moderators land on the queue, analysts on the metrics."""
+    if can_moderate(request.user):
+        return queue(request)
+    return HttpResponseRedirect(reverse("moderation:metrics"))
+
+
+@role_required(CAN_MODERATE)
+def queue(request: HttpRequest) -> HttpResponse:
+    filters = QueueFilters.from_query(request.GET)
+    page = queue_page(filters=filters, user=request.user, cursor=request.GET.get("cursor"))
+    query = filters.as_query()
+    next_url = (
+        with_query(reverse("moderation:queue"), {**query, "cursor": page.next_cursor}) if page.next_cursor else ""
+    )
+    context = {"page": page, "filters": filters, "filter_query": query, "next_url": next_url}
+    if is_htmx(request) and request.GET.get("cursor"):
+        return render(request, "moderation/_queue_rows.html", context)
+    context.update(
+        {
+            "nav": "queue",
+            "reason_codes": list(ReasonCode.objects.filter(is_active=True)),
+            "sources": list(Source.objects.only("slug", "name").order_by("name")),
+            "status_choices": STATUS_CHOICES,
+            "focus_url": with_query(reverse("moderation:focus"), query),
+        }
+    )
+    return render(request, "moderation/queue.html", context)
+
+
+@role_required(CAN_MODERATE)
+def focus(request: HttpRequest) -> HttpResponse:
+    """One-item mode: claim the next item nobody holds and open it; decisions come back here."""
+    filters = QueueFilters.from_query(request.GET)
+    skipped = [int(i) for i in request.session.get("focus_skip", [])]
+    base = queue_queryset(filters=filters).exclude(pk__in=skipped)
+    post = claim_next(user=request.user, base_queryset=base)
+    if post is None and skipped:
+        request.session["focus_skip"] = []  # a full pass done: offer the skipped ones again
+        post = claim_next(user=request.user, base_queryset=queue_queryset(filters=filters))
+    if post is None:
+        messages.info(request, "The queue is empty: nothing left to review with these filters.")
+        return HttpResponseRedirect(with_query(reverse("moderation:queue"), filters.as_query()))
+    params = {**filters.as_query(), "focus": "1"}
+    return HttpResponseRedirect(with_query(reverse("moderation:post_detail", args=[post.pk]), params))

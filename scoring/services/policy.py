@@ -1,0 +1,110 @@
+"""The decision policy: thresholds that map a final spam probability to an action.
+
+Version 1 (data migration scoring.0002_default_decision_policy):
+- final >= 0.90  -> REMOVE  (auto_removed)
+- final <  0.20  -> APPROVE (auto_approved)
+- otherwise      -> QUEUE   (a moderator looks at it)
+A post with at least one report is never auto-approved: it is queued instead (somebody
+complained, so a human should look), unless the score removes it outright.
+
+Policies are append-only: an edit creates a new version, makes it the active one and writes
+an AuditLog row, so every Score points at the exact thresholds that decided it."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.db.models import Max
+
+from moderation.errors import ApplicationError, NotFound
+from moderation.models import AuditLog
+from scoring.models import Action, DecisionPolicy
+
+DEFAULT_REMOVE_THRESHOLD = 0.9
+DEFAULT_APPROVE_THRESHOLD = 0.2
+
+
+def policy_active() -> DecisionPolicy:
+    """The active policy. When the table is empty (a flushed test database, a fresh install
+    that skipped the data migration) version 1 is created with the documented defaults."""
+    policy = DecisionPolicy.objects.filter(is_active=True).first()
+    if policy is not None:
+        return policy
+    if DecisionPolicy.objects.exists():
+        raise NotFound("no active decision policy; activate one in admin")
+    with transaction.atomic():
+        policy, _ = DecisionPolicy.objects.get_or_create(
+            version=1,
+            defaults={
+                "remove_threshold": DEFAULT_REMOVE_THRESHOLD,
+                "approve_threshold": DEFAULT_APPROVE_THRESHOLD,
+                "is_active": True,
+                "note": "Default: auto-remove >= 0.90, auto-approve < 0.20, queue in between.",
+            },
+        )
+    return policy
+
+
+def policy_decide(*, policy: DecisionPolicy, final_score: float, report_count: int) -> Action:
+    if final_score >= policy.remove_threshold:
+        return Action.REMOVE
+    if final_score < policy.approve_threshold and report_count == 0:
+        return Action.APPROVE
+    return Action.QUEUE
+
+
+def _validate(remove_threshold: float, approve_threshold: float) -> None:
+    fields: dict[str, list[str]] = {}
+    for name, value in (("remove_threshold", remove_threshold), ("approve_threshold", approve_threshold)):
+        if not 0.0 <= value <= 1.0:
+            fields[name] = ["must be between 0 and 1"]
+    if not fields and approve_threshold > remove_threshold:
+        fields["approve_threshold"] = ["must not exceed remove_threshold"]
+    if fields:
+        raise ApplicationError("invalid thresholds", code="invalid_policy", fields=fields)
+
+
+def _snapshot(policy: DecisionPolicy | None) -> dict[str, object]:
+    if policy is None:
+        return {}
+    return {
+        "version": policy.version,
+        "remove_threshold": policy.remove_threshold,
+        "approve_threshold": policy.approve_threshold,
+        "note": policy.note,
+    }
+
+
+@transaction.atomic
+def policy_create_version(
+    *,
+    remove_threshold: float,
+    approve_threshold: float,
+    note: str = "",
+    actor: User | None = None,
+) -> DecisionPolicy:
+    """A new active policy version; the previous one stays for the scores that used it."""
+    _validate(remove_threshold, approve_threshold)
+    # Serialise concurrent edits: the active row is the lock.
+    previous = DecisionPolicy.objects.select_for_update().filter(is_active=True).first()
+    latest = DecisionPolicy.objects.aggregate(v=Max("version"))["v"] or 0
+    if previous is not None:
+        previous.is_active = False
+        previous.save(update_fields=["is_active"])
+    policy = DecisionPolicy.objects.create(
+        version=latest + 1,
+        remove_threshold=remove_threshold,
+        approve_threshold=approve_threshold,
+        note=note,
+        is_active=True,
+        created_by=actor if actor is not None and actor.pk else None,
+    )
+    AuditLog.objects.create(
+        actor=actor if actor is not None and actor.pk else None,
+        action="scoring.policy_version_created",
+        target_type="decision_policy",
+        target_id=str(policy.pk),
+        before=_snapshot(previous),
+        after=_snapshot(policy),
+    )
+    return policy

@@ -1,0 +1,300 @@
+"""Score posts: features from the database, block-list short-circuits, one Triton call for
+the batch, the decision policy, and one transaction that writes the Score rows, moves the
+posts through the state machine and updates the spam counters.
+
+Idempotent by construction: posts are re-read under a row lock inside the write transaction,
+so a post that another run already moved (or a moderator decided) is skipped, and Score rows
+are unique per (post, model_set, revision). Running the same batch twice leaves one Score
+per post."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import Case, F, IntegerField, Max, Value, When
+from django.utils import timezone
+
+from moderation.models import POST_TRANSITIONS, Author, Domain, IpAddress, Post, PostStatus
+from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
+from scoring.features.extract import PostFeatures, features_for_loaded_posts, posts_for_scoring
+from scoring.models import Action, DecisionPolicy, Score
+from scoring.services.inference import (
+    ScoringClient,
+    ScoringInput,
+    ScoringOutput,
+    TritonError,
+    TritonUnavailable,
+    get_client,
+)
+from scoring.services.policy import policy_active, policy_decide
+from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET, short_circuit_reason
+from scoring.services.webhooks import webhooks_enqueue_for_posts
+
+logger = logging.getLogger(__name__)
+
+ACTION_STATUS: dict[str, str] = {
+    Action.REMOVE: PostStatus.AUTO_REMOVED,
+    Action.QUEUE: PostStatus.QUEUED,
+    Action.APPROVE: PostStatus.AUTO_APPROVED,
+}
+# Statuses a first score may leave; statuses a re-score may touch. Moderator decisions
+# (REMOVED, APPROVED) are in neither: scoring never overrides a human.
+INITIAL_FROM = frozenset({PostStatus.RECEIVED})
+RESCORE_FROM = frozenset({PostStatus.QUEUED, PostStatus.AUTO_APPROVED, PostStatus.AUTO_REMOVED})
+POST_SCORE_FIELDS = ["status", "status_changed_at", "final_score", "model_version", "scored_at"]
+# Model output failed for this post alone (TritonError on its own): a human looks at it.
+MODEL_ERROR_VERSION = "model_error"
+
+
+@dataclass
+class ScoreResult:
+    post_id: int
+    status: str
+    score_id: int | None = None
+    action: str | None = None
+    final_score: float | None = None
+    skipped: str = ""  # why nothing was written: "not_pending", "no_new_reports", "gone", ...
+
+
+@dataclass
+class _Item:
+    post: Post
+    features: PostFeatures
+    reason: str | None = None
+    output: ScoringOutput | None = None
+    model_error: str = ""
+    revision: int = 0
+    latency_ms: float = 0.0
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def model_set(self) -> str:
+        if self.reason is not None:
+            return SHORT_CIRCUIT_MODEL_SET
+        assert self.output is not None
+        return model_set_of(self.output.model_versions)
+
+
+def model_set_of(model_versions: dict[str, str]) -> str:
+    return ",".join(f"{name}:{version}" for name, version in sorted(model_versions.items()))[:200]
+
+
+def scoring_input(features: PostFeatures) -> ScoringInput:
+    return ScoringInput(
+        text=features.text,
+        preview_text=features.preview_text,
+        link=vector(features.link, LINK_FEATURES),
+        behaviour=vector(features.behaviour, BEHAVIOUR_FEATURES),
+    )
+
+
+def infer(items: Sequence[_Item], *, client: ScoringClient) -> None:
+    """One batched call; if the server rejects the batch, each post alone, so one bad post
+    does not block the others. TritonUnavailable propagates (the task retries the batch)."""
+    todo = [i for i in items if i.reason is None]
+    if not todo:
+        return
+    started = time.perf_counter()
+    try:
+        outputs = client.score([scoring_input(i.features) for i in todo])
+    except TritonUnavailable:
+        raise  # the server, not the batch: the task retries the whole batch later
+    except TritonError as exc:
+        if len(todo) == 1:
+            todo[0].model_error = str(exc)[:255]
+            return
+        logger.warning("scoring.batch_rejected size=%s error=%s; scoring one by one", len(todo), exc)
+        for item in todo:
+            infer([item], client=client)
+        return
+    elapsed_ms = (time.perf_counter() - started) * 1000.0
+    if len(outputs) != len(todo):
+        raise TritonError(f"{len(outputs)} outputs for {len(todo)} inputs")
+    for item, output in zip(todo, outputs, strict=True):
+        item.output = output
+        item.extra["model_ms"] = round(elapsed_ms, 3)
+
+
+def prepare(posts: Iterable[Post]) -> list[_Item]:
+    posts = list(posts)
+    features = features_for_loaded_posts(posts)
+    return [_Item(post=p, features=features[p.id], reason=short_circuit_reason(p)) for p in posts]
+
+
+def score_posts(
+    *, post_ids: Iterable[int], client: ScoringClient | None = None, started: float | None = None
+) -> list[ScoreResult]:
+    """Score the posts among `post_ids` still waiting for their first score."""
+    started = time.perf_counter() if started is None else started
+    ids = list(dict.fromkeys(post_ids))
+    loaded = posts_for_scoring(ids)
+    results = [ScoreResult(post_id=i, status="", skipped="gone") for i in ids if i not in loaded]
+    pending = [p for p in loaded.values() if p.status in INITIAL_FROM]
+    results += [
+        ScoreResult(post_id=p.id, status=p.status, skipped="not_pending")
+        for p in loaded.values()
+        if p.status not in INITIAL_FROM
+    ]
+    if not pending:
+        return results
+    items = prepare(pending)
+    infer(items, client=client or get_client())
+    return results + persist(items, allowed_from=INITIAL_FROM, started=started)
+
+
+def rescore_post(*, post_id: int, client: ScoringClient | None = None) -> ScoreResult:
+    """Score an already-scored post again because something it depends on changed (a new
+    report). Revision = latest revision of the resulting model_set + 1; skipped when the latest
+    score already saw every report, which makes a duplicate task a no-op."""
+    started = time.perf_counter()
+    post = posts_for_scoring([post_id]).get(post_id)
+    if post is None:
+        return ScoreResult(post_id=post_id, status="", skipped="gone")
+    if post.status not in RESCORE_FROM:
+        return ScoreResult(post_id=post_id, status=post.status, skipped="not_rescorable")
+    (item,) = prepare([post])
+    latest = Score.objects.filter(post_id=post_id).order_by("-created_at", "-id").first()
+    seen_reports = (latest.features.get("behaviour", {}).get("report_count", 0.0)) if latest else -1.0
+    if item.features.behaviour["report_count"] <= float(seen_reports):
+        return ScoreResult(post_id=post_id, status=post.status, skipped="no_new_reports")
+    infer([item], client=client or get_client())
+    if item.model_error:
+        return ScoreResult(post_id=post_id, status=post.status, skipped="model_error")
+    last_revision = Score.objects.filter(post_id=post_id, model_set=item.model_set).aggregate(r=Max("revision"))["r"]
+    item.revision = 0 if last_revision is None else last_revision + 1
+    (result,) = persist([item], allowed_from=RESCORE_FROM, started=started)
+    return result
+
+
+def _final(item: _Item) -> float:
+    if item.reason is not None:
+        return 1.0
+    assert item.output is not None
+    return float(item.output.final_prob)
+
+
+def _action(item: _Item, policy: DecisionPolicy, report_count: int) -> Action:
+    if item.reason is not None:
+        return Action.REMOVE
+    return policy_decide(policy=policy, final_score=_final(item), report_count=report_count)
+
+
+def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_ms: float) -> Score:
+    out = item.output
+    return Score(
+        post_id=item.post.id,
+        model_set=item.model_set,
+        revision=item.revision,
+        text_score=out.text_prob if out else None,
+        preview_score=out.preview_prob if out else None,
+        link_score=out.link_prob if out else None,
+        behaviour_score=out.behaviour_prob if out else None,
+        final_score=_final(item),
+        action=action,
+        short_circuit_reason=(item.reason or "")[:255],
+        policy=None if item.reason is not None else policy,
+        features={"link": item.features.link, "behaviour": item.features.behaviour, **item.extra},
+        contributions=dict(out.contributions) if out else {},
+        model_versions=dict(out.model_versions) if out else {},
+        latency_ms=round(latency_ms, 3),
+    )
+
+
+def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: float) -> list[ScoreResult]:
+    """The write transaction. Query count is fixed for any batch size."""
+    results: list[ScoreResult] = []
+    now = timezone.now()
+    with transaction.atomic():
+        policy = policy_active()
+        ids = [i.post.id for i in items]
+        fresh = {
+            row["id"]: row
+            for row in Post.objects.select_for_update(of=("self",))
+            .filter(id__in=ids)
+            .values("id", "status", "report_count")
+            .order_by("id")  # lock in a fixed order: no deadlock between overlapping batches
+        }
+        existing = set(Score.objects.filter(post_id__in=ids).values_list("post_id", "model_set", "revision").order_by())
+        scores: list[Score] = []
+        changed: list[Post] = []
+        removed_now: list[Post] = []
+        for item in items:
+            post = item.post
+            row = fresh.get(post.id)
+            if row is None or row["status"] not in allowed_from:
+                results.append(ScoreResult(post_id=post.id, status=row["status"] if row else "", skipped="not_pending"))
+                continue
+            current = row["status"]
+            if item.model_error:
+                # Fail towards a human: queue it without a score rather than retry forever.
+                post.status, post.status_changed_at, post.scored_at = PostStatus.QUEUED, now, now
+                post.model_version = MODEL_ERROR_VERSION
+                changed.append(post)
+                results.append(ScoreResult(post_id=post.id, status=post.status, skipped="model_error"))
+                logger.error("scoring.model_error post_id=%s error=%s", post.id, item.model_error)
+                continue
+            if (post.id, item.model_set, item.revision) in existing:
+                results.append(ScoreResult(post_id=post.id, status=current, skipped="already_scored"))
+                continue
+            report_count = max(int(row["report_count"]), int(item.features.behaviour["report_count"]))
+            action = _action(item, policy, report_count)
+            latency_ms = (time.perf_counter() - started) * 1000.0
+            score = _score_row(item, action=action, policy=policy, latency_ms=latency_ms)
+            scores.append(score)
+            target = ACTION_STATUS[action]
+            if target != current and target in POST_TRANSITIONS[current]:
+                if target == PostStatus.AUTO_REMOVED:
+                    removed_now.append(post)
+                post.status, post.status_changed_at = target, now
+            else:
+                post.status = current
+            post.final_score = score.final_score
+            post.model_version = item.model_set[:120]
+            post.scored_at = now
+            changed.append(post)
+            results.append(
+                ScoreResult(post_id=post.id, status=post.status, action=action, final_score=score.final_score)
+            )
+        Score.objects.bulk_create(scores)
+        by_post = {s.post_id: s.pk for s in scores}
+        for r in results:
+            if r.post_id in by_post:
+                r.score_id = by_post[r.post_id]
+        if changed:
+            Post.objects.bulk_update(
+                changed, ["status", "status_changed_at", "final_score", "model_version", "scored_at"]
+            )
+        _bump_spam_counters(removed_now)
+        webhooks_enqueue_for_posts(p for p in changed if p.id in by_post)
+    for r in results:
+        if r.score_id is not None:
+            logger.info(
+                "scoring.post_scored post_id=%s action=%s status=%s final=%.4f",
+                r.post_id,
+                r.action,
+                r.status,
+                r.final_score or 0.0,
+            )
+    return results
+
+
+def _increment(model: type[Author] | type[Domain] | type[IpAddress], counts: Counter[int]) -> None:
+    if not counts:
+        return
+    model.objects.filter(id__in=list(counts)).update(
+        spam_count=F("spam_count")
+        + Case(*[When(id=pk, then=Value(n)) for pk, n in counts.items()], default=Value(0), output_field=IntegerField())
+    )
+
+
+def _bump_spam_counters(posts: Sequence[Post]) -> None:
+    """This service's own spam counters (features user_spam_rate, domain/ip spam rate), in
+    the scoring transaction. Three UPDATEs at most whatever the batch size."""
+    _increment(Author, Counter(p.author_id for p in posts))
+    _increment(Domain, Counter(p.link.domain_id for p in posts if p.link is not None))
+    _increment(IpAddress, Counter(p.ip_id for p in posts if p.ip_id is not None))

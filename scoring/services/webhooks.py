@@ -1,0 +1,242 @@
+"""Decision webhooks: when a post gets an automatic or a moderator decision, its source's
+callback URL receives a signed JSON event.
+
+Signing (documented for integrators):
+    body       = the raw request body (UTF-8 JSON)
+    timestamp  = unix seconds at send time
+    signature  = hex(HMAC-SHA256(key=source.webhook_secret, msg=f"{timestamp}.{body}"))
+    header     X-Moderation-Signature: t=<timestamp>,v1=<signature>
+Receivers recompute the HMAC, compare in constant time and reject timestamps older than a few
+minutes (replay protection); `verify_signature` does exactly that. Each event has a unique id
+(X-Moderation-Event-Id, also in the body) so receivers can drop the duplicates that
+at-least-once delivery implies.
+
+Delivery never blocks scoring: rows are written in the scoring transaction, the HTTP POST
+happens in the deliver_webhook task after commit, with short timeouts and backoff."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import requests
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from moderation.models import Decision, Post, PostStatus
+from scoring.models import WebhookDelivery
+
+logger = logging.getLogger(__name__)
+
+SIGNATURE_HEADER = "X-Moderation-Signature"
+EVENT_ID_HEADER = "X-Moderation-Event-Id"
+EVENT_TYPE_HEADER = "X-Moderation-Event"
+EVENT_DECISION = "post.decision"
+DECISION_STATUSES = frozenset(
+    {PostStatus.AUTO_REMOVED, PostStatus.AUTO_APPROVED, PostStatus.REMOVED, PostStatus.APPROVED}
+)
+AUTOMATIC_STATUSES = frozenset({PostStatus.AUTO_REMOVED, PostStatus.AUTO_APPROVED})
+
+
+class WebhookDeliveryFailed(Exception):
+    """A delivery attempt failed but may succeed later (retried with backoff)."""
+
+
+# --- Signing -----------------------------------------------------------------------------------
+
+
+def sign(*, secret: str, body: bytes, timestamp: int) -> str:
+    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"t={timestamp},v1={mac}"
+
+
+def verify_signature(
+    *, secret: str, header: str, body: bytes, tolerance_s: int = 300, now: float | None = None
+) -> bool:
+    """True when `header` is a valid signature of `body` made within `tolerance_s`."""
+    try:
+        parts = dict(item.split("=", 1) for item in header.split(","))
+        timestamp = int(parts["t"])
+        given = parts["v1"]
+    except (KeyError, ValueError):
+        return False
+    current = time.time() if now is None else now
+    if abs(current - timestamp) > tolerance_s:
+        return False
+    expected = sign(secret=secret, body=body, timestamp=timestamp).split("v1=", 1)[1]
+    return hmac.compare_digest(expected, given)
+
+
+def encode_body(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
+
+
+# --- Enqueueing --------------------------------------------------------------------------------
+
+
+def _event_id(post: Post) -> str:
+    # Deterministic per (post, status, change time): enqueueing the same decision twice (a task
+    # re-run) hits the unique event_id instead of sending a second event.
+    raw = f"{post.pk}:{post.status}:{post.status_changed_at.isoformat()}"
+    return "evt_" + hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def _payload(post: Post, event_id: str, decision: Decision | None) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "post": {
+            "id": post.pk,
+            "external_id": post.external_id,
+            "status": post.status,
+            "final_score": post.final_score,
+            "model_version": post.model_version,
+            "report_count": post.report_count,
+            "status_changed_at": post.status_changed_at.isoformat(),
+        },
+        "automatic": post.status in AUTOMATIC_STATUSES,
+    }
+    if decision is not None:
+        data["decision"] = {
+            "label": decision.label,
+            "reason_code": decision.reason_code,
+            "created_at": decision.created_at.isoformat(),
+        }
+    return {"id": event_id, "type": EVENT_DECISION, "created": timezone.now().isoformat(), "data": data}
+
+
+def webhooks_enqueue_for_posts(posts: Iterable[Post]) -> list[WebhookDelivery]:
+    """Delivery rows for the posts whose source has a callback URL and whose status is a
+    decision; the POSTs are sent by the deliver_webhook task after the transaction commits.
+    Expects post.source loaded (select_related) to stay at two queries for any batch."""
+    rows: list[WebhookDelivery] = []
+    for post in posts:
+        if post.status not in DECISION_STATUSES or not post.source.callback_url:
+            continue
+        event_id = _event_id(post)
+        rows.append(
+            WebhookDelivery(
+                source_id=post.source_id,
+                post=post,
+                event_id=event_id,
+                event_type=EVENT_DECISION,
+                payload=_payload(post, event_id, None),
+            )
+        )
+    if not rows:
+        return []
+    WebhookDelivery.objects.bulk_create(rows, ignore_conflicts=True)
+    created = list(
+        WebhookDelivery.objects.filter(
+            event_id__in=[r.event_id for r in rows], status=WebhookDelivery.Status.PENDING, attempts=0
+        )
+    )
+    _deliver_on_commit([d.pk for d in created])
+    return created
+
+
+def webhook_enqueue_for_decision(post: Post, *, decision: Decision | None = None) -> WebhookDelivery | None:
+    """For the dashboard: call after a moderator decision changed the post's status (inside
+    its transaction). Returns None when the source has no callback URL."""
+    if post.status not in DECISION_STATUSES or not post.source.callback_url:
+        return None
+    event_id = _event_id(post)
+    delivery, created = WebhookDelivery.objects.get_or_create(
+        event_id=event_id,
+        defaults={
+            "source_id": post.source_id,
+            "post": post,
+            "event_type": EVENT_DECISION,
+            "payload": _payload(post, event_id, decision),
+        },
+    )
+    if created:
+        _deliver_on_commit([delivery.pk])
+    return delivery
+
+
+def _deliver_on_commit(delivery_ids: list[int]) -> None:
+    if not delivery_ids:
+        return
+    from scoring.tasks import deliver_webhook
+
+    def send() -> None:
+        for delivery_id in delivery_ids:
+            try:
+                deliver_webhook.delay(delivery_id)
+            except Exception:  # broker down: the row stays pending; the sweeper re-sends
+                logger.warning("scoring.webhook_enqueue_failed delivery_id=%s", delivery_id, exc_info=True)
+
+    transaction.on_commit(send)
+
+
+@transaction.atomic
+def webhook_retry(*, delivery: WebhookDelivery) -> WebhookDelivery:
+    """Admin action: send a failed (or stuck) delivery again."""
+    delivery.status = WebhookDelivery.Status.PENDING
+    delivery.last_error = ""
+    delivery.save(update_fields=["status", "last_error"])
+    _deliver_on_commit([delivery.pk])
+    return delivery
+
+
+# --- Delivering --------------------------------------------------------------------------------
+
+
+def webhook_deliver(*, delivery_id: int) -> WebhookDelivery:
+    """One attempt. Raises WebhookDeliveryFailed while attempts remain so the task retries with
+    backoff; marks the row FAILED after WEBHOOK_MAX_ATTEMPTS."""
+    delivery = WebhookDelivery.objects.select_related("source").get(pk=delivery_id)
+    if delivery.status != WebhookDelivery.Status.PENDING:
+        return delivery
+    source = delivery.source
+    if not source.callback_url:
+        delivery.status = WebhookDelivery.Status.FAILED
+        delivery.last_error = "source has no callback_url"
+        delivery.save(update_fields=["status", "last_error"])
+        return delivery
+
+    body = encode_body(delivery.payload)
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "moderation-webhooks/1",
+        EVENT_ID_HEADER: delivery.event_id,
+        EVENT_TYPE_HEADER: delivery.event_type,
+        SIGNATURE_HEADER: sign(secret=source.webhook_secret, body=body, timestamp=int(time.time())),
+    }
+    status_code: int | None = None
+    error = ""
+    try:
+        response = requests.post(
+            source.callback_url,
+            data=body,
+            headers=headers,
+            timeout=(settings.WEBHOOK_CONNECT_TIMEOUT_S, settings.WEBHOOK_READ_TIMEOUT_S),
+            allow_redirects=False,
+        )
+        status_code = response.status_code
+        if not 200 <= status_code < 300:
+            error = f"HTTP {status_code}: {response.text[:200]}"
+    except requests.RequestException as exc:
+        error = f"{type(exc).__name__}: {exc}"[:500]
+
+    delivery.attempts += 1
+    delivery.last_status_code = status_code
+    delivery.last_error = error
+    fields = ["attempts", "last_status_code", "last_error", "status"]
+    if not error:
+        delivery.status = WebhookDelivery.Status.DELIVERED
+        delivery.delivered_at = timezone.now()
+        fields.append("delivered_at")
+        logger.info("scoring.webhook_delivered delivery_id=%s attempts=%s", delivery.pk, delivery.attempts)
+    elif delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS:
+        delivery.status = WebhookDelivery.Status.FAILED
+        logger.warning("scoring.webhook_failed delivery_id=%s error=%s", delivery.pk, error)
+    delivery.save(update_fields=fields)
+    if delivery.status == WebhookDelivery.Status.PENDING:
+        raise WebhookDeliveryFailed(error)
+    return delivery

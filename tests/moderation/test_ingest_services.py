@@ -1,0 +1,235 @@
+"""Services behind the ingest API: keys, links, posts, authors, reports, block lists."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from unittest import mock
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+from kombu.exceptions import OperationalError
+
+from moderation.api.authentication import hash_key
+from moderation.links import link_get_or_create
+from moderation.models import ApiKey, AuditLog, Author, Domain, IpAddress, Link, ListStatus, Post
+from moderation.services.api_keys import api_key_create, api_key_revoke
+from moderation.services.authors import author_upsert
+from moderation.services.blocklists import domain_block, domain_unblock, ip_block, ip_unblock
+from moderation.services.ingest import post_ingest, posts_ingest_batch
+from moderation.services.reports import report_create
+from tests.factories import AuthorFactory, PostFactory, SourceFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def payload(external_id: str = "p-1", **overrides: object) -> dict:
+    now = timezone.now()
+    data = {
+        "external_id": external_id,
+        "text": "hello",
+        "url": "https://www.Example.co.uk/a",
+        "author": {"external_id": "u-1", "username": "ann", "platform_post_count": 3},
+        "ip": "203.0.113.9",
+        "journey": [{"step": "open", "at": now - timedelta(seconds=2)}, {"step": "submit", "at": now}],
+        "created_at": now,
+    }
+    data.update(overrides)
+    return data
+
+
+def test_api_key_create_stores_only_hash():
+    source = SourceFactory()
+    key, raw = api_key_create(source=source, name="ci")
+    assert raw.startswith(key.prefix + ".")
+    assert key.hashed_key == hash_key(raw)
+    assert raw not in {key.hashed_key, key.prefix, key.name}
+    assert ApiKey.objects.get().is_active
+
+
+def test_api_key_revoke_is_idempotent():
+    key, _ = api_key_create(source=SourceFactory(), name="ci")
+    api_key_revoke(api_key=key)
+    first = key.revoked_at
+    api_key_revoke(api_key=key)
+    key.refresh_from_db()
+    assert key.revoked_at == first is not None
+
+
+def test_create_source_command_prints_a_working_key(capsys):
+    call_command("create_source", "Demo", "demo")
+    raw = capsys.readouterr().out.strip()
+    assert ApiKey.objects.get(hashed_key=hash_key(raw)).source.slug == "demo"
+    call_command("create_source", "Demo", "demo")  # reuses the source, adds a key
+    assert ApiKey.objects.filter(source__slug="demo").count() == 2
+
+
+def test_link_get_or_create_normalizes_and_groups_by_registrable_domain():
+    a = link_get_or_create(url="HTTPS://a.b.Example.co.uk:443/x#frag")
+    b = link_get_or_create(url="https://a.b.example.co.uk/x")
+    c = link_get_or_create(url="https://other.example.co.uk/y")
+    assert a.pk == b.pk
+    assert a.url == "https://a.b.example.co.uk/x"
+    assert a.domain.name == "example.co.uk" == c.domain.name
+    assert Domain.objects.count() == 1
+
+
+def test_post_ingest_creates_rows_and_counters():
+    source = SourceFactory()
+    post, created = post_ingest(source=source, payload=payload())
+    assert created
+    assert post.status == "received"
+    assert post.link is not None and post.link.domain.name == "example.co.uk"
+    assert post.journey[0]["step"] == "open" and isinstance(post.journey[0]["at"], str)
+    author = Author.objects.get(source=source, external_id="u-1")
+    assert (author.post_count, author.platform_post_count, author.username) == (1, 3, "ann")
+    assert Link.objects.get().post_count == 1
+    assert Domain.objects.get().post_count == 1
+    assert IpAddress.objects.get().post_count == 1
+
+
+def test_post_ingest_is_idempotent_per_source():
+    source = SourceFactory()
+    first, created = post_ingest(source=source, payload=payload())
+    again, created_again = post_ingest(source=source, payload=payload(text="changed"))
+    assert created and not created_again
+    assert first.pk == again.pk and again.text == "hello"
+    assert Link.objects.get().post_count == 1  # a repeat counts nothing
+    other, created_other = post_ingest(source=SourceFactory(), payload=payload())
+    assert created_other and other.pk != first.pk
+    assert Domain.objects.get().post_count == 2
+
+
+def test_post_ingest_loses_insert_race_gracefully():
+    """The unique constraint decides a race: the loser gets the stored post, no error."""
+    source = SourceFactory()
+    winner = PostFactory(source=source, author=AuthorFactory(source=source), external_id="p-1")
+    from moderation.services import ingest
+
+    real = ingest._stored_post
+    # The pre-check misses (the other request has not committed yet); the insert then conflicts.
+    with mock.patch.object(ingest, "_stored_post", side_effect=[None, real(source=source, external_id="p-1")]):
+        post, created = post_ingest(source=source, payload=payload())
+    assert not created and post.pk == winner.pk
+    assert Post.objects.count() == 1
+    assert not Link.objects.exists()  # everything the loser wrote was rolled back
+
+
+def test_post_ingest_enqueues_scoring_after_commit(django_capture_on_commit_callbacks):
+    with mock.patch("scoring.tasks.score_post.delay") as delay, django_capture_on_commit_callbacks(execute=True) as cbs:
+        post, _ = post_ingest(source=SourceFactory(), payload=payload())
+        delay.assert_not_called()  # nothing is published before the commit
+    assert len(cbs) == 1
+    delay.assert_called_once_with(post.pk)
+
+
+def test_post_ingest_survives_broker_outage(django_capture_on_commit_callbacks, caplog):
+    outage = mock.patch("scoring.tasks.score_post.delay", side_effect=OperationalError("broker down"))
+    with outage, django_capture_on_commit_callbacks(execute=True):
+        post, created = post_ingest(source=SourceFactory(), payload=payload())
+    assert created and Post.objects.filter(pk=post.pk, status="received").exists()
+    assert "moderation.score_enqueue_failed" in caplog.text
+
+
+def test_posts_ingest_batch_mixes_new_existing_and_in_batch_duplicates():
+    source = SourceFactory()
+    post_ingest(source=source, payload=payload("old"))
+    results = posts_ingest_batch(source=source, payloads=[payload("old"), payload("new"), payload("new")])
+    assert [created for _, created in results] == [False, True, False]
+    assert results[1][0].pk == results[2][0].pk
+    assert Post.objects.filter(source=source).count() == 2
+
+
+def test_author_upsert_updates_only_given_fields():
+    source = SourceFactory()
+    author, created = author_upsert(source=source, external_id="u-9", profile={"username": "a", "friends_count": 4})
+    assert created
+    author, created = author_upsert(source=source, external_id="u-9", profile={"verified": True})
+    assert not created
+    author.refresh_from_db()
+    assert (author.username, author.friends_count, author.verified) == ("a", 4, True)
+    with pytest.raises(ValueError):
+        author_upsert(source=source, external_id="u-9", profile={"spam_count": 1})
+
+
+def test_report_create_is_idempotent_and_bumps_counters(django_capture_on_commit_callbacks):
+    source = SourceFactory()
+    post, _ = post_ingest(source=source, payload=payload())
+    with mock.patch("scoring.tasks.score_post.delay") as delay, django_capture_on_commit_callbacks(execute=True):
+        report, created = report_create(source=source, post_external_id="p-1", reporter_id="r1", reason="spam")
+    assert created and report.post.report_count == 1
+    delay.assert_called_once_with(post.pk)
+    _, created_again = report_create(source=source, post_external_id="p-1", reporter_id="r1", reason="spam")
+    assert not created_again
+    report_create(source=source, post_external_id="p-1", reporter_id="r1", reason="abuse")
+    post.refresh_from_db()
+    assert post.report_count == 2
+    assert Link.objects.get().report_count == 2 and Domain.objects.get().report_count == 2
+
+
+def test_report_for_another_sources_post_is_not_found():
+    post_ingest(source=SourceFactory(), payload=payload())
+    from moderation.errors import NotFound
+
+    with pytest.raises(NotFound):
+        report_create(source=SourceFactory(), post_external_id="p-1", reporter_id="r", reason="spam")
+
+
+def test_domain_block_and_unblock_are_audited():
+    user = UserFactory()
+    domain, changed = domain_block(name="spam.example", reason="phishing", actor=user)
+    assert changed and domain.status == ListStatus.BLOCK and domain.status_changed_at
+    _, changed_again = domain_block(name="spam.example", reason="phishing", actor=user)
+    assert not changed_again
+    domain_unblock(name="spam.example")
+    entries = list(AuditLog.objects.order_by("id").values_list("action", "actor_id"))
+    assert entries == [("domain.block", user.pk), ("domain.unblock", None)]
+    assert Domain.objects.get().status == ListStatus.UNKNOWN
+
+
+def test_ip_block_records_source_when_via_api():
+    source = SourceFactory()
+    ip, changed = ip_block(address="203.0.113.9", reason="bursts", source=source)
+    assert changed and ip.status == ListStatus.BLOCK
+    entry = AuditLog.objects.get()
+    assert entry.actor is None and entry.after["via"] == f"api:{source.slug}"
+    ip_unblock(address="203.0.113.9")
+    from moderation.errors import NotFound
+
+    with pytest.raises(NotFound):
+        ip_unblock(address="203.0.113.9")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_duplicates_store_one_post():
+    """Real concurrency: eight threads send the same post at once; one row, one `created`."""
+    import threading
+
+    from django.db import connection
+
+    source = SourceFactory()
+    barrier = threading.Barrier(8)
+    results: list[tuple[int, bool]] = []
+    errors: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            barrier.wait(timeout=10)
+            post, created = post_ingest(source=source, payload=payload("race"))
+            results.append((post.pk, created))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert not errors
+    assert len({pk for pk, _ in results}) == 1 and len(results) == 8
+    assert sum(created for _, created in results) == 1
+    assert Post.objects.filter(source=source, external_id="race").count() == 1
+    assert Author.objects.get(source=source).post_count == 1
+    assert Link.objects.get().post_count == 1

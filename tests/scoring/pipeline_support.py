@@ -1,0 +1,116 @@
+"""Builders and a fake Triton client for the pipeline's tests."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from moderation.models import Author, Domain, IpAddress, Link, Post, Source
+from scoring.services.inference import ScoringInput, ScoringOutput, TritonUnavailable
+
+_seq = itertools.count(1)
+
+MODEL_VERSIONS = {"text": "1", "link": "1", "behaviour": "1", "fusion": "1"}
+MODEL_SET = "behaviour:1,fusion:1,link:1,text:1"
+
+
+def make_source(**kwargs: Any) -> Source:
+    n = next(_seq)
+    kwargs.setdefault("name", f"source {n}")
+    kwargs.setdefault("slug", f"source-{n}")
+    return Source.objects.create(**kwargs)
+
+
+def make_author(source: Source, **kwargs: Any) -> Author:
+    kwargs.setdefault("external_id", f"user-{next(_seq)}")
+    kwargs.setdefault("account_created_at", timezone.now() - timedelta(days=30))
+    return Author.objects.create(source=source, **kwargs)
+
+
+def make_link(url: str = "", *, domain: str = "", **domain_kwargs: Any) -> Link:
+    n = next(_seq)
+    domain = domain or f"site{n}.example"
+    url = url or f"https://{domain}/page/{n}"
+    d, _ = Domain.objects.get_or_create(name=domain, defaults=domain_kwargs)
+    return Link.objects.create(url=url, url_hash=f"{n:064x}", domain=d, host=domain, post_count=1)
+
+
+def make_post(
+    *,
+    source: Source | None = None,
+    author: Author | None = None,
+    text: str = "hello world",
+    link: Link | None = None,
+    ip: IpAddress | None = None,
+    **kwargs: Any,
+) -> Post:
+    source = source or (author.source if author else make_source())
+    author = author or make_author(source)
+    kwargs.setdefault("external_id", f"post-{next(_seq)}")
+    kwargs.setdefault("created_at", timezone.now())
+    return Post.objects.create(
+        source=source, author=author, text=text, link=link, url=link.url if link else "", ip=ip, **kwargs
+    )
+
+
+def make_ip(address: str = "", **kwargs: Any) -> IpAddress:
+    n = next(_seq)
+    return IpAddress.objects.create(address=address or f"10.{n // 65536 % 256}.{n // 256 % 256}.{n % 256}", **kwargs)
+
+
+class FakeClient:
+    """Scores by a rule over the input (default: "spam" in the text -> 0.95, "maybe" -> 0.5,
+    else 0.05) and records each call's batch."""
+
+    def __init__(
+        self,
+        rule: Callable[[ScoringInput], float] | None = None,
+        *,
+        fail: Exception | None = None,
+        reject: Callable[[Sequence[ScoringInput]], Exception | None] | None = None,
+    ) -> None:
+        self.rule = rule or self.default_rule
+        self.fail = fail
+        self.reject = reject
+        self.calls: list[list[ScoringInput]] = []
+
+    @staticmethod
+    def default_rule(item: ScoringInput) -> float:
+        if "spam" in item.text:
+            return 0.95
+        if "maybe" in item.text:
+            return 0.5
+        return 0.05
+
+    def is_ready(self) -> bool:
+        return self.fail is None
+
+    def score(self, inputs: Sequence[ScoringInput]) -> list[ScoringOutput]:
+        self.calls.append(list(inputs))
+        if self.fail is not None:
+            raise self.fail
+        if self.reject is not None and (exc := self.reject(inputs)) is not None:
+            raise exc
+        outputs = []
+        for item in inputs:
+            p = self.rule(item)
+            outputs.append(
+                ScoringOutput(
+                    text_prob=p,
+                    preview_prob=p if item.preview_text else None,
+                    link_prob=p,
+                    behaviour_prob=p,
+                    final_prob=p,
+                    contributions={"fusion": {"text_prob": p - 0.5}},
+                    model_versions=dict(MODEL_VERSIONS),
+                )
+            )
+        return outputs
+
+
+def down_client() -> FakeClient:
+    return FakeClient(fail=TritonUnavailable("connection refused"))

@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core.cache import cache
+from django.utils import timezone
+
+from moderation.models import Post, PostStatus
+from scoring.models import Score
+from scoring.services.batching import CLAIM_PREFIX, PostClaimed, score_post_batch, stuck_post_ids
+from scoring.services.inference import TritonUnavailable
+from scoring.services.inline import score_inline
+from tests.scoring.pipeline_support import FakeClient, down_client, make_post
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _clean_claims():
+    cache.clear()  # this suite's own Redis DB (CACHE_URL)
+    yield
+    cache.clear()
+
+
+def test_a_task_scores_its_post_with_other_waiting_posts():
+    posts = [make_post(text="hi") for _ in range(5)]
+    client = FakeClient()
+    results = score_post_batch(post_id=posts[-1].id, batch_size=3, client=client)
+    assert [len(c) for c in client.calls] == [3]
+    assert posts[-1].id in {r.post_id for r in results}
+    assert Score.objects.count() == 3
+    # the task of a post still waiting drains the rest, then tasks of scored posts do nothing
+    waiting = Post.objects.filter(status=PostStatus.RECEIVED).values_list("id", flat=True)
+    assert len(waiting) == 2
+    score_post_batch(post_id=waiting[0], batch_size=3, client=client)
+    assert Score.objects.count() == 5
+    assert score_post_batch(post_id=posts[1].id, batch_size=3, client=client)[0].skipped == "not_pending"
+    assert len(client.calls) == 2
+
+
+def test_a_post_claimed_by_another_worker_is_retried_not_dropped():
+    post = make_post(text="hi")
+    cache.add(f"{CLAIM_PREFIX}{post.id}", "other-worker", timeout=30)
+    with pytest.raises(PostClaimed):
+        score_post_batch(post_id=post.id, client=FakeClient())
+    cache.delete(f"{CLAIM_PREFIX}{post.id}")
+    score_post_batch(post_id=post.id, client=FakeClient())
+    assert Post.objects.get(pk=post.pk).status == PostStatus.AUTO_APPROVED
+
+
+def test_claimed_posts_are_skipped_by_other_batches_and_claims_are_released():
+    mine, theirs = make_post(text="hi"), make_post(text="hi")
+    cache.add(f"{CLAIM_PREFIX}{theirs.id}", "other-worker", timeout=30)
+    client = FakeClient()
+    score_post_batch(post_id=mine.id, batch_size=10, client=client)
+    assert [len(c) for c in client.calls] == [1]
+    assert cache.get(f"{CLAIM_PREFIX}{mine.id}") is None
+
+
+def test_claims_are_released_when_triton_is_down():
+    post = make_post(text="hi")
+    with pytest.raises(TritonUnavailable):
+        score_post_batch(post_id=post.id, client=down_client())
+    assert cache.get(f"{CLAIM_PREFIX}{post.id}") is None
+
+
+def test_sweeper_finds_posts_stuck_in_received():
+    old = make_post(text="hi", received_at=timezone.now() - timedelta(minutes=10))
+    make_post(text="hi")  # fresh: its task is probably still queued
+    scored = make_post(text="hi", received_at=timezone.now() - timedelta(minutes=10), status=PostStatus.QUEUED)
+    ids = stuck_post_ids(older_than_s=300)
+    assert ids == [old.id]
+    assert scored.id not in ids
+
+
+def test_inline_within_budget_returns_the_score():
+    post = make_post(text="spam")
+    score = score_inline(post=post, budget_ms=2000, client=FakeClient())
+    assert score is not None and score.final_score == 0.95
+    assert post.status == PostStatus.AUTO_REMOVED  # the caller's instance is refreshed
+
+
+def test_inline_past_the_budget_returns_none_and_leaves_the_post_to_the_task():
+    post = make_post(text="spam")
+    assert score_inline(post=post, budget_ms=2000, client=down_client()) is None  # timeout / down
+    assert score_inline(post=post, budget_ms=0, client=FakeClient()) is None
+    post.refresh_from_db()
+    assert post.status == PostStatus.RECEIVED
+    assert not Score.objects.exists()
+
+
+def test_inline_short_circuit_needs_no_model():
+    from moderation.models import ListStatus
+    from tests.scoring.pipeline_support import make_link
+
+    post = make_post(link=make_link(domain="blocked.example", status=ListStatus.BLOCK), text="x")
+    client = FakeClient()
+    score = score_inline(post=post, budget_ms=1000, client=client)
+    assert score is not None and score.model_set == "short_circuit"
+    assert client.calls == []
+
+
+def test_score_post_on_a_scored_post_with_a_new_report_rescores_it():
+    from moderation.models import Report
+
+    post = make_post(text="hi")
+    score_post_batch(post_id=post.id, client=FakeClient())
+    Report.objects.create(post=post, reporter_id="r", reason="spam")
+    Post.objects.filter(pk=post.pk).update(report_count=1)
+    (result,) = score_post_batch(post_id=post.id, client=FakeClient())
+    assert result.action == "queue"
+    assert Post.objects.get(pk=post.pk).status == PostStatus.QUEUED
+    assert Score.objects.filter(post=post).count() == 2
+    assert score_post_batch(post_id=post.id, client=FakeClient())[0].skipped == "no_new_reports"
+
+
+def test_policy_v1_is_recreated_when_the_table_was_flushed():
+    from scoring.models import DecisionPolicy
+    from scoring.services.policy import policy_active
+
+    DecisionPolicy.objects.all().delete()
+    assert policy_active().version == 1

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from moderation.models import Report
+from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
+from scoring.features.extract import features_for_posts
+from tests.scoring.pipeline_support import make_author, make_ip, make_link, make_post, make_source
+
+pytestmark = pytest.mark.django_db
+
+
+def _batch(n: int) -> list[int]:
+    source = make_source()
+    ids = []
+    for i in range(n):
+        author = make_author(source)
+        link = make_link()
+        post = make_post(author=author, link=link, ip=make_ip(), text=f"text {i}")
+        Report.objects.create(post=post, reporter_id="r1", reason="spam")
+        ids.append(post.id)
+    return ids
+
+
+@pytest.mark.parametrize("size", [1, 25])
+def test_query_count_is_fixed_whatever_the_batch_size(size, django_assert_num_queries):
+    ids = _batch(size)
+    with django_assert_num_queries(4):
+        features = features_for_posts(ids)
+    assert set(features) == set(ids)
+
+
+def test_features_follow_the_schema_and_read_the_database():
+    source = make_source()
+    author = make_author(
+        source,
+        account_created_at=timezone.now() - timedelta(days=10),
+        email_domain="mailinator.com",
+        friends_count=3,
+        verified=True,
+        post_count=4,
+        spam_count=1,
+    )
+    link = make_link("https://bit.ly/abc", domain="bit.ly")
+    link.domain.post_count, link.domain.spam_count, link.domain.report_count = 10, 5, 2
+    link.domain.save()
+    ip = make_ip(post_count=8, spam_count=2)
+    first = make_post(author=author, link=link, ip=ip, text="buy now")
+    post = make_post(
+        author=author,
+        link=link,
+        ip=ip,
+        text="buy now",
+        share_count=7,
+        preview_title="Title",
+        preview_text="page text",
+        journey=[
+            {"step": "open_composer", "at": "2026-01-01T00:00:00Z"},
+            {"step": "submit", "at": "2026-01-01T00:00:04Z"},
+        ],
+    )
+    Report.objects.create(post=post, reporter_id="a", reason="spam")
+    Report.objects.create(post=post, reporter_id="a", reason="abuse")
+    Report.objects.create(post=post, reporter_id="b", reason="spam")
+
+    f = features_for_posts([post.id, first.id])[post.id]
+    assert list(f.link) == list(LINK_FEATURES)
+    assert list(f.behaviour) == list(BEHAVIOUR_FEATURES)
+    assert f.link["url_present"] == 1.0
+    assert f.link["url_is_shortener"] == 1.0
+    assert f.link["domain_spam_rate"] == 0.5
+    assert f.link["domain_report_count"] == 2.0
+    assert f.link["ip_spam_rate"] == 0.25
+    assert f.link["post_share_count"] == 7.0
+    assert f.behaviour["user_link_count"] == 2.0
+    assert f.behaviour["user_post_count"] == 2.0
+    assert f.behaviour["report_count"] == 3.0
+    assert f.behaviour["report_distinct_reporters"] == 2.0
+    assert f.behaviour["report_spam_reason_count"] == 2.0
+    assert f.behaviour["user_email_disposable"] == 1.0
+    assert f.behaviour["user_verified"] == 1.0
+    assert f.behaviour["user_spam_rate"] == 0.25
+    assert 9.9 < f.behaviour["user_age_days"] < 10.1
+    assert f.behaviour["journey_step_count"] == 2.0
+    assert f.behaviour["journey_seconds"] == 4.0
+    assert f.text == "buy now"
+    assert f.preview_text == "Title\npage text"
+
+
+def test_post_without_link_or_ip_has_zero_link_features():
+    post = make_post(text="hi")
+    f = features_for_posts([post.id])[post.id]
+    assert f.link["url_present"] == 0.0
+    assert f.link["ip_post_count"] == 0.0
+    assert f.behaviour["user_link_count"] == 0.0
+    assert f.preview_text == ""

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+
+from moderation.errors import ApplicationError
+from moderation.models import AuditLog
+from scoring.models import Action, DecisionPolicy
+from scoring.services.policy import policy_active, policy_create_version, policy_decide
+
+pytestmark = pytest.mark.django_db
+
+
+def test_default_policy_v1_comes_from_the_migration():
+    policy = policy_active()
+    assert (policy.version, policy.remove_threshold, policy.approve_threshold) == (1, 0.9, 0.2)
+
+
+@pytest.mark.parametrize(
+    ("final", "reports", "action"),
+    [
+        (0.95, 0, Action.REMOVE),
+        (0.90, 0, Action.REMOVE),
+        (0.95, 3, Action.REMOVE),
+        (0.5, 0, Action.QUEUE),
+        (0.2, 0, Action.QUEUE),
+        (0.19, 0, Action.APPROVE),
+        (0.01, 1, Action.QUEUE),  # reported posts are never auto-approved
+    ],
+)
+def test_thresholds(final, reports, action):
+    assert policy_decide(policy=policy_active(), final_score=final, report_count=reports) == action
+
+
+def test_an_edit_creates_a_new_audited_active_version():
+    user = User.objects.create_user("admin")
+    old = policy_active()
+    new = policy_create_version(remove_threshold=0.8, approve_threshold=0.1, note="stricter", actor=user)
+    old.refresh_from_db()
+    assert new.version == old.version + 1
+    assert new.is_active and not old.is_active
+    assert policy_active() == new
+    assert DecisionPolicy.objects.count() == 2
+    log = AuditLog.objects.get(action="scoring.policy_version_created")
+    assert log.actor == user
+    assert log.before["remove_threshold"] == 0.9
+    assert log.after["remove_threshold"] == 0.8
+
+
+@pytest.mark.parametrize(("remove", "approve"), [(0.5, 0.6), (1.5, 0.1), (0.9, -0.1)])
+def test_invalid_thresholds_are_refused(remove, approve):
+    with pytest.raises(ApplicationError):
+        policy_create_version(remove_threshold=remove, approve_threshold=approve)
+    assert policy_active().version == 1

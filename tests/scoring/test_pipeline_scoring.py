@@ -1,0 +1,183 @@
+from __future__ import annotations
+
+import pytest
+
+from moderation.models import Author, Domain, IpAddress, ListStatus, Post, PostStatus, Report
+from scoring.models import Action, Score
+from scoring.services.inference import TritonError, TritonUnavailable
+from scoring.services.scoring import rescore_post, score_posts
+from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET
+from tests.scoring.pipeline_support import (
+    MODEL_SET,
+    FakeClient,
+    down_client,
+    make_author,
+    make_ip,
+    make_link,
+    make_post,
+    make_source,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def _status(post: Post) -> str:
+    post.refresh_from_db()
+    return post.status
+
+
+def test_thresholds_move_posts_through_the_state_machine():
+    spam, maybe, ham = make_post(text="spam!"), make_post(text="maybe"), make_post(text="hi")
+    client = FakeClient()
+    results = score_posts(post_ids=[spam.id, maybe.id, ham.id], client=client)
+    assert len(client.calls) == 1 and len(client.calls[0]) == 3  # one batched call
+    assert {r.post_id: r.action for r in results} == {
+        spam.id: Action.REMOVE,
+        maybe.id: Action.QUEUE,
+        ham.id: Action.APPROVE,
+    }
+    assert _status(spam) == PostStatus.AUTO_REMOVED
+    assert _status(maybe) == PostStatus.QUEUED
+    assert _status(ham) == PostStatus.AUTO_APPROVED
+    score = Score.objects.get(post=spam)
+    assert score.model_set == MODEL_SET and score.revision == 0
+    assert score.final_score == 0.95 and score.text_score == 0.95
+    assert score.model_versions["text"] == "1"
+    assert score.contributions["fusion"]["text_prob"] == pytest.approx(0.45)
+    assert score.policy is not None and score.policy.version == 1
+    assert set(score.features) >= {"link", "behaviour"}
+    assert score.latency_ms > 0
+    spam.refresh_from_db()
+    assert spam.final_score == 0.95 and spam.model_version == MODEL_SET and spam.scored_at is not None
+
+
+def test_a_reported_post_is_queued_not_auto_approved():
+    post = make_post(text="hi")
+    Report.objects.create(post=post, reporter_id="r", reason="spam")
+    (result,) = score_posts(post_ids=[post.id], client=FakeClient())
+    assert result.action == Action.QUEUE
+    assert _status(post) == PostStatus.QUEUED
+
+
+def test_running_twice_leaves_one_score_per_post():
+    posts = [make_post(text="spam"), make_post(text="hi")]
+    ids = [p.id for p in posts]
+    score_posts(post_ids=ids, client=FakeClient())
+    client = FakeClient()
+    again = score_posts(post_ids=ids, client=client)
+    assert Score.objects.filter(post_id__in=ids).count() == 2
+    assert client.calls == []  # nothing pending: no model call
+    assert {r.skipped for r in again} == {"not_pending"}
+
+
+def test_spam_counters_follow_auto_removals():
+    source = make_source()
+    author = make_author(source)
+    link = make_link()
+    ip = make_ip()
+    posts = [make_post(author=author, link=link, ip=ip, text="spam") for _ in range(3)]
+    posts.append(make_post(author=author, link=link, ip=ip, text="hi"))
+    score_posts(post_ids=[p.id for p in posts], client=FakeClient())
+    assert Author.objects.get(pk=author.pk).spam_count == 3
+    assert Domain.objects.get(pk=link.domain_id).spam_count == 3
+    assert IpAddress.objects.get(pk=ip.pk).spam_count == 3
+
+
+@pytest.mark.parametrize("size", [1, 20])
+def test_query_count_is_fixed_whatever_the_batch_size(size, django_assert_max_num_queries):
+    source = make_source()
+    ids = [make_post(author=make_author(source), link=make_link(), ip=make_ip(), text="spam").id for _ in range(size)]
+    # 4 feature reads + policy, lock, existing scores, insert, update, 3 counters, savepoints
+    with django_assert_max_num_queries(14):
+        score_posts(post_ids=ids, client=FakeClient())
+    assert Score.objects.count() == size
+
+
+def test_blocked_domain_short_circuits_without_a_model_call():
+    link = make_link(domain="bad.example", status=ListStatus.BLOCK, status_reason="phishing kit")
+    post = make_post(link=link, text="hi")
+    client = FakeClient()
+    (result,) = score_posts(post_ids=[post.id], client=client)
+    assert client.calls == []
+    assert result.action == Action.REMOVE
+    assert _status(post) == PostStatus.AUTO_REMOVED
+    score = Score.objects.get(post=post)
+    assert score.model_set == SHORT_CIRCUIT_MODEL_SET
+    assert score.short_circuit_reason == "blocked domain bad.example: phishing kit"
+    assert score.text_score is None and score.final_score == 1.0
+
+
+def test_blocked_ip_short_circuits_and_others_still_go_to_the_model():
+    blocked = make_post(ip=make_ip("203.0.113.9", status=ListStatus.BLOCK), text="hi")
+    normal = make_post(text="hi")
+    client = FakeClient()
+    score_posts(post_ids=[blocked.id, normal.id], client=client)
+    assert [len(c) for c in client.calls] == [1]
+    assert Score.objects.get(post=blocked).short_circuit_reason == "blocked IP 203.0.113.9"
+    assert _status(normal) == PostStatus.AUTO_APPROVED
+
+
+def test_a_moderator_decision_is_never_overridden():
+    post = make_post(text="spam")
+    Post.objects.filter(pk=post.pk).update(status=PostStatus.APPROVED)
+    (result,) = score_posts(post_ids=[post.id], client=FakeClient())
+    assert result.skipped == "not_pending"
+    assert _status(post) == PostStatus.APPROVED
+    assert not Score.objects.filter(post=post).exists()
+    # ... nor by a re-score after a report
+    Report.objects.create(post=post, reporter_id="r", reason="spam")
+    assert rescore_post(post_id=post.id, client=FakeClient()).skipped == "not_rescorable"
+
+
+def test_triton_down_writes_nothing_and_raises_for_retry():
+    post = make_post(text="spam")
+    with pytest.raises(TritonUnavailable):
+        score_posts(post_ids=[post.id], client=down_client())
+    assert _status(post) == PostStatus.RECEIVED
+    assert not Score.objects.exists()
+
+
+def test_a_rejected_batch_is_rescored_one_by_one_and_the_bad_post_queued():
+    good, bad = make_post(text="hi"), make_post(text="poison")
+
+    def reject(inputs):
+        return TritonError("bad input") if any(i.text == "poison" for i in inputs) else None
+
+    client = FakeClient(reject=reject)
+    results = {r.post_id: r for r in score_posts(post_ids=[good.id, bad.id], client=client)}
+    assert [len(c) for c in client.calls] == [2, 1, 1]
+    assert _status(good) == PostStatus.AUTO_APPROVED
+    assert _status(bad) == PostStatus.QUEUED
+    assert results[bad.id].skipped == "model_error"
+    assert not Score.objects.filter(post=bad).exists()
+
+
+def test_rescore_on_a_new_report_adds_revision_one():
+    post = make_post(text="hi")
+    score_posts(post_ids=[post.id], client=FakeClient())
+    assert _status(post) == PostStatus.AUTO_APPROVED
+    # no new report: nothing to do
+    assert rescore_post(post_id=post.id, client=FakeClient()).skipped == "no_new_reports"
+    Report.objects.create(post=post, reporter_id="r", reason="spam")
+    result = rescore_post(post_id=post.id, client=FakeClient())
+    assert result.action == Action.QUEUE
+    assert _status(post) == PostStatus.QUEUED
+    assert list(Score.objects.filter(post=post).order_by("revision").values_list("revision", flat=True)) == [0, 1]
+    assert Score.objects.get(post=post, revision=1).features["behaviour"]["report_count"] == 1.0
+    # the duplicate task is a no-op
+    assert rescore_post(post_id=post.id, client=FakeClient()).skipped == "no_new_reports"
+    assert Score.objects.filter(post=post).count() == 2
+
+
+def test_rescore_never_un_removes_an_auto_removed_post():
+    post = make_post(text="spam")
+    score_posts(post_ids=[post.id], client=FakeClient())
+    Report.objects.create(post=post, reporter_id="r", reason="spam")
+    rescore_post(post_id=post.id, client=FakeClient(lambda _: 0.5))
+    assert _status(post) == PostStatus.AUTO_REMOVED
+    assert Score.objects.filter(post=post).count() == 2
+
+
+def test_unknown_posts_are_reported_gone():
+    (result,) = score_posts(post_ids=[987654], client=FakeClient())
+    assert result.skipped == "gone"
