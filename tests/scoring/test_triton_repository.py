@@ -75,7 +75,7 @@ def test_publish_rejects_artifacts_that_break_the_contract(tmp_path: Path, tiny:
     text = tmp_path / "text"
     shutil.copytree(tiny.text, text)
     (text / "serving.json").unlink()
-    with pytest.raises(PublishError, match="serving.json"):
+    with pytest.raises(PublishError, match=r"serving\.json"):
         publish(Artifacts(text=text), repository=tmp_path / "repo")
 
     tabular = tmp_path / "tabular"
