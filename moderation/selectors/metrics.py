@@ -286,7 +286,7 @@ def triton_parse_metrics(text: str) -> list[TritonModelStats]:
 
 
 def triton_metrics_text() -> str:
-    """The raw Prometheus metrics text of the Triton server (via the triton client)."""
+    """The raw Prometheus metrics text of Triton, through the scoring client."""
     from scoring.triton_client import get_client
 
     return str(get_client().metrics_text())
