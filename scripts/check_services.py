@@ -1,4 +1,6 @@
 """Fail fast, with a readable message, when the PostgreSQL or Redis the tests need is down.
+Creates the configured PostgreSQL database when it does not exist yet (management commands
+such as `makemigrations --check` connect to it; pytest uses its own test_ database).
 
 Usage: DJANGO_SETTINGS_MODULE=config.settings.test python scripts/check_services.py"""
 
@@ -17,19 +19,26 @@ def main() -> int:
     import psycopg
     import redis
     from django.conf import settings
+    from psycopg import sql
 
     django.setup()
     db = settings.DATABASES["default"]
     failures: list[str] = []
     if db["ENGINE"] == "django.db.backends.postgresql":
         try:
-            psycopg.connect(
+            with psycopg.connect(
                 host=db["HOST"] or "127.0.0.1",
                 port=db["PORT"] or 5432,
                 user=db["USER"],
+                password=db["PASSWORD"] or None,
                 dbname="postgres",
                 connect_timeout=3,
-            ).close()
+                autocommit=True,
+            ) as conn:
+                exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]).fetchone()
+                if not exists:
+                    conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db["NAME"])))
+                    print(f"PostgreSQL database {db['NAME']!r} created")
             print(f"PostgreSQL reachable at {db['HOST']}:{db['PORT']}")
         except psycopg.OperationalError as exc:
             failures.append(f"PostgreSQL unreachable at {db['HOST']}:{db['PORT']}: {exc}")

@@ -204,7 +204,10 @@ class Stack:
     def start_celery(self) -> None:
         worker = self._start(
             "worker",
-            [PYTHON, "-m", "celery", "-A", "config", "worker", "-l", "INFO", "-c", str(self.args.concurrency)],
+            [
+                *(PYTHON, "-m", "celery", "-A", "config", "worker", "-l", "INFO"),
+                *("-c", str(self.args.concurrency), "-Q", self.args.queues),
+            ],
             ready_line=r"celery@\S+ ready\.",
         )
         wait_until("celery worker", worker.ready.is_set, 90, worker.alive)
@@ -298,6 +301,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=int(os.environ.get("RUN_PORT", "8000")))
     parser.add_argument("--redis-port", type=int, default=None, help="private Redis port (default: any free port)")
     parser.add_argument("--concurrency", type=int, default=2, help="Celery worker processes")
+    parser.add_argument(
+        "--queues", default="celery,training", help="queues the worker consumes (scoring: celery; retraining: training)"
+    )
     parser.add_argument("--no-triton", action="store_true", help="do not start Triton")
     parser.add_argument("--no-models", action="store_true", help="do not build models")
     parser.add_argument("--check", action="store_true", help="start everything, report health, then stop")

@@ -6,6 +6,9 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
+# Fixtures shared by suites that need a real Triton server (triton_server, triton_settings).
+pytest_plugins = ["tests.fixtures.triton"]
+
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     import psycopg

@@ -2,6 +2,7 @@
 the defaults here run on a laptop with no external service (SQLite, embedded Redis)."""
 
 from pathlib import Path
+from typing import Any
 
 import environ
 
@@ -9,7 +10,9 @@ BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = BASE_DIR / "var"
 
 env = environ.Env()
-env.read_env(str(BASE_DIR / ".env"), overwrite=False)
+# A .env file at the top of the checkout fills in what the environment lacks (never overrides).
+if env.bool("DJANGO_READ_DOT_ENV_FILE", default=True):
+    env.read_env(str(BASE_DIR / ".env"), overwrite=False)
 
 SECRET_KEY = env("SECRET_KEY", default="dev-only-insecure-key-change-me")
 DEBUG = env.bool("DEBUG", default=False)
@@ -113,7 +116,8 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
-CELERY_TASK_ACKS_LATE = True
+# House style: only idempotent tasks opt in to acks_late (each task says so itself).
+CELERY_TASK_ACKS_LATE = False
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = env.int("CELERY_WORKER_PREFETCH_MULTIPLIER", default=4)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -127,6 +131,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_TASK_PUBLISH_RETRY = False
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+# A ceiling for every task; tasks that need less (or more) set their own limits.
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=120)
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=180)
+CELERY_WORKER_MAX_TASKS_PER_CHILD = env.int("CELERY_WORKER_MAX_TASKS_PER_CHILD", default=1000)
+CELERY_WORKER_SEND_TASK_EVENTS = False
 # Retraining runs on its own queue so scoring keeps flowing (worker: -Q training --concurrency=1).
 CELERY_TASK_ROUTES = {"feedback.*": {"queue": "training"}}
 
@@ -200,10 +209,24 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-LOGGING = {
+# --- Logging: one line per event to stderr; event names like `scoring.post_scored` -----------
+LOG_LEVEL = env("LOG_LEVEL", default="INFO")
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(process)d] %(message)s"},
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        # 4xx/5xx of views and the database's slow-path warnings, but not every SQL statement.
+        "django.request": {"level": "WARNING", "propagate": True},
+        "django.db.backends": {"level": "WARNING", "propagate": True},
+        "django.security": {"level": "WARNING", "propagate": True},
+        "celery": {"level": env("CELERY_LOG_LEVEL", default="INFO"), "propagate": True},
+        "moderation": {"level": LOG_LEVEL, "propagate": True},
+        "scoring": {"level": LOG_LEVEL, "propagate": True},
+        "feedback": {"level": LOG_LEVEL, "propagate": True},
+    },
 }

@@ -31,7 +31,7 @@ from feedback.models import ModelBundle, ModelVersion, RunStatus, TrainingRun
 from feedback.permissions import check_ml_admin
 from feedback.services.datasets import artifacts_dir
 from moderation.errors import ApplicationError, Conflict
-from moderation.models import AuditLog
+from moderation.services.audit import audit_record
 
 logger = logging.getLogger(__name__)
 
@@ -122,17 +122,6 @@ def registry_sync() -> None:
             ModelVersion.objects.filter(name=bundle, version=served).update(is_production=True)
 
 
-def _audit(*, actor: Any, action: str, target: ModelVersion, before: dict[str, Any], after: dict[str, Any]) -> None:
-    AuditLog.objects.create(
-        actor=actor,
-        action=action,
-        target_type="feedback.modelversion",
-        target_id=str(target.pk),
-        before=before,
-        after=after,
-    )
-
-
 # --- loading with undo --------------------------------------------------------------------
 
 
@@ -193,7 +182,7 @@ def _record(
         promoted_at=timezone.now(),
         note=note[:255],
     )
-    _audit(
+    audit_record(
         actor=user,
         action=action,
         target=version,

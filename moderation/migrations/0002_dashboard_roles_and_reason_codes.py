@@ -35,9 +35,10 @@ def forwards(apps, schema_editor):
 
     # Permissions are normally created after migrate; make sure they exist now.
     for app_config in apps.get_app_configs():
-        app_config.models_module = True
+        previous = getattr(app_config, "models_module", None)
+        app_config.models_module = previous or True
         create_permissions(app_config, apps=apps, verbosity=0)
-        app_config.models_module = None
+        app_config.models_module = previous
 
     Group = apps.get_model("auth", "Group")
     Permission = apps.get_model("auth", "Permission")

@@ -1,15 +1,12 @@
 """Moderator decisions. decision_record is the one way a moderator's label lands on a post:
 it appends a Decision (never edits one), moves the post through the state machine, keeps the
-spam counters of author/domain/IP in step, releases the claim, writes the audit entry, sends
-`moderation.signals.decision_recorded` (feedback builds labelled examples from it) and, after
-commit, asks the pipeline to notify the platform through its webhook."""
+spam counters of author/domain/IP in step, releases the claim, writes the audit entry and sends
+`moderation.signals.decision_recorded` (scoring enqueues the platform webhook from it,
+feedback builds labelled examples)."""
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -37,37 +34,6 @@ logger = logging.getLogger(__name__)
 
 LABEL_TO_STATUS: dict[str, str] = {Label.SPAM: PostStatus.REMOVED, Label.HAM: PostStatus.APPROVED}
 SPAM_STATUSES = frozenset({PostStatus.REMOVED, PostStatus.AUTO_REMOVED})
-
-# Where the pipeline may expose webhook_enqueue_for_decision; looked up lazily so moderation
-# never hard-depends on scoring.
-_WEBHOOK_MODULES = ("scoring.services.webhooks", "scoring.services.decisions", "scoring.webhooks")
-
-
-def _webhook_hook() -> Callable[..., Any] | None:
-    for name in _WEBHOOK_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        fn = getattr(module, "webhook_enqueue_for_decision", None)
-        if callable(fn):
-            return fn
-    return None
-
-
-def notify_platform(*, post: Post) -> None:
-    """Enqueue the decision webhook if the pipeline provides one; never fails the caller."""
-    fn = _webhook_hook()
-    if fn is None:
-        return
-    try:
-        params = inspect.signature(fn).parameters
-        if "post" in params and params["post"].kind is inspect.Parameter.KEYWORD_ONLY:
-            fn(post=post)
-        else:
-            fn(post)
-    except Exception:  # the platform hears about it from the sweeper; the decision stands
-        logger.exception("moderation.decision_webhook_failed", extra={"post_id": post.pk})
 
 
 def post_set_status(*, post: Post, status: str, check: bool = True) -> str:
@@ -145,6 +111,6 @@ def decision_record(
             before={"status": previous},
             after={"status": post.status, "label": label, "reason_code": reason_code, "decision_id": decision.pk},
         )
+    # Receivers: scoring enqueues the platform webhook, feedback records a labelled example.
     decision_recorded.send(sender=Decision, decision=decision, post=post)
-    transaction.on_commit(lambda: notify_platform(post=post))
     return decision

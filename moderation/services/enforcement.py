@@ -1,5 +1,6 @@
 """Enforcement from the dashboard: block/unblock a domain or an IP, suspend/unsuspend an
-author. Each is one audited action with the before/after state."""
+author. Each is one audited action with the before/after state. Block lists are shared with
+the API, so domains and IPs go through moderation.services.blocklists (same audit shape)."""
 
 from __future__ import annotations
 
@@ -8,42 +9,29 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from moderation.models import Author, Domain, IpAddress, ListStatus
+from moderation.models import Author, Domain, IpAddress
+from moderation.services import blocklists
 from moderation.services.audit import audit_record
 
 
-def _list_state(obj: Domain | IpAddress) -> dict[str, Any]:
-    return {"status": obj.status, "status_reason": obj.status_reason}
-
-
-@transaction.atomic
-def _set_list_status(*, obj: Domain | IpAddress, status: str, reason: str, actor: Any, action: str) -> None:
-    obj = type(obj).objects.select_for_update().get(pk=obj.pk)
-    before = _list_state(obj)
-    obj.status = status
-    obj.status_reason = reason[:255]
-    obj.save(update_fields=["status", "status_reason"])
-    audit_record(actor=actor, action=action, target=obj, before=before, after=_list_state(obj))
-
-
 def domain_block(*, domain: Domain, actor: Any, reason: str = "") -> None:
-    _set_list_status(obj=domain, status=ListStatus.BLOCK, reason=reason, actor=actor, action="domain.block")
-    domain.refresh_from_db(fields=["status", "status_reason"])
+    blocklists.domain_block(name=domain.name, reason=reason[:255], actor=actor)
+    domain.refresh_from_db(fields=["status", "status_reason", "status_changed_at"])
 
 
 def domain_unblock(*, domain: Domain, actor: Any, reason: str = "") -> None:
-    _set_list_status(obj=domain, status=ListStatus.UNKNOWN, reason=reason, actor=actor, action="domain.unblock")
-    domain.refresh_from_db(fields=["status", "status_reason"])
+    blocklists.domain_unblock(name=domain.name, actor=actor)
+    domain.refresh_from_db(fields=["status", "status_reason", "status_changed_at"])
 
 
 def ip_block(*, ip: IpAddress, actor: Any, reason: str = "") -> None:
-    _set_list_status(obj=ip, status=ListStatus.BLOCK, reason=reason, actor=actor, action="ip.block")
-    ip.refresh_from_db(fields=["status", "status_reason"])
+    blocklists.ip_block(address=ip.address, reason=reason[:255], actor=actor)
+    ip.refresh_from_db(fields=["status", "status_reason", "status_changed_at"])
 
 
 def ip_unblock(*, ip: IpAddress, actor: Any, reason: str = "") -> None:
-    _set_list_status(obj=ip, status=ListStatus.UNKNOWN, reason=reason, actor=actor, action="ip.unblock")
-    ip.refresh_from_db(fields=["status", "status_reason"])
+    blocklists.ip_unblock(address=ip.address, actor=actor)
+    ip.refresh_from_db(fields=["status", "status_reason", "status_changed_at"])
 
 
 def _author_state(author: Author) -> dict[str, Any]:

@@ -72,3 +72,26 @@ def roles(context: template.Context) -> dict[str, bool]:
         "metrics": permissions.can_view_metrics(user),
         "administer": permissions.can_administer(user),
     }
+
+
+@register.filter
+def ms(value: float | None) -> str:
+    if value is None:
+        return "—"
+    value = float(value)
+    return f"{value:.0f} ms" if value >= 100 else f"{value:.1f} ms"
+
+
+@register.filter
+def duration_s(value: float | None) -> str:
+    """Seconds -> 45s / 12m / 3.5h / 2.1d."""
+    if value is None:
+        return "—"
+    v = float(value)
+    if v < 60:
+        return f"{v:.0f}s"
+    if v < 3600:
+        return f"{v / 60:.0f}m"
+    if v < 86400:
+        return f"{v / 3600:.1f}h"
+    return f"{v / 86400:.1f}d"

@@ -147,6 +147,10 @@ def enforce(request: HttpRequest, kind: str, pk: int, action: str) -> HttpRespon
         return HttpResponseBadRequest("Unknown action.")
     model, kwarg, service, text = entry
     target = get_object_or_404(model, pk=pk)
-    service(**{kwarg: target, "actor": request.user, "reason": request.POST.get("reason", "")})
-    messages.success(request, text.format(target))
+    try:
+        service(**{kwarg: target, "actor": request.user, "reason": request.POST.get("reason", "")})
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, text.format(target))
     return redirect_next(request, reverse("moderation:queue"))

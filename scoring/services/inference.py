@@ -9,22 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-try:
-    from scoring.triton_client import (
-        ScoringInput,
-        ScoringOutput,
-        TritonError,
-        TritonUnavailable,
-        get_client,
-    )
-except ImportError:  # pragma: no cover - removed once scoring.triton_client lands
-    from scoring.services._interim_client import (
-        ScoringInput,
-        ScoringOutput,
-        TritonError,
-        TritonUnavailable,
-        get_client,
-    )
+from scoring.triton_client import (
+    ScoringInput,
+    ScoringOutput,
+    TritonError,
+    TritonUnavailable,
+    get_client,
+)
 
 
 class ScoringClient(Protocol):

@@ -101,6 +101,8 @@ def make_post(
             features=features_for(spammy, rng),
             model_versions={"text": 1, "link": 1, "behaviour": 1, "fusion": 1},
         )
+        Post.objects.filter(pk=post.pk).update(final_score=text_score, scored_at=timezone.now())
+        post.refresh_from_db()
     return post
 
 

@@ -137,6 +137,7 @@ def test_enforcement_is_audited(moderator):
     entries = list(AuditLog.objects.filter(target_type="domain").order_by("id"))
     assert [e.action for e in entries] == ["domain.block", "domain.unblock"]
     assert entries[0].before["status"] == "unknown" and entries[0].after["status"] == "block"
+    assert entries[0].actor == moderator
     link = LinkFactory()
     post = PostFactory(link=link)
     ip_block(ip=post.ip, actor=moderator)

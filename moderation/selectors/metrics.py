@@ -1,0 +1,318 @@
+"""Figures for the metrics page. Every function is a bounded number of aggregate queries
+over a time window; nothing loads rows into Python except small grouped results."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from django.db import connection
+from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from moderation.models import Decision, Label, Post, PostStatus
+
+
+def window_days(start: datetime, days: int) -> list[date]:
+    first = start.date()
+    return [first + timedelta(days=i) for i in range(days + 1)]
+
+
+def volume_per_day(*, since: datetime) -> dict[date, int]:
+    rows = (
+        Post.objects.filter(received_at__gte=since)
+        .annotate(day=TruncDate("received_at"))
+        .values("day")
+        .annotate(n=Count("id"))
+    )
+    return {r["day"]: r["n"] for r in rows}
+
+
+@dataclass
+class Backlog:
+    queued: int = 0
+    received: int = 0
+    oldest_age_s: float | None = None
+    p50_age_s: float | None = None
+    p95_age_s: float | None = None
+    age_buckets: list[tuple[str, int]] = field(default_factory=list)
+
+
+AGE_BUCKETS = (("< 1 h", 3600), ("1–6 h", 6 * 3600), ("6–24 h", 86400), ("1–3 d", 3 * 86400), ("> 3 d", None))
+
+
+def backlog() -> Backlog:
+    """Current backlog and how long the queued posts have waited."""
+    now = timezone.now()
+    counts = Post.objects.filter(status__in=(PostStatus.QUEUED, PostStatus.RECEIVED)).aggregate(
+        queued=Count("id", filter=Q(status=PostStatus.QUEUED)),
+        received=Count("id", filter=Q(status=PostStatus.RECEIVED)),
+    )
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT min(received_at),"
+            " percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM %s - received_at)),"
+            " percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM %s - received_at))"
+            " FROM moderation_post WHERE status = 'queued'",
+            [now, now],
+        )
+        oldest, p50, p95 = cur.fetchone()
+        bounds = [b for _, b in AGE_BUCKETS if b is not None]
+        cases = []
+        lower = 0
+        for upper in bounds:
+            cases.append(f"count(*) FILTER (WHERE age >= {lower} AND age < {upper})")
+            lower = upper
+        cases.append(f"count(*) FILTER (WHERE age >= {lower})")
+        cur.execute(
+            f"SELECT {', '.join(cases)} FROM (SELECT extract(epoch FROM %s - received_at) AS age"  # noqa: S608
+            " FROM moderation_post WHERE status = 'queued') q",
+            [now],
+        )
+        bucket_counts = cur.fetchone()
+    return Backlog(
+        queued=counts["queued"],
+        received=counts["received"],
+        oldest_age_s=(now - oldest).total_seconds() if oldest else None,
+        p50_age_s=float(p50) if p50 is not None else None,
+        p95_age_s=float(p95) if p95 is not None else None,
+        age_buckets=[(name, int(n)) for (name, _), n in zip(AGE_BUCKETS, bucket_counts, strict=True)],
+    )
+
+
+def decisions_per_moderator(*, since: datetime) -> list[dict[str, Any]]:
+    rows = (
+        Decision.objects.filter(created_at__gte=since, undone_at__isnull=True)
+        .values("moderator__username")
+        .annotate(
+            total=Count("id"),
+            spam=Count("id", filter=Q(label=Label.SPAM)),
+            ham=Count("id", filter=Q(label=Label.HAM)),
+            bulk=Count("id", filter=Q(bulk_action__isnull=False)),
+        )
+        .order_by("-total")[:25]
+    )
+    return [
+        {
+            "moderator": r["moderator__username"],
+            "total": r["total"],
+            "spam": r["spam"],
+            "ham": r["ham"],
+            "bulk": r["bulk"],
+        }
+        for r in rows
+    ]
+
+
+def actions_per_day(*, since: datetime) -> dict[date, dict[str, int]]:
+    """Automatic (scores whose policy removed/approved) vs manual (moderator decisions)."""
+    from scoring.models import Action, Score
+
+    out: dict[date, dict[str, int]] = defaultdict(lambda: {"auto_remove": 0, "auto_approve": 0, "manual": 0})
+    autos = (
+        Score.objects.filter(created_at__gte=since, action__in=(Action.REMOVE, Action.APPROVE))
+        .annotate(day=TruncDate("created_at"))
+        .values("day", "action")
+        .annotate(n=Count("id"))
+    )
+    for r in autos:
+        key = "auto_remove" if r["action"] == Action.REMOVE else "auto_approve"
+        out[r["day"]][key] += r["n"]
+    manual = (
+        Decision.objects.filter(created_at__gte=since, undone_at__isnull=True)
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(n=Count("id"))
+    )
+    for row in manual:
+        out[row["day"]]["manual"] += row["n"]
+    return dict(out)
+
+
+@dataclass
+class BandAgreement:
+    """Precision/recall of one automatic band against moderator labels."""
+
+    hits: int = 0  # band and moderator agree
+    band_reviewed: int = 0  # posts in the band that a moderator labelled
+    label_total: int = 0  # posts the moderator gave the band's label (that had a score)
+
+    @property
+    def precision(self) -> float | None:
+        return self.hits / self.band_reviewed if self.band_reviewed else None
+
+    @property
+    def recall(self) -> float | None:
+        return self.hits / self.label_total if self.label_total else None
+
+
+@dataclass
+class Agreement:
+    day: date | None
+    remove: BandAgreement
+    approve: BandAgreement
+
+
+def model_agreement(*, since: datetime) -> tuple[Agreement, list[Agreement]]:
+    """Agreement of the auto-remove and auto-approve bands with reviewer labels, overall and
+    per day of the decision. A moderator decision on an auto-actioned post counts: it is
+    exactly the review that tells whether the automatic action was right. The band is the
+    action of the post's latest score; undone decisions are left out."""
+    from scoring.models import Action, Score
+
+    latest_action = Subquery(
+        Score.objects.filter(post_id=OuterRef("post_id")).order_by("-created_at", "-id").values("action")[:1]
+    )
+    rows = (
+        Decision.objects.filter(created_at__gte=since, undone_at__isnull=True)
+        .annotate(band=latest_action, day=TruncDate("created_at"))
+        .exclude(band__isnull=True)
+        .values("day", "band", "label")
+        .annotate(n=Count("id"))
+    )
+    per_day: dict[date, Agreement] = {}
+    total = Agreement(day=None, remove=BandAgreement(), approve=BandAgreement())
+    for r in rows:
+        day_agg = per_day.setdefault(r["day"], Agreement(day=r["day"], remove=BandAgreement(), approve=BandAgreement()))
+        for agg in (day_agg, total):
+            n = r["n"]
+            if r["label"] == Label.SPAM:
+                agg.remove.label_total += n
+            else:
+                agg.approve.label_total += n
+            if r["band"] == Action.REMOVE:
+                agg.remove.band_reviewed += n
+                if r["label"] == Label.SPAM:
+                    agg.remove.hits += n
+            elif r["band"] == Action.APPROVE:
+                agg.approve.band_reviewed += n
+                if r["label"] == Label.HAM:
+                    agg.approve.hits += n
+    return total, [per_day[d] for d in sorted(per_day)]
+
+
+def latency_percentiles(*, since: datetime) -> tuple[dict[str, float | None], dict[date, tuple[float, float, float]]]:
+    """Scoring latency (Score.latency_ms) p50/p95/p99 overall and per day."""
+    sql = (
+        "SELECT {group} percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms),"
+        " percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms),"
+        " percentile_cont(0.99) WITHIN GROUP (ORDER BY latency_ms), count(*)"
+        " FROM scoring_score WHERE created_at >= %s {tail}"
+    )
+    with connection.cursor() as cur:
+        cur.execute(sql.format(group="", tail=""), [since])
+        p50, p95, p99, n = cur.fetchone()
+        cur.execute(
+            sql.format(group="(created_at AT TIME ZONE 'UTC')::date AS day,", tail="GROUP BY day ORDER BY day"),
+            [since],
+        )
+        days = {row[0]: (float(row[1]), float(row[2]), float(row[3])) for row in cur.fetchall()}
+    overall = {"p50": p50, "p95": p95, "p99": p99, "count": n}
+    return overall, days
+
+
+# --- Triton's Prometheus metrics --------------------------------------------------------------
+
+_METRIC_LINE = re.compile(r"^(?P<name>nv_[a-z_]+)\{(?P<labels>[^}]*)\}\s+(?P<value>[-+0-9.eE]+|NaN)")
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+TRITON_COUNTERS = {
+    "nv_inference_request_success": "success",
+    "nv_inference_request_failure": "failure",
+    "nv_inference_count": "inferences",
+    "nv_inference_exec_count": "executions",
+    "nv_inference_request_duration_us": "request_us",
+    "nv_inference_queue_duration_us": "queue_us",
+    "nv_inference_compute_input_duration_us": "compute_input_us",
+    "nv_inference_compute_infer_duration_us": "compute_infer_us",
+    "nv_inference_compute_output_duration_us": "compute_output_us",
+}
+
+
+@dataclass
+class TritonModelStats:
+    model: str
+    version: str
+    values: dict[str, float] = field(default_factory=dict)
+
+    def _per_request(self, key: str) -> float | None:
+        n = self.values.get("success", 0.0)
+        return self.values.get(key, 0.0) / n / 1000.0 if n else None  # ms
+
+    @property
+    def avg_request_ms(self) -> float | None:
+        return self._per_request("request_us")
+
+    @property
+    def avg_queue_ms(self) -> float | None:
+        return self._per_request("queue_us")
+
+    @property
+    def avg_compute_ms(self) -> float | None:
+        n = self.values.get("success", 0.0)
+        if not n:
+            return None
+        total = sum(self.values.get(k, 0.0) for k in ("compute_input_us", "compute_infer_us", "compute_output_us"))
+        return total / n / 1000.0
+
+    @property
+    def avg_batch(self) -> float | None:
+        execs = self.values.get("executions", 0.0)
+        return self.values.get("inferences", 0.0) / execs if execs else None
+
+
+def triton_parse_metrics(text: str) -> list[TritonModelStats]:
+    """Per-model counters from Triton's Prometheus text exposition."""
+    models: dict[tuple[str, str], TritonModelStats] = {}
+    for line in text.splitlines():
+        m = _METRIC_LINE.match(line)
+        if not m or m.group("name") not in TRITON_COUNTERS:
+            continue
+        labels = dict(_LABEL.findall(m.group("labels")))
+        if "model" not in labels:
+            continue
+        key = (labels["model"], labels.get("version", ""))
+        stats = models.setdefault(key, TritonModelStats(model=key[0], version=key[1]))
+        try:
+            value = float(m.group("value"))
+        except ValueError:
+            continue
+        name = TRITON_COUNTERS[m.group("name")]
+        stats.values[name] = stats.values.get(name, 0.0) + value
+    return sorted(models.values(), key=lambda s: (s.model, s.version))
+
+
+def triton_metrics_text() -> str:
+    """The raw metrics text, from the triton client when present, else the metrics port."""
+    try:
+        from scoring.triton_client import get_client  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        get_client = None
+    if get_client is not None:
+        return str(get_client().metrics_text())
+    import urllib.request
+
+    from django.conf import settings
+
+    host = str(settings.TRITON_URL).rsplit(":", 1)[0] or "127.0.0.1"
+    url = f"http://{host}:{settings.TRITON_METRICS_PORT}/metrics"
+    with urllib.request.urlopen(url, timeout=2) as resp:
+        return resp.read().decode("utf-8", "replace")
+
+
+@dataclass
+class TritonPanel:
+    ok: bool
+    models: list[TritonModelStats]
+    error: str = ""
+
+
+def triton_panel() -> TritonPanel:
+    try:
+        text = triton_metrics_text()
+    except Exception as exc:  # any failure to reach Triton is shown, never raised
+        return TritonPanel(ok=False, models=[], error=f"{type(exc).__name__}: {exc}"[:300])
+    return TritonPanel(ok=True, models=triton_parse_metrics(text))

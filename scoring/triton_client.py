@@ -1,0 +1,443 @@
+"""The application's only door to Triton (the only module that imports tritonclient).
+
+    from scoring.triton_client import ScoringInput, get_client
+    out = get_client().score([ScoringInput(text=..., preview_text="", link=vec, behaviour=vec)])
+
+gRPC by default (settings.TRITON_PROTOCOL = "http" switches), timeouts from
+settings.TRITON_TIMEOUT_S. Failures are either TritonUnavailable (server down, starting,
+overloaded, timed out, model not loaded: retry later) or TritonError (the request itself is
+wrong: do not retry).
+
+Tensor names and dims are the contract of triton_repository/spam_pipeline/config.pbtxt
+(tests/scoring/test_triton_contract.py checks the constants below against it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import math
+import os
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES, vector
+
+PIPELINE_MODEL = "spam_pipeline"
+SUB_MODELS = ("tokenizer", "text_classifier", "link_model", "behaviour_model", "fusion_model")
+ALL_MODELS = (*SUB_MODELS, PIPELINE_MODEL)
+# The server-side cap (spam_pipeline max_batch_size); larger score() calls are chunked.
+MAX_BATCH = 32
+
+# name -> (datatype, dims without the batch dim)
+INPUTS: dict[str, tuple[str, tuple[int, ...]]] = {
+    "TEXT": ("BYTES", (1,)),
+    "PREVIEW_TEXT": ("BYTES", (1,)),
+    "LINK_FEATURES": ("FP32", (len(LINK_FEATURES),)),
+    "BEHAVIOUR_FEATURES": ("FP32", (len(BEHAVIOUR_FEATURES),)),
+}
+OUTPUTS: dict[str, tuple[str, tuple[int, ...]]] = {
+    "TEXT_PROB": ("FP32", (1,)),
+    "PREVIEW_PROB": ("FP32", (1,)),
+    "LINK_PROB": ("FP32", (1,)),
+    "BEHAVIOUR_PROB": ("FP32", (1,)),
+    "FINAL_PROB": ("FP32", (1,)),
+    "LINK_CONTRIBUTIONS": ("FP32", (len(LINK_FEATURES) + 1,)),
+    "BEHAVIOUR_CONTRIBUTIONS": ("FP32", (len(BEHAVIOUR_FEATURES) + 1,)),
+    "FUSION_CONTRIBUTIONS": ("FP32", (len(FUSION_FEATURES) + 1,)),
+    "MODEL_VERSIONS": ("BYTES", (1,)),
+}
+# contributions key -> (output tensor, feature names; the last value is "bias")
+CONTRIBUTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "link_model": ("LINK_CONTRIBUTIONS", LINK_FEATURES),
+    "behaviour_model": ("BEHAVIOUR_CONTRIBUTIONS", BEHAVIOUR_FEATURES),
+    "fusion_model": ("FUSION_CONTRIBUTIONS", FUSION_FEATURES),
+}
+
+
+class TritonError(Exception):
+    """Triton rejected the request or a model failed on it: retrying will not help."""
+
+
+class TritonUnavailable(TritonError):
+    """Triton cannot answer now (refused, timed out, not ready, model not loaded): retryable.
+    A subclass of TritonError, so `except TritonError` sees every Triton failure."""
+
+
+@dataclass(frozen=True)
+class ScoringInput:
+    """One post. link/behaviour: vectors in scoring/feature_schema.py order, or mappings by
+    feature name (laid out with feature_schema.vector; a missing name is an error)."""
+
+    text: str
+    preview_text: str | None  # None or "" = the platform sent no link preview
+    link: Sequence[float] | Mapping[str, float]
+    behaviour: Sequence[float] | Mapping[str, float]
+
+    def link_vector(self) -> list[float]:
+        return _as_vector(self.link, LINK_FEATURES)
+
+    def behaviour_vector(self) -> list[float]:
+        return _as_vector(self.behaviour, BEHAVIOUR_FEATURES)
+
+
+def _as_vector(values: Sequence[float] | Mapping[str, float], names: tuple[str, ...]) -> list[float]:
+    if isinstance(values, Mapping):
+        try:
+            return vector(values, names)
+        except KeyError as exc:
+            raise TritonError(str(exc)) from exc
+    out = [float(v) for v in values]
+    if len(out) != len(names):
+        raise TritonError(f"expected {len(names)} feature values, got {len(out)}")
+    return out
+
+
+@dataclass(frozen=True)
+class ScoringOutput:
+    text_prob: float
+    preview_prob: float | None  # None: no preview text was sent
+    link_prob: float
+    behaviour_prob: float
+    final_prob: float
+    # model -> feature name -> contribution to that model's margin (log-odds); incl. "bias".
+    contributions: dict[str, dict[str, float]] = field(default_factory=dict)
+    # model -> version that produced this output (tokenizer, text_classifier, link_model,
+    # behaviour_model, fusion_model, spam_pipeline)
+    model_versions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def final_margin(self) -> float:
+        """The fusion model's log-odds: equals sum(contributions["fusion_model"].values())."""
+        p = min(max(self.final_prob, 1e-7), 1 - 1e-7)
+        return math.log(p / (1 - p))
+
+
+_UNAVAILABLE_STATUSES = ("UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED", "RESOURCE_EXHAUSTED", "503", "504")
+_UNAVAILABLE_TEXT = (
+    "connection refused",
+    "failed to connect",
+    "connect failed",
+    "timed out",
+    "timeout",
+    "deadline",
+    "not ready",
+    "unavailable",
+    "unknown model",
+    "is not found",
+    "not loaded",
+    "server is shutting down",
+    "broken pipe",
+    "connection reset",
+)
+
+
+def _translate(exc: BaseException) -> Exception:
+    from tritonclient.utils import InferenceServerException
+
+    if isinstance(exc, InferenceServerException):
+        status = str(exc.status() or "").upper()
+        message = str(exc.message() or exc)
+    else:
+        status = ""
+        message = f"{type(exc).__name__}: {exc}"
+    lowered = message.lower()
+    if (
+        isinstance(exc, OSError | TimeoutError)
+        or any(s in status for s in _UNAVAILABLE_STATUSES)
+        or any(t in lowered for t in _UNAVAILABLE_TEXT)
+    ):
+        return TritonUnavailable(message)
+    return TritonError(message)
+
+
+def _split_url(url: str) -> tuple[str, int | None]:
+    hostport = url.split("://", 1)[-1].rstrip("/")
+    host, _, port = hostport.rpartition(":")
+    if not host:
+        return hostport, None
+    return host, int(port)
+
+
+class TritonScoringClient:
+    """Scores posts with spam_pipeline and manages model versions on a running server."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        protocol: str | None = None,
+        timeout_s: float | None = None,
+        metrics_url: str | None = None,
+    ) -> None:
+        from django.conf import settings
+
+        self.url = url or settings.TRITON_URL
+        self.protocol = (protocol or settings.TRITON_PROTOCOL).lower()
+        if self.protocol not in ("grpc", "http"):
+            raise ValueError(f"TRITON_PROTOCOL must be grpc or http, not {self.protocol!r}")
+        self.timeout_s = float(timeout_s if timeout_s is not None else settings.TRITON_TIMEOUT_S)
+        host, _ = _split_url(self.url)
+        self.metrics_url = metrics_url or f"http://{host}:{settings.TRITON_METRICS_PORT}/metrics"
+        self._client: Any = self._make_client()
+
+    def with_timeout(self, timeout_s: float) -> TritonScoringClient:
+        """The same connection with another per-call timeout (gRPC: per request; HTTP keeps
+        the connection's own network timeout)."""
+        clone = copy.copy(self)
+        clone.timeout_s = max(float(timeout_s), 0.001)
+        return clone
+
+    def _make_client(self) -> Any:
+        if self.protocol == "grpc":
+            import tritonclient.grpc as grpcclient
+
+            return grpcclient.InferenceServerClient(url=self.url)
+        import tritonclient.http as httpclient
+
+        return httpclient.InferenceServerClient(
+            url=self.url,
+            connection_timeout=self.timeout_s,
+            network_timeout=self.timeout_s,
+            concurrency=MAX_BATCH,
+        )
+
+    @property
+    def _mod(self) -> Any:
+        if self.protocol == "grpc":
+            import tritonclient.grpc as grpcclient
+
+            return grpcclient
+        import tritonclient.http as httpclient
+
+        return httpclient
+
+    # ---- scoring ---------------------------------------------------------------------
+
+    def _build_inputs(self, rows: Sequence[ScoringInput]) -> list[Any]:
+        n = len(rows)
+        arrays = {
+            "TEXT": np.array([[r.text.encode("utf-8")] for r in rows], dtype=np.object_),
+            "PREVIEW_TEXT": np.array([[(r.preview_text or "").encode("utf-8")] for r in rows], dtype=np.object_),
+            "LINK_FEATURES": np.asarray([r.link_vector() for r in rows], dtype=np.float32).reshape(n, -1),
+            "BEHAVIOUR_FEATURES": np.asarray([r.behaviour_vector() for r in rows], dtype=np.float32).reshape(n, -1),
+        }
+        inputs = []
+        for name, (dtype, _dims) in INPUTS.items():
+            tensor = self._mod.InferInput(name, list(arrays[name].shape), dtype)
+            tensor.set_data_from_numpy(arrays[name])
+            inputs.append(tensor)
+        return inputs
+
+    def _outputs(self) -> list[Any]:
+        return [self._mod.InferRequestedOutput(name) for name in OUTPUTS]
+
+    @staticmethod
+    def _parse(result: Any, n: int) -> list[ScoringOutput]:
+        arrays = {name: result.as_numpy(name) for name in OUTPUTS}
+        if any(a is None for a in arrays.values()):
+            missing = [k for k, a in arrays.items() if a is None]
+            raise TritonError(f"spam_pipeline response lacks {', '.join(missing)}")
+        outputs = []
+        for i in range(n):
+            contributions = {}
+            for model, (tensor, names) in CONTRIBUTIONS.items():
+                values = [float(v) for v in arrays[tensor][i].reshape(-1)]
+                contributions[model] = {**dict(zip(names, values[:-1], strict=True)), "bias": values[-1]}
+            raw_versions = arrays["MODEL_VERSIONS"][i].reshape(-1)[0]
+            versions = json.loads(raw_versions.decode() if isinstance(raw_versions, bytes) else str(raw_versions))
+            preview = float(arrays["PREVIEW_PROB"][i].reshape(-1)[0])
+            outputs.append(
+                ScoringOutput(
+                    text_prob=float(arrays["TEXT_PROB"][i].reshape(-1)[0]),
+                    preview_prob=None if preview < 0 else preview,
+                    link_prob=float(arrays["LINK_PROB"][i].reshape(-1)[0]),
+                    behaviour_prob=float(arrays["BEHAVIOUR_PROB"][i].reshape(-1)[0]),
+                    final_prob=float(arrays["FINAL_PROB"][i].reshape(-1)[0]),
+                    contributions=contributions,
+                    model_versions={str(k): str(v) for k, v in versions.items()},
+                )
+            )
+        return outputs
+
+    def _infer(self, rows: Sequence[ScoringInput]) -> list[ScoringOutput]:
+        inputs = self._build_inputs(rows)
+        try:
+            if self.protocol == "grpc":
+                result = self._client.infer(
+                    PIPELINE_MODEL, inputs, outputs=self._outputs(), client_timeout=self.timeout_s
+                )
+            else:
+                result = self._client.infer(PIPELINE_MODEL, inputs, outputs=self._outputs())
+        except Exception as exc:
+            raise _translate(exc) from exc
+        return self._parse(result, len(rows))
+
+    def score(self, inputs: Sequence[ScoringInput], *, mode: str = "batched") -> list[ScoringOutput]:
+        """Score rows in order. mode "batched" (default) sends one request per MAX_BATCH rows:
+        one round trip, and spam_pipeline fans the texts out to the text model's dynamic
+        batcher itself. mode "concurrent" sends one request per row in parallel (measured
+        slower here, kept for benchmarks)."""
+        if not inputs:
+            return []
+        if mode == "concurrent" and len(inputs) > 1:
+            return self._score_concurrent(inputs)
+        out: list[ScoringOutput] = []
+        for start in range(0, len(inputs), MAX_BATCH):
+            out.extend(self._infer(inputs[start : start + MAX_BATCH]))
+        return out
+
+    def _score_concurrent(self, inputs: Sequence[ScoringInput]) -> list[ScoringOutput]:
+        futures: list[Future[list[ScoringOutput]]] = []
+        for row in inputs:
+            future: Future[list[ScoringOutput]] = Future()
+            futures.append(future)
+            self._submit_async([row], future)
+        out: list[ScoringOutput] = []
+        for future in futures:
+            try:
+                out.extend(future.result(timeout=self.timeout_s + 1.0))
+            except TimeoutError as exc:
+                raise TritonUnavailable(f"no answer within {self.timeout_s}s") from exc
+        return out
+
+    def _submit_async(self, rows: Sequence[ScoringInput], future: Future[list[ScoringOutput]]) -> None:
+        inputs = self._build_inputs(rows)
+        if self.protocol == "grpc":
+
+            def callback(result: Any, error: Any) -> None:
+                if error is not None:
+                    future.set_exception(_translate(error))
+                    return
+                try:
+                    future.set_result(self._parse(result, len(rows)))
+                except Exception as exc:
+                    future.set_exception(exc)
+
+            try:
+                self._client.async_infer(
+                    PIPELINE_MODEL, inputs, callback, outputs=self._outputs(), client_timeout=self.timeout_s
+                )
+            except Exception as exc:
+                future.set_exception(_translate(exc))
+            return
+        try:
+            handle = self._client.async_infer(PIPELINE_MODEL, inputs, outputs=self._outputs())
+        except Exception as exc:
+            future.set_exception(_translate(exc))
+            return
+
+        def wait() -> None:
+            try:
+                future.set_result(self._parse(handle.get_result(), len(rows)))
+            except Exception as exc:
+                future.set_exception(_translate(exc) if not isinstance(exc, TritonError) else exc)
+
+        threading.Thread(target=wait, daemon=True).start()
+
+    # ---- health, versions, control ------------------------------------------------------
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        if self.protocol == "grpc":
+            kwargs.setdefault("client_timeout", self.timeout_s)
+        try:
+            return getattr(self._client, method)(*args, **kwargs)
+        except Exception as exc:
+            raise _translate(exc) from exc
+
+    def is_ready(self) -> bool:
+        """Server ready and spam_pipeline loaded; never raises."""
+        try:
+            return bool(self._call("is_server_ready")) and bool(self._call("is_model_ready", PIPELINE_MODEL))
+        except (TritonUnavailable, TritonError):
+            return False
+
+    def repository_index(self) -> list[dict[str, Any]]:
+        kwargs = {"as_json": True} if self.protocol == "grpc" else {}
+        index = self._call("get_model_repository_index", **kwargs)
+        if isinstance(index, dict):
+            index = index.get("models", [])
+        return [dict(entry) for entry in index]
+
+    def model_versions(self) -> dict[str, str]:
+        """model -> the highest READY version on the server (what new requests will use)."""
+        versions: dict[str, str] = {}
+        for entry in self.repository_index():
+            if entry.get("state") == "READY" and entry.get("version"):
+                name, version = str(entry["name"]), str(entry["version"])
+                if name not in versions or int(version) > int(versions[name]):
+                    versions[name] = version
+        return versions
+
+    def load_model(self, name: str) -> None:
+        """(Re)load `name` from the repository: picks up new version folders without a restart;
+        the old version keeps serving until the new one is ready."""
+        if self.protocol == "grpc":
+            # Loading ONNX/tokenizer stubs takes seconds; do not use the scoring timeout.
+            try:
+                self._client.load_model(name, client_timeout=max(self.timeout_s, 120.0))
+            except Exception as exc:
+                raise _translate(exc) from exc
+        else:
+            self._call("load_model", name)
+
+    def unload_model(self, name: str) -> None:
+        self._call("unload_model", name)
+
+    def statistics(self, name: str = "") -> list[dict[str, Any]]:
+        """Per-model inference statistics (counts, batch sizes, queue/compute times)."""
+        kwargs = {"as_json": True} if self.protocol == "grpc" else {}
+        stats = self._call("get_inference_statistics", name, **kwargs)
+        return list(stats.get("model_stats", []))
+
+    def metrics_text(self) -> str:
+        """The Prometheus metrics page (nv_inference_count, queue and compute durations...)."""
+        try:
+            with urllib.request.urlopen(self.metrics_url, timeout=self.timeout_s) as resp:  # noqa: S310
+                return str(resp.read().decode("utf-8"))
+        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            raise TritonUnavailable(f"metrics endpoint {self.metrics_url}: {exc}") from exc
+
+    def close(self) -> None:
+        # Closing a dead channel is not an error.
+        with contextlib.suppress(Exception):
+            self._client.close()
+
+
+_clients: dict[tuple[int, str, str, float, str], TritonScoringClient] = {}
+_lock = threading.Lock()
+
+
+def get_client(*, timeout_s: float | None = None) -> TritonScoringClient:
+    """The process-wide client for the current settings (recreated after fork or a settings
+    change); `timeout_s` overrides settings.TRITON_TIMEOUT_S (one cached client per value)."""
+    from django.conf import settings
+
+    key = (
+        os.getpid(),
+        str(settings.TRITON_URL),
+        str(settings.TRITON_PROTOCOL),
+        float(settings.TRITON_TIMEOUT_S),
+        str(settings.TRITON_METRICS_PORT),
+    )
+    with _lock:
+        client = _clients.get(key)
+        if client is None:
+            client = TritonScoringClient()
+            _clients[key] = client
+    return client if timeout_s is None else client.with_timeout(timeout_s)
+
+
+def reset_clients() -> None:
+    with _lock:
+        for client in _clients.values():
+            client.close()
+        _clients.clear()

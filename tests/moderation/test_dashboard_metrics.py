@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from moderation.selectors import metrics as m
+from moderation.services.decisions import decision_record
+from scoring.models import Action
+from tests.moderation.dashboard_factories import PostFactory, ScoreFactory, UserFactory
+from tests.moderation.dashboard_fixtures import *  # noqa: F403
+from tests.moderation.dashboard_fixtures import client_for
+
+pytestmark = pytest.mark.django_db
+
+TRITON_TEXT = """\
+# HELP nv_inference_request_success Number of successful inference requests
+# TYPE nv_inference_request_success counter
+nv_inference_request_success{model="text_model",version="1"} 200
+nv_inference_request_failure{model="text_model",version="1",reason="OTHER"} 2
+nv_inference_count{model="text_model",version="1"} 400
+nv_inference_exec_count{model="text_model",version="1"} 100
+nv_inference_request_duration_us{model="text_model",version="1"} 2000000
+nv_inference_queue_duration_us{model="text_model",version="1"} 400000
+nv_inference_compute_input_duration_us{model="text_model",version="1"} 100000
+nv_inference_compute_infer_duration_us{model="text_model",version="1"} 1200000
+nv_inference_compute_output_duration_us{model="text_model",version="1"} 100000
+nv_inference_request_success{model="fusion",version="2"} 0
+nv_gpu_utilization{gpu_uuid="GPU-1"} 0.5
+"""
+
+
+def test_triton_parse_per_model_figures():
+    stats = {s.model: s for s in m.triton_parse_metrics(TRITON_TEXT)}
+    text = stats["text_model"]
+    assert text.values["success"] == 200 and text.values["failure"] == 2
+    assert text.avg_request_ms == pytest.approx(10.0)
+    assert text.avg_queue_ms == pytest.approx(2.0)
+    assert text.avg_compute_ms == pytest.approx(7.0)
+    assert text.avg_batch == pytest.approx(4.0)
+    assert stats["fusion"].avg_request_ms is None
+
+
+def test_triton_panel_renders_figures(mod_client, monkeypatch):
+    monkeypatch.setattr(m, "triton_metrics_text", lambda: TRITON_TEXT)
+    html = mod_client.get(reverse("moderation:metrics_triton")).content.decode()
+    assert 'data-triton="ok"' in html and "text_model" in html and "10.0 ms" in html
+
+
+def test_triton_unreachable_degrades_gracefully(mod_client, settings):
+    settings.TRITON_URL = "127.0.0.1:8597"
+    settings.TRITON_HTTP_PORT = 8598
+    settings.TRITON_METRICS_PORT = 8599
+    settings.TRITON_TIMEOUT_S = 1.0
+    response = mod_client.get(reverse("moderation:metrics_triton"))
+    assert response.status_code == 200
+    assert 'data-triton="unreachable"' in response.content.decode()
+
+
+def _scored(action: str, score: float, latency: float = 10.0):
+    post = PostFactory(final_score=score)
+    ScoreFactory(post=post, action=action, final_score=score, latency_ms=latency)
+    return post
+
+
+def test_model_agreement_counts_decisions_on_auto_actioned_posts(moderator):
+    # auto-remove band: 3 reviewed, 2 agreed (spam); auto-approve band: 2 reviewed, 1 agreed (ham)
+    for label in ("spam", "spam", "ham"):
+        decision_record(post=_scored(Action.REMOVE, 0.95), moderator=moderator, label=label)
+    for label in ("ham", "spam"):
+        decision_record(post=_scored(Action.APPROVE, 0.05), moderator=moderator, label=label)
+    decision_record(post=_scored(Action.QUEUE, 0.6), moderator=moderator, label="spam")
+    total, days = m.model_agreement(since=timezone.now() - timedelta(days=1))
+    assert (total.remove.band_reviewed, total.remove.hits) == (3, 2)
+    assert total.remove.precision == pytest.approx(2 / 3)
+    # spam labels: 2 (remove band) + 1 (approve band) + 1 (queue band) = 4, caught by remove: 2
+    assert total.remove.recall == pytest.approx(2 / 4)
+    assert total.approve.precision == pytest.approx(1 / 2)
+    assert total.approve.recall == pytest.approx(1 / 2)  # ham labels: 1 in remove band, 1 in approve band
+    assert len(days) == 1
+
+
+def test_latency_backlog_and_moderators(moderator):
+    for ms in (5, 10, 15, 20, 100):
+        _scored(Action.QUEUE, 0.5, latency=ms)
+    overall, per_day = m.latency_percentiles(since=timezone.now() - timedelta(days=1))
+    assert overall["p50"] == pytest.approx(15)
+    assert overall["count"] == 5
+    assert len(per_day) == 1
+    old = PostFactory(final_score=0.5)
+    type(old).objects.filter(pk=old.pk).update(received_at=timezone.now() - timedelta(days=2))
+    b = m.backlog()
+    assert b.queued == 6
+    assert b.oldest_age_s is not None and b.oldest_age_s > 86400
+    assert dict(b.age_buckets)["1–3 d"] == 1
+    decision_record(post=old, moderator=moderator, label="spam")
+    rows = m.decisions_per_moderator(since=timezone.now() - timedelta(days=1))
+    assert rows == [{"moderator": "mod", "total": 1, "spam": 1, "ham": 0, "bulk": 0}]
+
+
+def test_metrics_page_renders_charts(moderator):
+    _scored(Action.REMOVE, 0.97)
+    decision_record(post=_scored(Action.REMOVE, 0.96), moderator=moderator, label="spam")
+    client = client_for(UserFactory(username="viewer", role="analyst"))
+    html = client.get(reverse("moderation:metrics"), {"days": "7"}).content.decode()
+    assert html.count('<svg class="chart"') == 5
+    assert 'data-metric="remove-precision">100.0%' in html
+    assert 'data-moderator="mod"' in html

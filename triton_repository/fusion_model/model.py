@@ -1,0 +1,70 @@
+"""Triton python backend: an XGBoost binary classifier with per-feature contributions.
+
+Shared by link_model, behaviour_model and fusion_model (the three model.py files are kept
+byte-identical; a contract test checks it). The version folder holds model.json (the booster)
+and features.json (the feature names in input order, from scoring/feature_schema.py).
+
+FEATURES [batch, n] -> PROB [batch, 1] (sigmoid of the margin), CONTRIBUTIONS [batch, n + 1]
+(pred_contribs: one SHAP value per feature in input order, then the bias; they sum to the
+margin), VERSION [batch, 1] (this version folder's number, so callers record what scored).
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+import xgboost as xgb
+
+
+def _param(config, name, default):
+    value = config.get("parameters", {}).get(name, {}).get("string_value")
+    return default if value in (None, "") else value
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        config = json.loads(args["model_config"])
+        version_dir = Path(args["model_repository"]) / args["model_version"]
+        self.features = json.loads((version_dir / "features.json").read_text())
+        self.booster = xgb.Booster(model_file=str(version_dir / "model.json"))
+        # Trees are tiny: one thread per instance; the second core serves the text model.
+        self.booster.set_param({"nthread": int(_param(config, "NTHREAD", "1"))})
+        device = _param(config, "DEVICE", "cpu")
+        if device != "cpu":
+            self.booster.set_param({"device": device})
+        if self.booster.num_features() != len(self.features):
+            raise pb_utils.TritonModelException(
+                f"booster expects {self.booster.num_features()} features, features.json lists {len(self.features)}"
+            )
+        self.booster_names = self.booster.feature_names
+        self.version = str(args["model_version"])
+
+    def execute(self, requests):
+        arrays = [
+            pb_utils.get_input_tensor_by_name(r, "FEATURES")
+            .as_numpy()
+            .astype(np.float32)
+            .reshape(-1, len(self.features))
+            for r in requests
+        ]
+        x = np.concatenate(arrays, axis=0)
+        dmatrix = xgb.DMatrix(x, feature_names=self.booster_names)
+        margin = self.booster.predict(dmatrix, output_margin=True).astype(np.float64).reshape(-1)
+        contribs = self.booster.predict(dmatrix, pred_contribs=True).astype(np.float32).reshape(x.shape[0], -1)
+        prob = (1.0 / (1.0 + np.exp(-margin))).astype(np.float32).reshape(-1, 1)
+        responses, row = [], 0
+        for a in arrays:
+            n = a.shape[0]
+            version = np.array([[self.version.encode()]] * n, dtype=np.object_)
+            responses.append(
+                pb_utils.InferenceResponse(
+                    output_tensors=[
+                        pb_utils.Tensor("PROB", prob[row : row + n]),
+                        pb_utils.Tensor("CONTRIBUTIONS", contribs[row : row + n]),
+                        pb_utils.Tensor("VERSION", version),
+                    ]
+                )
+            )
+            row += n
+        return responses

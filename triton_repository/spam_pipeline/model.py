@@ -1,0 +1,203 @@
+"""Triton python backend (BLS): the one entry point the application calls.
+
+One request row = TEXT, PREVIEW_TEXT (empty = the platform sent no link preview),
+LINK_FEATURES and BEHAVIOUR_FEATURES (vectors in scoring/feature_schema.py order). It fans
+out to the sub-models and returns every sub-score, the fused score, the per-feature
+contributions of the three tree models (feature order of the schema, then the bias) and the
+version of every model that produced them (MODEL_VERSIONS, a JSON object per row).
+
+Why BLS and not an ensemble: the preview is optional (an ensemble would classify an empty
+string for every post without one), the fusion vector is assembled by feature *name* from the
+sub-scores and the raw vectors, and the versions of the models that actually answered are
+collected per request.
+
+Batching: execute is a coroutine; all rows of all requests handed to it are sent to the
+sub-models concurrently (one tokenizer -> text_classifier chain per text, one request for the
+whole [rows, n] matrix per tree model), so the sub-models' own dynamic batchers merge texts
+of concurrent posts.
+
+The version folder carries schema.json, a copy of the feature lists written by publish (no
+import of the Django project here).
+"""
+
+import asyncio
+import json
+from pathlib import Path
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+SUB_MODEL_VERSION_KEYS = ("tokenizer", "text_classifier", "link_model", "behaviour_model", "fusion_model")
+
+
+class SubModelError(Exception):
+    pass
+
+
+def _bytes_column(request, name, rows):
+    tensor = pb_utils.get_input_tensor_by_name(request, name)
+    if tensor is None:
+        return [b""] * rows
+    values = tensor.as_numpy().reshape(-1)
+    if values.shape[0] != rows:
+        raise ValueError(f"{name} has {values.shape[0]} rows, expected {rows}")
+    return [v if isinstance(v, bytes) else str(v).encode() for v in values]
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        version_dir = Path(args["model_repository"]) / args["model_version"]
+        schema = json.loads((version_dir / "schema.json").read_text())
+        self.link_names = list(schema["LINK_FEATURES"])
+        self.behaviour_names = list(schema["BEHAVIOUR_FEATURES"])
+        self.fusion_names = list(schema["FUSION_FEATURES"])
+        self.version = str(args["model_version"])
+        self.spam_index = int(schema.get("TEXT_SPAM_INDEX", 1))
+        # Where each fusion input comes from: a computed sub-score or a raw feature by name.
+        self.fusion_sources = []
+        computed = {"text_prob", "preview_prob", "link_prob", "behaviour_prob"}
+        for name in self.fusion_names:
+            if name in computed:
+                self.fusion_sources.append(("computed", name))
+            elif name in self.link_names:
+                self.fusion_sources.append(("link", self.link_names.index(name)))
+            elif name in self.behaviour_names:
+                self.fusion_sources.append(("behaviour", self.behaviour_names.index(name)))
+            else:
+                raise pb_utils.TritonModelException(
+                    f"fusion feature {name!r} is neither computed nor in an input vector"
+                )
+
+    async def _infer(self, model, inputs, outputs):
+        request = pb_utils.InferenceRequest(model_name=model, requested_output_names=outputs, inputs=inputs)
+        response = await request.async_exec()
+        if response.has_error():
+            raise SubModelError(f"{model}: {response.error().message()}")
+        return {name: pb_utils.get_output_tensor_by_name(response, name) for name in outputs}
+
+    async def _text_prob(self, text):
+        tok = await self._infer(
+            "tokenizer",
+            [pb_utils.Tensor("TEXT", np.array([[text]], dtype=np.object_))],
+            ["input_ids", "attention_mask", "VERSION"],
+        )
+        out = await self._infer("text_classifier", [tok["input_ids"], tok["attention_mask"]], ["logits"])
+        logits = out["logits"].as_numpy().astype(np.float64).reshape(-1)
+        exp = np.exp(logits - logits.max())
+        prob = float(exp[self.spam_index] / exp.sum())
+        version = tok["VERSION"].as_numpy().reshape(-1)[0]
+        return prob, version.decode() if isinstance(version, bytes) else str(version)
+
+    async def _trees(self, model, matrix):
+        out = await self._infer(
+            model, [pb_utils.Tensor("FEATURES", matrix.astype(np.float32))], ["PROB", "CONTRIBUTIONS", "VERSION"]
+        )
+        version = out["VERSION"].as_numpy().reshape(-1)[0]
+        return (
+            out["PROB"].as_numpy().reshape(-1).astype(np.float32),
+            out["CONTRIBUTIONS"].as_numpy().astype(np.float32),
+            version.decode() if isinstance(version, bytes) else str(version),
+        )
+
+    def _parse(self, request):
+        link = pb_utils.get_input_tensor_by_name(request, "LINK_FEATURES").as_numpy().astype(np.float32)
+        behaviour = pb_utils.get_input_tensor_by_name(request, "BEHAVIOUR_FEATURES").as_numpy().astype(np.float32)
+        link = link.reshape(-1, len(self.link_names))
+        behaviour = behaviour.reshape(-1, len(self.behaviour_names))
+        rows = link.shape[0]
+        if behaviour.shape[0] != rows:
+            raise ValueError("LINK_FEATURES and BEHAVIOUR_FEATURES have different row counts")
+        texts = _bytes_column(request, "TEXT", rows)
+        previews = _bytes_column(request, "PREVIEW_TEXT", rows)
+        return texts, previews, link, behaviour
+
+    async def execute(self, requests):
+        parsed, errors = [], {}
+        for i, request in enumerate(requests):
+            try:
+                parsed.append(self._parse(request))
+            except (ValueError, AttributeError) as exc:
+                errors[i] = str(exc)
+                parsed.append(None)
+        good = [p for p in parsed if p is not None]
+        if not good:
+            return [pb_utils.InferenceResponse(error=pb_utils.TritonError(errors[i])) for i in range(len(requests))]
+        texts = [t for p in good for t in p[0]]
+        previews = [t for p in good for t in p[1]]
+        link = np.concatenate([p[2] for p in good], axis=0)
+        behaviour = np.concatenate([p[3] for p in good], axis=0)
+        preview_rows = [i for i, t in enumerate(previews) if t.strip()]
+        try:
+            results = await asyncio.gather(
+                self._trees("link_model", link),
+                self._trees("behaviour_model", behaviour),
+                *[self._text_prob(t) for t in texts],
+                *[self._text_prob(previews[i]) for i in preview_rows],
+            )
+            link_prob, link_contrib, link_version = results[0]
+            behaviour_prob, behaviour_contrib, behaviour_version = results[1]
+            text_results = results[2 : 2 + len(texts)]
+            preview_results = results[2 + len(texts) :]
+            text_prob = np.array([r[0] for r in text_results], dtype=np.float32)
+            preview_prob = np.full(len(texts), -1.0, dtype=np.float32)
+            for row, r in zip(preview_rows, preview_results, strict=True):
+                preview_prob[row] = r[0]
+            computed = {
+                "text_prob": text_prob,
+                "preview_prob": preview_prob,
+                "link_prob": link_prob,
+                "behaviour_prob": behaviour_prob,
+            }
+            columns = []
+            for kind, key in self.fusion_sources:
+                if kind == "computed":
+                    columns.append(computed[key])
+                elif kind == "link":
+                    columns.append(link[:, key])
+                else:
+                    columns.append(behaviour[:, key])
+            fusion = np.stack(columns, axis=1).astype(np.float32)
+            final_prob, fusion_contrib, fusion_version = await self._trees("fusion_model", fusion)
+        except SubModelError as exc:
+            return [pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc))) for _ in requests]
+        text_version = text_results[0][1] if text_results else ""
+        versions = json.dumps(
+            {
+                "tokenizer": text_version,
+                # tokenizer and text_classifier are published together under one number.
+                "text_classifier": text_version,
+                "link_model": link_version,
+                "behaviour_model": behaviour_version,
+                "fusion_model": fusion_version,
+                "spam_pipeline": self.version,
+            },
+            sort_keys=True,
+        ).encode()
+        responses, row = [], 0
+        for i, p in enumerate(parsed):
+            if p is None:
+                responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError(errors[i])))
+                continue
+            n = p[2].shape[0]
+            sl = slice(row, row + n)
+            row += n
+
+            def col(a, sl=sl):
+                return a[sl].reshape(-1, 1).astype(np.float32)
+
+            responses.append(
+                pb_utils.InferenceResponse(
+                    output_tensors=[
+                        pb_utils.Tensor("TEXT_PROB", col(text_prob)),
+                        pb_utils.Tensor("PREVIEW_PROB", col(preview_prob)),
+                        pb_utils.Tensor("LINK_PROB", col(link_prob)),
+                        pb_utils.Tensor("BEHAVIOUR_PROB", col(behaviour_prob)),
+                        pb_utils.Tensor("FINAL_PROB", col(final_prob)),
+                        pb_utils.Tensor("LINK_CONTRIBUTIONS", link_contrib[sl]),
+                        pb_utils.Tensor("BEHAVIOUR_CONTRIBUTIONS", behaviour_contrib[sl]),
+                        pb_utils.Tensor("FUSION_CONTRIBUTIONS", fusion_contrib[sl]),
+                        pb_utils.Tensor("MODEL_VERSIONS", np.array([[versions]] * n, dtype=np.object_)),
+                    ]
+                )
+            )
+        return responses
