@@ -236,3 +236,15 @@ def test_tokenizer_model_matches_the_hugging_face_tokenizer(triton_server):
         expected = reference(text, truncation=True, max_length=TINY_MAX_LENGTH)["input_ids"]
         assert result.as_numpy("input_ids").tolist() == [expected]
         assert result.as_numpy("attention_mask").tolist() == [[1] * len(expected)]
+
+
+def test_http_setting_switches_to_the_http_port(triton_settings):
+    from scoring.triton_client import reset_clients
+
+    triton_settings.TRITON_PROTOCOL = "http"
+    reset_clients()
+    client = get_client()
+    assert client.protocol == "http"
+    assert client.url.endswith(f":{triton_settings.TRITON_HTTP_PORT}")
+    assert client.is_ready()
+    assert client.model_versions()["spam_pipeline"] == "1"
