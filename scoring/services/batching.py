@@ -25,7 +25,7 @@ from django.utils import timezone
 from moderation.models import Post, PostStatus
 from scoring.models import WebhookDelivery
 from scoring.services.inference import ScoringClient
-from scoring.services.scoring import ScoreResult, score_posts
+from scoring.services.scoring import RESCORE_FROM, ScoreResult, rescore_post, score_posts
 
 logger = logging.getLogger(__name__)
 
@@ -64,13 +64,22 @@ def score_post_batch(
     started = time.perf_counter()
     size = settings.SCORING_BATCH_SIZE if batch_size is None else batch_size
     token = uuid.uuid4().hex
+    row = Post.objects.filter(id=post_id).values("status", "report_count").first()
+    if row is None:
+        return [ScoreResult(post_id=post_id, status="", skipped="gone")]
     if not _claim(post_id, token):
-        status = Post.objects.filter(id=post_id).values_list("status", flat=True).first()
-        if status == PostStatus.RECEIVED:
+        if row["status"] == PostStatus.RECEIVED:
             raise PostClaimed(f"post {post_id} is being scored by another worker")
-        return [ScoreResult(post_id=post_id, status=status or "", skipped="not_pending")]
+        return [ScoreResult(post_id=post_id, status=row["status"], skipped="not_pending")]
     claimed = [post_id]
     try:
+        if row["status"] != PostStatus.RECEIVED:
+            # Already scored: the enqueue came from a new report (ingest's report service
+            # enqueues score_post), so bring the score up to date. A post without reports
+            # costs nothing more; rescore_post is a no-op when no report is new.
+            if row["status"] in RESCORE_FROM and row["report_count"] > 0:
+                return [rescore_post(post_id=post_id, client=client)]
+            return [ScoreResult(post_id=post_id, status=row["status"], skipped="not_pending")]
         for other in _candidates(post_id, size - 1):
             if len(claimed) >= size:
                 break

@@ -15,19 +15,14 @@ import time
 from moderation.models import Post
 from scoring.features.extract import posts_for_scoring
 from scoring.models import Score
-from scoring.services.inference import ScoringClient, TritonError, get_client
+from scoring.services.inference import ScoringClient, TritonError, TritonUnavailable, get_client_with_timeout
 from scoring.services.scoring import INITIAL_FROM, infer, persist, prepare
 
 logger = logging.getLogger(__name__)
 
 
-def _client_with_timeout(client: ScoringClient | None, timeout_s: float) -> ScoringClient:
-    if client is not None:
-        return client
-    try:
-        return get_client(timeout_s=timeout_s)
-    except TypeError:
-        return get_client()
+def _client_for(client: ScoringClient | None, timeout_s: float) -> ScoringClient:
+    return client if client is not None else get_client_with_timeout(timeout_s)
 
 
 def score_inline(*, post: Post, budget_ms: float, client: ScoringClient | None = None) -> Score | None:
@@ -45,8 +40,8 @@ def score_inline(*, post: Post, budget_ms: float, client: ScoringClient | None =
         if left <= 0:
             return None
         try:
-            infer([item], client=_client_with_timeout(client, left))
-        except TritonError as exc:  # unavailable or timed out: the async task takes over
+            infer([item], client=_client_for(client, budget_ms / 1000.0))
+        except (TritonError, TritonUnavailable) as exc:  # down or too slow: the async task takes over
             logger.info("scoring.inline_fallback post_id=%s reason=%s", post.pk, exc)
             return None
         if item.model_error:

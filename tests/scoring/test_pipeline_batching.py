@@ -30,8 +30,10 @@ def test_a_task_scores_its_post_with_other_waiting_posts():
     assert [len(c) for c in client.calls] == [3]
     assert posts[-1].id in {r.post_id for r in results}
     assert Score.objects.count() == 3
-    # the next task drains the rest, then tasks of scored posts do nothing
-    score_post_batch(post_id=posts[0].id, batch_size=3, client=client)
+    # the task of a post still waiting drains the rest, then tasks of scored posts do nothing
+    waiting = Post.objects.filter(status=PostStatus.RECEIVED).values_list("id", flat=True)
+    assert len(waiting) == 2
+    score_post_batch(post_id=waiting[0], batch_size=3, client=client)
     assert Score.objects.count() == 5
     assert score_post_batch(post_id=posts[1].id, batch_size=3, client=client)[0].skipped == "not_pending"
     assert len(client.calls) == 2
@@ -97,3 +99,25 @@ def test_inline_short_circuit_needs_no_model():
     score = score_inline(post=post, budget_ms=1000, client=client)
     assert score is not None and score.model_set == "short_circuit"
     assert client.calls == []
+
+
+def test_score_post_on_a_scored_post_with_a_new_report_rescores_it():
+    from moderation.models import Report
+
+    post = make_post(text="hi")
+    score_post_batch(post_id=post.id, client=FakeClient())
+    Report.objects.create(post=post, reporter_id="r", reason="spam")
+    Post.objects.filter(pk=post.pk).update(report_count=1)
+    (result,) = score_post_batch(post_id=post.id, client=FakeClient())
+    assert result.action == "queue"
+    assert Post.objects.get(pk=post.pk).status == PostStatus.QUEUED
+    assert Score.objects.filter(post=post).count() == 2
+    assert score_post_batch(post_id=post.id, client=FakeClient())[0].skipped == "no_new_reports"
+
+
+def test_policy_v1_is_recreated_when_the_table_was_flushed():
+    from scoring.models import DecisionPolicy
+    from scoring.services.policy import policy_active
+
+    DecisionPolicy.objects.all().delete()
+    assert policy_active().version == 1
