@@ -136,9 +136,10 @@ def specs(profile: Profile) -> dict[str, ModelSpec]:
             preferred_batch_sizes=(4, 8, 16),
             instance_comment=(
                 "one instance with 2 intra-op threads: there are 2 cores; a second instance would "
-                "only fight the first for them, while one instance fed whole batches keeps both busy."
+                "only fight the first for them, while one instance fed whole batches keeps both busy. "
+                "No thread spinning: idle ORT threads would burn the cores the other stubs need."
             ),
-            parameters={"INTRA_OP_THREADS": "2"},
+            parameters={"INTRA_OP_THREADS": "2", "ALLOW_SPINNING": "0"},
         )
     else:
         text = ModelSpec(
