@@ -14,6 +14,7 @@ Tensor names and dims are the contract of triton_repository/spam_pipeline/config
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
 import json
@@ -441,3 +442,7 @@ def reset_clients() -> None:
         for client in _clients.values():
             client.close()
         _clients.clear()
+
+
+# Close channels before interpreter teardown (grpc's __del__ fails noisily after it).
+atexit.register(reset_clients)

@@ -215,3 +215,24 @@ def test_features_by_name_equal_features_by_position(triton_settings):
         get_client().score([ScoringInput(text="x", preview_text=None, link={}, behaviour=row.behaviour)])
     assert get_client(timeout_s=0.5).timeout_s == 0.5
     assert get_client(timeout_s=0.5)._client is get_client()._client
+
+
+def test_tokenizer_model_matches_the_hugging_face_tokenizer(triton_server):
+    """Training tokenizes with AutoTokenizer(truncation=True, max_length); the served
+    tokenizer (tokenizers library on tokenizer.json) must give the same ids, unpadded."""
+    import numpy as np
+    import tritonclient.grpc as grpcclient
+    from transformers import AutoTokenizer
+
+    from scoring.ml.tiny import TINY_MAX_LENGTH
+
+    reference = AutoTokenizer.from_pretrained(str(triton_server.artifacts.text))
+    client = grpcclient.InferenceServerClient(triton_server.grpc_url)
+    texts = ["Hello WORLD!", "FREE entry: txt WIN to 80086 now £1000 cash", "word " * 100, "naïve café déjà vu", ""]
+    for text in texts:
+        tensor = grpcclient.InferInput("TEXT", [1, 1], "BYTES")
+        tensor.set_data_from_numpy(np.array([[text.encode()]], dtype=np.object_))
+        result = client.infer("tokenizer", [tensor])
+        expected = reference(text, truncation=True, max_length=TINY_MAX_LENGTH)["input_ids"]
+        assert result.as_numpy("input_ids").tolist() == [expected]
+        assert result.as_numpy("attention_mask").tolist() == [[1] * len(expected)]
