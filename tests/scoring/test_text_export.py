@@ -124,7 +124,8 @@ def test_int8_agrees_with_fp32_on_a_fixed_set(
 def test_serving_file_is_recorded_and_used_by_default(exported: tuple[Path, ExportReport]) -> None:
     model_dir, report = exported
     serving = json.loads((model_dir / SERVING_FILE).read_text())
-    assert serving["file"] == report.serve and (model_dir / serving["file"]).is_file()
+    assert serving["model_file"] == report.serve and (model_dir / serving["model_file"]).is_file()
+    assert serving["pad_token_id"] == 0
     assert serving["max_length"] == MAX_LENGTH
     assert OnnxTextClassifier(model_dir).file == report.serve
     assert OnnxTextClassifier(model_dir).predict_proba([]).shape == (0,)

@@ -35,6 +35,11 @@ class TritonPythonModel:
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # ORT's worker threads busy-wait between calls by default; on 2 shared cores that
+        # spinning steals the CPU the tokenizer, the trees and the BLS model need.
+        spinning = _param(config, "ALLOW_SPINNING", "0")
+        options.add_session_config_entry("session.intra_op.allow_spinning", spinning)
+        options.add_session_config_entry("session.inter_op.allow_spinning", spinning)
         self.session = ort.InferenceSession(
             str(version_dir / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
         )

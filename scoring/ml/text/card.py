@@ -127,7 +127,7 @@ def render_model_card(metrics: dict[str, Any]) -> str:
             "sequence axes), output `logits` [batch, 2].",
             f"- ONNX Runtime vs PyTorch logits: max abs diff {onnx['parity_max_abs_diff']:.2e} "
             f"(tolerance {onnx['parity_tolerance']:.0e}).",
-            f"- Graph optimisation: {onnx['optimizer']}.",
+            f"- Graph optimisation: {onnx['optimizer']}",
             f"- INT8: {onnx['quantization']}.",
             f"- Batch invariance (same texts alone vs inside mixed padded batches), max abs difference of "
             f"spam probability: fp32 {onnx['batch_invariance']['fp32']:.2e}, int8 "

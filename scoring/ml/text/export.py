@@ -126,6 +126,32 @@ class TextCalibrationReader(CalibrationDataReader):
         self._iter = iter(self._items)
 
 
+def activation_matmuls(model: onnx.ModelProto) -> list[str]:
+    """MatMul nodes with no weight input (attention scores Q.K^T and probabilities.V)."""
+    weights = {init.name for init in model.graph.initializer}
+    return [
+        node.name
+        for node in model.graph.node
+        if node.op_type == "MatMul" and not any(name in weights for name in node.input)
+    ]
+
+
+@dataclass(frozen=True)
+class QuantRecipe:
+    """Which nodes get int8. Weight-only keeps the attention score/probability MatMuls in float."""
+
+    weight_matmuls_only: bool = True
+    exclude_name_parts: tuple[str, ...] = ("/classifier/", "/pre_classifier/")
+    calibrate_method: CalibrationMethod = CalibrationMethod.MinMax
+
+    def describe(self) -> str:
+        scope = "all MatMuls"
+        if self.weight_matmuls_only:
+            scope = "weight MatMuls only (attention Q.K^T and P.V stay float)"
+        excluded = f", excluding {list(self.exclude_name_parts)}" if self.exclude_name_parts else ""
+        return f"{scope}{excluded}, {self.calibrate_method.name} calibration"
+
+
 def quantize_int8(
     fp32_path: Path,
     output: Path,
@@ -133,21 +159,31 @@ def quantize_int8(
     tokenizer: PreTrainedTokenizerBase,
     calibration_texts: Sequence[str],
     max_length: int,
+    recipe: QuantRecipe | None = None,
 ) -> Path:
-    """Static QDQ INT8: pre-process (shape inference + ORT graph optimisation), calibrate MinMax, quantise."""
+    """Static QDQ INT8: pre-process (shape inference + ORT graph optimisation), calibrate, quantise."""
+    recipe = recipe or QuantRecipe()
     with tempfile.TemporaryDirectory() as tmp:
         pre = Path(tmp) / "model.pre.onnx"
         quant_pre_process(str(fp32_path), str(pre), skip_optimization=False, skip_onnx_shape=False, auto_merge=True)
+        graph = onnx.load(str(pre))
+        exclude = set(activation_matmuls(graph)) if recipe.weight_matmuls_only else set()
+        exclude |= {
+            node.name
+            for node in graph.graph.node
+            if node.op_type in QUANTIZED_OP_TYPES and any(part in node.name for part in recipe.exclude_name_parts)
+        }
         quantize_static(
             str(pre),
             str(output),
             TextCalibrationReader(tokenizer, calibration_texts, max_length),
             quant_format=QuantFormat.QDQ,
             op_types_to_quantize=list(QUANTIZED_OP_TYPES),
+            nodes_to_exclude=sorted(exclude),
             per_channel=True,
             activation_type=QuantType.QUInt8,
             weight_type=QuantType.QInt8,
-            calibrate_method=CalibrationMethod.MinMax,
+            calibrate_method=recipe.calibrate_method,
             extra_options={"WeightSymmetric": True, "ActivationSymmetric": False},
         )
     return output
@@ -208,12 +244,14 @@ class ExportReport:
     details: dict[str, Any]
 
 
-def write_serving(model_dir: Path, *, file: str, max_length: int, reason: str) -> Path:
+def write_serving(model_dir: Path, *, file: str, max_length: int, reason: str, pad_token_id: int = 0) -> Path:
+    """serving.json: the ONNX file the Triton publish step copies (scoring/model_repository.py reads it)."""
     path = Path(model_dir) / SERVING_FILE
     path.write_text(
         json.dumps(
             {
-                "file": file,
+                "model_file": file,
+                "pad_token_id": pad_token_id,
                 "inputs": {name: "int64 [batch, sequence]" for name in INPUT_NAMES},
                 "output": {OUTPUT_NAME: "float32 [batch, 2] (index 1 = spam)"},
                 "max_length": max_length,
@@ -258,6 +296,7 @@ def run_export(
     invariance_tolerance: float = BATCH_INVARIANCE_TOLERANCE,
     measure_optimizer: bool = True,
     threads: int = 2,
+    recipe: QuantRecipe | None = None,
 ) -> ExportReport:
     """fp32 ONNX + parity check, static INT8, evaluation of both, batch invariance, latency, serving.json."""
     from scoring.ml.text.metrics import spam_metrics
@@ -270,8 +309,14 @@ def run_export(
         raise ValueError(f"ONNX Runtime vs PyTorch logits differ by {parity:.2e} > {parity_tolerance:.0e}")
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    recipe = recipe or QuantRecipe()
     quantize_int8(
-        fp32, model_dir / INT8_FILE, tokenizer=tokenizer, calibration_texts=calibration_texts, max_length=max_length
+        fp32,
+        model_dir / INT8_FILE,
+        tokenizer=tokenizer,
+        calibration_texts=calibration_texts,
+        max_length=max_length,
+        recipe=recipe,
     )
     classifiers = {
         name: OnnxTextClassifier(model_dir, file=name, max_length=max_length, threads=threads)
@@ -307,17 +352,18 @@ def run_export(
         latency[key] = latency_ms(opt_clf, eval_texts[:100] or calibration_texts[:100], runs=latency_runs)
         latency[key]["size_mb"] = opt_path.stat().st_size / 1e6
         fused = _fused_ops(opt_path)
-        faster = latency[key]["p50_ms"] < latency[FP32_FILE]["p50_ms"]
+        # Under 5% is noise on this shared machine.
+        faster = latency[key]["p50_ms"] < 0.95 * latency[FP32_FILE]["p50_ms"]
+        attention = any("Attention" in op for op in fused)
         optimizer_note = (
             "onnxruntime.transformers.optimizer (model_type bert) fused "
-            f"{fused or 'nothing'}; p50 {latency[key]['p50_ms']:.2f} ms vs {latency[FP32_FILE]['p50_ms']:.2f} ms "
-            f"for the plain graph (ORT's own session-level fusions apply to both); probabilities differ by at most "
+            f"{fused or 'nothing'}{'' if attention else ' (no Attention fusion for this DistilBERT graph)'}; "
+            f"p50 {latency[key]['p50_ms']:.2f} ms vs {latency[FP32_FILE]['p50_ms']:.2f} ms for the plain graph "
+            "(ORT applies its own session-level fusions to both); probabilities differ by at most "
             f"{float(np.abs(opt_probs - ref_probs).max()):.1e}. "
-            + (
-                "It is faster, but its fused Attention op has no QDQ quantiser, so INT8 is built from the plain graph."
-                if faster
-                else "It is not faster here, so it is not used; INT8 is built from the plain graph."
-            )
+            + ("It is faster" if faster else "It is not measurably faster")
+            + "; the served files are the plain fp32 graph and INT8 built from it (fused contrib ops such as "
+            "SkipLayerNormalization have no QDQ quantiser)."
         )
         opt_path.unlink()  # measured only; the served files are model.onnx / model.int8.onnx
 
@@ -340,7 +386,9 @@ def run_export(
             f"{latency[FP32_FILE]['p50_ms']:.2f} ms p50 and "
             f"{latency[INT8_FILE]['size_mb']:.0f} MB vs {latency[FP32_FILE]['size_mb']:.0f} MB.",
         )
-    write_serving(model_dir, file=serve, max_length=max_length, reason=reason)
+    write_serving(
+        model_dir, file=serve, max_length=max_length, reason=reason, pad_token_id=int(tokenizer.pad_token_id or 0)
+    )
     details: dict[str, Any] = {
         "opset": OPSET,
         "parity_max_abs_diff": parity,
@@ -349,8 +397,8 @@ def run_export(
         "optimizer": optimizer_note,
         "quantization": (
             "onnxruntime.quantization.quantize_static after quant_pre_process; QDQ format; "
-            f"op types {list(QUANTIZED_OP_TYPES)}; per-channel symmetric int8 weights; uint8 activations, "
-            f"MinMax calibration on {len(calibration_texts)} training texts fed one at a time (unpadded)"
+            f"{recipe.describe()}; per-channel symmetric int8 weights; uint8 activations calibrated on "
+            f"{len(calibration_texts)} training texts fed one at a time (unpadded)"
         ),
         "batch_invariance": invariance,
         "int8_f1_loss": loss,
