@@ -1,16 +1,38 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 import django_filters
 from django import forms
+from django_filters.fields import IsoDateTimeField
 
 from moderation.models import Domain, IpAddress
+
+
+class UtcIsoDateTimeField(IsoDateTimeField):
+    """ISO 8601, converted to UTC before it reaches SQL: PostgreSQL rejects offsets beyond
+    +-15:59 that Python accepts (up to +-23:59)."""
+
+    def clean(self, value: Any) -> datetime | None:
+        parsed = super().clean(value)
+        if parsed is None:
+            return None
+        try:
+            return parsed.astimezone(UTC)
+        except OverflowError as exc:
+            raise forms.ValidationError("The timestamp is out of range.", code="invalid") from exc
+
+
+class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = UtcIsoDateTimeField
 
 
 class DomainFilter(django_filters.FilterSet):
     name = django_filters.CharFilter(field_name="name", lookup_expr="icontains", help_text="Part of the domain name.")
     reason = django_filters.CharFilter(field_name="status_reason", lookup_expr="icontains")
-    blocked_after = django_filters.IsoDateTimeFilter(field_name="status_changed_at", lookup_expr="gte")
-    blocked_before = django_filters.IsoDateTimeFilter(field_name="status_changed_at", lookup_expr="lt")
+    blocked_after = UtcIsoDateTimeFilter(field_name="status_changed_at", lookup_expr="gte")
+    blocked_before = UtcIsoDateTimeFilter(field_name="status_changed_at", lookup_expr="lt")
 
     class Meta:
         model = Domain
@@ -25,8 +47,8 @@ class IpAddressFilter(django_filters.Filter):
 class IpFilter(django_filters.FilterSet):
     address = IpAddressFilter(field_name="address", lookup_expr="exact")
     reason = django_filters.CharFilter(field_name="status_reason", lookup_expr="icontains")
-    blocked_after = django_filters.IsoDateTimeFilter(field_name="status_changed_at", lookup_expr="gte")
-    blocked_before = django_filters.IsoDateTimeFilter(field_name="status_changed_at", lookup_expr="lt")
+    blocked_after = UtcIsoDateTimeFilter(field_name="status_changed_at", lookup_expr="gte")
+    blocked_before = UtcIsoDateTimeFilter(field_name="status_changed_at", lookup_expr="lt")
 
     class Meta:
         model = IpAddress
