@@ -11,17 +11,17 @@ from moderation.models import Domain, IpAddress
 
 
 class UtcIsoDateTimeField(IsoDateTimeField):
-    """ISO 8601, converted to UTC before it reaches SQL: PostgreSQL rejects offsets beyond
-    +-15:59 that Python accepts (up to +-23:59)."""
+    """ISO 8601, normalised to UTC: Python accepts offsets up to +-23:59, PostgreSQL only
+    +-15:59, so an exotic offset reached SQL and failed there (found by the API fuzz test)."""
 
-    def clean(self, value: Any) -> datetime | None:
-        parsed = super().clean(value)
+    def to_python(self, value: Any) -> datetime | None:
+        parsed = super().to_python(value)
         if parsed is None:
             return None
         try:
             return parsed.astimezone(UTC)
-        except OverflowError as exc:
-            raise forms.ValidationError("The timestamp is out of range.", code="invalid") from exc
+        except (OverflowError, ValueError) as exc:
+            raise forms.ValidationError("Date and time out of range.", code="invalid") from exc
 
 
 class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):

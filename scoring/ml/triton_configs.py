@@ -28,6 +28,10 @@ PIPELINE_MAX_BATCH = 32
 TEXT_MAX_BATCH = 32
 TOKENIZER_MAX_BATCH = 64
 TREE_MAX_BATCH = 64
+# Texts per tokenizer -> text_classifier request sent by spam_pipeline. Small chunks of one
+# execution run concurrently, and the classifier's batcher still merges chunks of concurrent
+# executions; one big request would serialise a 32-row batch behind its longest text.
+TEXT_CHUNK = 8
 
 # GPU: the tokenizer pads to these widths so requests of similar length share a TensorRT
 # shape and batch together (TensorRT needs one shape per batch; no ragged inputs).
