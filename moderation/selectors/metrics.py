@@ -286,21 +286,10 @@ def triton_parse_metrics(text: str) -> list[TritonModelStats]:
 
 
 def triton_metrics_text() -> str:
-    """The raw metrics text, from the triton client when present, else the metrics port."""
-    try:
-        from scoring.triton_client import get_client  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        get_client = None
-    if get_client is not None:
-        return str(get_client().metrics_text())
-    import urllib.request
+    """Triton's Prometheus page, through the shared client (raises TritonUnavailable)."""
+    from scoring.triton_client import get_client
 
-    from django.conf import settings
-
-    host = str(settings.TRITON_URL).rsplit(":", 1)[0] or "127.0.0.1"
-    url = f"http://{host}:{settings.TRITON_METRICS_PORT}/metrics"
-    with urllib.request.urlopen(url, timeout=2) as resp:
-        return resp.read().decode("utf-8", "replace")
+    return get_client().metrics_text()
 
 
 @dataclass
