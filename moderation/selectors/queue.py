@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
+from django.db import connection
 from django.db.models import Q, QuerySet
 from django.http import QueryDict
 from django.utils import timezone
@@ -208,7 +209,21 @@ def _text_search_window(
     window = queue_queryset(filters=filters, user=user, with_text=False)
     if cursor is not None:
         window = window.filter(_after_cursor_q(cursor))
-    posts = list(qs.filter(pk__in=window.values("pk")[:TEXT_WINDOW])[:limit])
+    columns = ("pk", "text", "final_score", "report_count", "received_at")
+    window_sql, window_params = window.values(*columns)[:TEXT_WINDOW].query.sql_with_params()
+    pattern = f"%{connection.ops.prep_for_like_query(filters.q)}%"
+    # The text filter runs on the materialized window, so no plan can swap in a trigram scan.
+    with connection.cursor() as cur:
+        cur.execute(
+            f"WITH w(id, text, final_score, report_count, received_at) AS MATERIALIZED ({window_sql}) "  # noqa: S608
+            "SELECT id FROM w WHERE UPPER(text::text) LIKE UPPER(%s)"
+            " ORDER BY final_score DESC NULLS FIRST, report_count DESC, received_at, id LIMIT %s",  # QUEUE_ORDER
+            [*window_params, pattern, limit],
+        )
+        ids = [row[0] for row in cur.fetchall()]
+    if len(ids) < limit:
+        return None
+    posts = list(qs.filter(pk__in=ids)[:limit])
     return posts if len(posts) == limit else None
 
 
