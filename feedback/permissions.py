@@ -1,6 +1,7 @@
-"""Who may use the ML pages. Mirrors moderation.permissions (the dashboard's roles): reading the
-registry, datasets and run reports needs any dashboard role; retraining, promotion, rollback,
-thresholds, dataset creation and import need the admin role (superusers count as admins)."""
+"""Who may use the ML pages, in the dashboard's roles (moderation.permissions): reading the
+registry, datasets, run reports and calibration needs a dashboard role that may see metrics
+(analyst, moderator, admin); retraining, promotion, rollback, thresholds, dataset snapshots and
+imports need the admin role (superusers count as admins)."""
 
 from __future__ import annotations
 
@@ -8,28 +9,18 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 
-ADMIN_GROUP = "admin"
-VIEW_GROUPS = frozenset({"admin", "moderator", "analyst"})
+from moderation.permissions import CAN_ADMINISTER, CAN_VIEW_METRICS, can_administer, has_any_role
 
-
-def _group_names(user: Any) -> frozenset[str]:
-    cached = getattr(user, "_feedback_groups", None)
-    if cached is None:
-        cached = frozenset(user.groups.values_list("name", flat=True))
-        user._feedback_groups = cached
-    return cached
+CAN_VIEW_ML = CAN_VIEW_METRICS
+CAN_ADMINISTER_ML = CAN_ADMINISTER
 
 
 def can_administer_ml(user: Any) -> bool:
-    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
-        return False
-    return bool(user.is_superuser or ADMIN_GROUP in _group_names(user))
+    return can_administer(user)
 
 
 def can_view_ml(user: Any) -> bool:
-    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
-        return False
-    return bool(user.is_superuser or _group_names(user) & VIEW_GROUPS)
+    return has_any_role(user, CAN_VIEW_ML)
 
 
 def check_ml_admin(user: Any) -> None:

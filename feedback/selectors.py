@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from django.db.models import QuerySet
 
@@ -86,3 +87,63 @@ def model_version_list() -> QuerySet[ModelVersion]:
 
 def production_versions() -> dict[str, ModelVersion]:
     return {mv.name: mv for mv in ModelVersion.objects.filter(is_production=True).select_related("dataset")}
+
+
+def labelled_example_count() -> int:
+    return LabelledExample.objects.count()
+
+
+def registry_groups() -> list[tuple[str, list[ModelVersion]]]:
+    groups: dict[str, list[ModelVersion]] = {}
+    for mv in model_version_list():
+        groups.setdefault(mv.name, []).append(mv)
+    return sorted(groups.items())
+
+
+# (label, path into a metrics dict, True if higher is better, None if neither)
+COMPARISON_ROWS: tuple[tuple[str, str, bool | None], ...] = (
+    ("Test rows", "n", None),
+    ("Spam in test", "spam", None),
+    ("PR-AUC", "pr_auc", True),
+    ("F1 (spam, at 0.5)", "f1", True),
+    ("Precision (at 0.5)", "precision", True),
+    ("Recall (at 0.5)", "recall", True),
+    ("Accuracy (at 0.5)", "accuracy", True),
+    ("Precision at remove threshold", "at_remove.precision", True),
+    ("Recall at remove threshold", "at_remove.recall", True),
+    ("False-positive rate at remove threshold", "at_remove.fpr", False),
+    ("Auto-removed (test rows)", "at_remove.flagged", None),
+    ("Spam auto-approved (miss rate)", "at_approve.spam_miss_rate", False),
+)
+
+
+def _dig(node: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def run_comparison(run: TrainingRun) -> list[dict[str, Any]]:
+    """Candidate vs production, side by side, per bundle (and per sub-model for tabular)."""
+    sections: list[dict[str, Any]] = []
+    for bundle, cand_all in (run.candidate_metrics or {}).items():
+        prod_all = (run.production_metrics or {}).get(bundle)
+        parts = ("final", "link", "behaviour") if bundle == "tabular" else (None,)
+        for part in parts:
+            cand = cand_all.get(part) if part else cand_all
+            prod = (prod_all or {}).get(part) if part else prod_all
+            rows = []
+            for label, path, higher in COMPARISON_ROWS:
+                c, p = _dig(cand, path), _dig(prod, path)
+                delta = c - p if isinstance(c, int | float) and isinstance(p, int | float) else None
+                better = None
+                if delta is not None and higher is not None and delta != 0:
+                    better = delta > 0 if higher else delta < 0
+                rows.append({"label": label, "candidate": c, "production": p, "delta": delta, "better": better})
+            title = {"final": "Final score (fusion)", "link": "Link model", "behaviour": "Behaviour model"}.get(
+                part or "", "Text model"
+            )
+            sections.append({"bundle": bundle, "title": title, "rows": rows, "has_production": prod is not None})
+    return sections

@@ -16,7 +16,6 @@ TRAINING_HARD_LIMIT_S = 45 * 60
 
 @shared_task(
     name="feedback.run_training",
-    queue="training",
     acks_late=True,
     soft_time_limit=TRAINING_SOFT_LIMIT_S,
     time_limit=TRAINING_HARD_LIMIT_S,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -60,6 +61,7 @@ class SourceAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["name"]}
     inlines = [ApiKeyInline]
     actions = ["create_api_key"]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
     @admin.action(description="Create an API key (shown once)")
     def create_api_key(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:

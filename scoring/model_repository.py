@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
+from scoring.ml.triton_configs import TEXT_CHUNK
 
 SOURCE_REPOSITORY = Path(__file__).resolve().parent.parent / "triton_repository"
 TEXT_MODELS = ("tokenizer", "text_classifier")
@@ -72,6 +73,13 @@ class VersionInfo:
     source: str
     sha256: str
     rollback_of: int | None
+
+
+def resolve_current(path: Path) -> Path:
+    """`current` is a symlink to a version dir, or a plain file holding the version's name."""
+    if path.is_file() and not path.is_symlink():
+        return (path.parent / path.read_text().strip()).resolve()
+    return path.resolve() if path.exists() else path
 
 
 def _default_repository() -> Path:
@@ -207,7 +215,7 @@ def _tree_file(tabular_dir: Path, kind: str) -> Path:
 def _publish_text(repository: Path, text_dir: Path) -> dict[str, int]:
     from django.conf import settings
 
-    text_dir = text_dir.resolve()
+    text_dir = resolve_current(text_dir)
     serving = _read_serving(text_dir)
     onnx_path = _text_model_file(text_dir, serving)
     if not (text_dir / "tokenizer.json").exists():
@@ -236,7 +244,7 @@ def _publish_text(repository: Path, text_dir: Path) -> dict[str, int]:
 
 
 def _publish_trees(repository: Path, tabular_dir: Path) -> dict[str, int]:
-    tabular_dir = tabular_dir.resolve()
+    tabular_dir = resolve_current(tabular_dir)
     files = {model: _tree_file(tabular_dir, kind) for model, (kind, _) in TREE_MODELS.items()}
     out = {}
     for model, (_, names) in TREE_MODELS.items():
@@ -245,6 +253,9 @@ def _publish_trees(repository: Path, tabular_dir: Path) -> dict[str, int]:
         writer = _VersionWriter(repository, model, number)
         writer.copy(files[model], "model.json" if files[model].suffix == ".json" else "model.ubj")
         writer.write_json("features.json", list(names))
+        for extra in ("MODEL_CARD.md", "manifest.json", "metrics.json"):
+            if (tabular_dir / extra).exists():
+                writer.copy(tabular_dir / extra)
         out[model] = writer.commit(source=str(files[model]), sha256=_sha256(files[model]))
     return out
 
@@ -268,6 +279,7 @@ def pipeline_schema() -> dict[str, object]:
         "BEHAVIOUR_FEATURES": list(BEHAVIOUR_FEATURES),
         "FUSION_FEATURES": list(FUSION_FEATURES),
         "TEXT_SPAM_INDEX": 1,
+        "TEXT_CHUNK": TEXT_CHUNK,
     }
 
 

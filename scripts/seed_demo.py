@@ -22,13 +22,12 @@ DEMO_SOURCE_SLUG = "demo"
 
 
 def issue_key(source: object) -> str:
-    """A new API key for `source`; only its hash is stored."""
-    from moderation.api.authentication import hash_key
-    from moderation.models import ApiKey, Source
+    """A new API key for `source` through the API-key service; only its hash is stored."""
+    from moderation.models import Source
+    from moderation.services.api_keys import api_key_create
 
     assert isinstance(source, Source)
-    raw = f"demo_{secrets.token_urlsafe(32)}"
-    ApiKey.objects.create(source=source, name="demo key", prefix=raw[:12], hashed_key=hash_key(raw))
+    _, raw = api_key_create(source=source, name="demo key")
     return raw
 
 

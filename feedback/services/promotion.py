@@ -8,7 +8,8 @@ auto_promote=True is promoted only if, for every bundle it trained,
   - the test split has at least AUTO_MIN_TEST_ROWS rows with AUTO_MIN_PER_CLASS of each class, and
   - the candidate is at least as good as production on every guarded metric (PR-AUC, F1,
     precision at the auto-remove threshold: higher or equal; false-positive rate at the
-    auto-remove threshold: lower or equal), and strictly better on at least one.
+    auto-remove threshold: lower or equal), and strictly better on at least one. A model that
+    auto-removes nothing on the test split counts as precision 1.0 at the remove threshold.
 Anything else waits for an admin.
 
 If loading fails, the new version folders are removed and the models reloaded, so production
@@ -31,7 +32,7 @@ from feedback.models import ModelBundle, ModelVersion, RunStatus, TrainingRun
 from feedback.permissions import check_ml_admin
 from feedback.services.datasets import artifacts_dir
 from moderation.errors import ApplicationError, Conflict
-from moderation.models import AuditLog
+from moderation.services.audit import audit_record
 
 logger = logging.getLogger(__name__)
 
@@ -122,17 +123,6 @@ def registry_sync() -> None:
             ModelVersion.objects.filter(name=bundle, version=served).update(is_production=True)
 
 
-def _audit(*, actor: Any, action: str, target: ModelVersion, before: dict[str, Any], after: dict[str, Any]) -> None:
-    AuditLog.objects.create(
-        actor=actor,
-        action=action,
-        target_type="feedback.modelversion",
-        target_id=str(target.pk),
-        before=before,
-        after=after,
-    )
-
-
 # --- loading with undo --------------------------------------------------------------------
 
 
@@ -193,7 +183,7 @@ def _record(
         promoted_at=timezone.now(),
         note=note[:255],
     )
-    _audit(
+    audit_record(
         actor=user,
         action=action,
         target=version,

@@ -258,6 +258,15 @@ def _dig(metrics: Mapping[str, Any] | None, path: str) -> float | None:
     return float(node) if isinstance(node, int | float) else None
 
 
+def _guarded_value(metrics: Mapping[str, Any] | None, path: str) -> float | None:
+    """A model that auto-removes nothing has no precision at the remove threshold; it made no
+    false removal either, so for the guard it counts as precision 1.0."""
+    value = _dig(metrics, path)
+    if value is None and path == "at_remove.precision" and _dig(metrics, "at_remove.flagged") == 0:
+        return 1.0
+    return value
+
+
 def _headline(metrics: Mapping[str, Any], bundle: str) -> Mapping[str, Any] | None:
     data = metrics.get(bundle)
     if not isinstance(data, Mapping):
@@ -275,7 +284,7 @@ def guarded_summary(candidate: Mapping[str, Any], production: Mapping[str, Any])
         rows: list[dict[str, Any]] = []
         strictly = False
         for path, higher in GUARDED_METRICS:
-            c, p = _dig(cand, path), _dig(prod, path)
+            c, p = _guarded_value(cand, path), _guarded_value(prod, path)
             ok = None if c is None or p is None else (c >= p if higher else c <= p)
             if c is not None and p is not None and (c > p if higher else c < p):
                 strictly = True

@@ -1,8 +1,7 @@
 """The one door from the pipeline to the models: the Triton client's types and factory.
 
-The "triton" engineer's scoring.triton_client is the real implementation. Until it is on
-main, an interim copy of its published interface keeps the pipeline importable; the interim
-client refuses to score (TritonUnavailable) so nothing is decided without a model."""
+Everything the pipeline needs from scoring.triton_client goes through here, so tests can swap
+the client (a fake with the same `score`/`is_ready`) in one place."""
 
 from __future__ import annotations
 
@@ -24,4 +23,18 @@ class ScoringClient(Protocol):
     def is_ready(self) -> bool: ...
 
 
-__all__ = ["ScoringClient", "ScoringInput", "ScoringOutput", "TritonError", "TritonUnavailable", "get_client"]
+def get_client_with_timeout(timeout_s: float) -> ScoringClient:
+    """The process-wide client with a per-call timeout, for the inline pre-publish check
+    (shares the connection; a new gRPC channel per request would eat the budget)."""
+    return get_client(timeout_s=timeout_s)
+
+
+__all__ = [
+    "ScoringClient",
+    "ScoringInput",
+    "ScoringOutput",
+    "TritonError",
+    "TritonUnavailable",
+    "get_client",
+    "get_client_with_timeout",
+]

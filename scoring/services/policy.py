@@ -20,11 +20,28 @@ from moderation.errors import ApplicationError, NotFound
 from moderation.models import AuditLog
 from scoring.models import Action, DecisionPolicy
 
+DEFAULT_REMOVE_THRESHOLD = 0.9
+DEFAULT_APPROVE_THRESHOLD = 0.2
+
 
 def policy_active() -> DecisionPolicy:
+    """The active policy. When the table is empty (a flushed test database, a fresh install
+    that skipped the data migration) version 1 is created with the documented defaults."""
     policy = DecisionPolicy.objects.filter(is_active=True).first()
-    if policy is None:
-        raise NotFound("no active decision policy; run migrations or create one in admin")
+    if policy is not None:
+        return policy
+    if DecisionPolicy.objects.exists():
+        raise NotFound("no active decision policy; activate one in admin")
+    with transaction.atomic():
+        policy, _ = DecisionPolicy.objects.get_or_create(
+            version=1,
+            defaults={
+                "remove_threshold": DEFAULT_REMOVE_THRESHOLD,
+                "approve_threshold": DEFAULT_APPROVE_THRESHOLD,
+                "is_active": True,
+                "note": "Default: auto-remove >= 0.90, auto-approve < 0.20, queue in between.",
+            },
+        )
     return policy
 
 

@@ -20,9 +20,17 @@ from django.db.models import Case, F, IntegerField, Max, Value, When
 from django.utils import timezone
 
 from moderation.models import POST_TRANSITIONS, Author, Domain, IpAddress, Post, PostStatus
+from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from scoring.features.extract import PostFeatures, features_for_loaded_posts, posts_for_scoring
 from scoring.models import Action, DecisionPolicy, Score
-from scoring.services.inference import ScoringClient, ScoringInput, ScoringOutput, TritonError, get_client
+from scoring.services.inference import (
+    ScoringClient,
+    ScoringInput,
+    ScoringOutput,
+    TritonError,
+    TritonUnavailable,
+    get_client,
+)
 from scoring.services.policy import policy_active, policy_decide
 from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET, short_circuit_reason
 from scoring.services.webhooks import webhooks_enqueue_for_posts
@@ -79,9 +87,9 @@ def model_set_of(model_versions: dict[str, str]) -> str:
 def scoring_input(features: PostFeatures) -> ScoringInput:
     return ScoringInput(
         text=features.text,
-        preview_text=features.preview_text or None,
-        link=features.link,
-        behaviour=features.behaviour,
+        preview_text=features.preview_text,
+        link=vector(features.link, LINK_FEATURES),
+        behaviour=vector(features.behaviour, BEHAVIOUR_FEATURES),
     )
 
 
@@ -94,10 +102,10 @@ def infer(items: Sequence[_Item], *, client: ScoringClient) -> None:
     started = time.perf_counter()
     try:
         outputs = client.score([scoring_input(i.features) for i in todo])
+    except TritonUnavailable:
+        raise  # the server, not the batch: the task retries the whole batch later
     except TritonError as exc:
-        if _is_unavailable(exc) or len(todo) == 1:
-            if _is_unavailable(exc):
-                raise
+        if len(todo) == 1:
             todo[0].model_error = str(exc)[:255]
             return
         logger.warning("scoring.batch_rejected size=%s error=%s; scoring one by one", len(todo), exc)
@@ -110,12 +118,6 @@ def infer(items: Sequence[_Item], *, client: ScoringClient) -> None:
     for item, output in zip(todo, outputs, strict=True):
         item.output = output
         item.extra["model_ms"] = round(elapsed_ms, 3)
-
-
-def _is_unavailable(exc: Exception) -> bool:
-    from scoring.services.inference import TritonUnavailable
-
-    return isinstance(exc, TritonUnavailable)
 
 
 def prepare(posts: Iterable[Post]) -> list[_Item]:

@@ -74,6 +74,7 @@ def make_post(
     spammy: bool = False,
     with_score: bool = True,
     rng: random.Random | None = None,
+    status: str = "queued",
 ) -> Post:
     n = next(_seq)
     author_obj, _ = Author.objects.get_or_create(source=source, external_id=author or f"author-{n}")
@@ -84,7 +85,7 @@ def make_post(
         text=text,
         url="https://example.com/x",
         created_at=timezone.now(),
-        status="queued",
+        status=status,
     )
     if with_score:
         rng = rng or random.Random(n)
@@ -101,6 +102,8 @@ def make_post(
             features=features_for(spammy, rng),
             model_versions={"text": 1, "link": 1, "behaviour": 1, "fusion": 1},
         )
+        Post.objects.filter(pk=post.pk).update(final_score=text_score, scored_at=timezone.now())
+        post.refresh_from_db()
     return post
 
 

@@ -1,18 +1,15 @@
-"""Fixtures and helpers shared by the API tests (import the fixtures you use)."""
+"""Helpers shared by the API tests; the fixtures are in tests.moderation.api_fixtures (load it
+with `pytest_plugins = ["tests.moderation.api_fixtures"]`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
-import pytest
-from django.core.cache import cache
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from moderation.models import Source
-from tests.factories import SourceFactory, create_api_key
 
 
 class ApiCaller:
@@ -40,24 +37,6 @@ class ApiCaller:
 
     def raw(self, path: str, body: bytes, content_type: str = "application/json", method: str = "post") -> Any:
         return getattr(self.client, method)(path, data=body, content_type=content_type)
-
-
-@pytest.fixture(autouse=False)
-def clean_throttle() -> Iterator[None]:
-    cache.clear()
-    yield
-
-
-@pytest.fixture
-def api(db: None, clean_throttle: None) -> ApiCaller:
-    source = SourceFactory()
-    return ApiCaller(source, create_api_key(source))
-
-
-@pytest.fixture
-def other_api(db: None) -> ApiCaller:
-    source = SourceFactory()
-    return ApiCaller(source, create_api_key(source))
 
 
 def iso(delta: timedelta = timedelta(0)) -> str:

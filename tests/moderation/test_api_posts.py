@@ -18,7 +18,7 @@ from scoring.models import Action
 from tests.factories import DecisionFactory, ScoreFactory, api_key_with_row
 from tests.moderation.api_helpers import ApiCaller, post_payload
 
-pytest_plugins = ["tests.moderation.api_helpers"]
+pytest_plugins = ["tests.moderation.api_fixtures"]
 
 pytestmark = pytest.mark.django_db
 

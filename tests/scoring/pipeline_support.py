@@ -101,7 +101,7 @@ class FakeClient:
             outputs.append(
                 ScoringOutput(
                     text_prob=p,
-                    preview_prob=None if item.preview_text is None else p,
+                    preview_prob=p if item.preview_text else None,
                     link_prob=p,
                     behaviour_prob=p,
                     final_prob=p,

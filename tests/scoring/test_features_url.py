@@ -165,3 +165,20 @@ def test_no_network_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
 
     url_module._extractor.cache_clear()
     assert registrable_domain("https://a.example.com.au/") == "example.com.au"
+
+
+_plain_label = st.from_regex(r"[a-z][a-z0-9]{0,8}", fullmatch=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(_plain_label, max_size=4),
+    _plain_label,
+    st.sampled_from(["com", "co.uk", "com.au", "org", "de", "xyz", "ac.jp"]),
+)
+def test_registrable_domain_ignores_subdomains(subdomains: list[str], name: str, suffix: str) -> None:
+    host = ".".join([*subdomains, name, suffix])
+    assert registrable_domain(f"https://{host}/path") == f"{name}.{suffix}"
+    assert registrable_domain(host.upper()) == f"{name}.{suffix}"
+    expected_subdomains = len(subdomains) - (1 if subdomains[:1] == ["www"] else 0)
+    assert url_lexical_features(f"http://{host}/")["url_subdomain_count"] == expected_subdomains

@@ -8,7 +8,8 @@ from django.utils import timezone
 
 from moderation.models import Post, PostStatus
 from scoring.models import Score
-from scoring.services.batching import CLAIM_PREFIX, PostClaimed, score_post_batch, stuck_post_ids
+from scoring.services.batching import PostClaimed, score_post_batch, stuck_post_ids
+from scoring.services.claims import CLAIM_PREFIX
 from scoring.services.inference import TritonUnavailable
 from scoring.services.inline import score_inline
 from tests.scoring.pipeline_support import FakeClient, down_client, make_post
@@ -30,8 +31,10 @@ def test_a_task_scores_its_post_with_other_waiting_posts():
     assert [len(c) for c in client.calls] == [3]
     assert posts[-1].id in {r.post_id for r in results}
     assert Score.objects.count() == 3
-    # the next task drains the rest, then tasks of scored posts do nothing
-    score_post_batch(post_id=posts[0].id, batch_size=3, client=client)
+    # the task of a post still waiting drains the rest, then tasks of scored posts do nothing
+    waiting = Post.objects.filter(status=PostStatus.RECEIVED).values_list("id", flat=True)
+    assert len(waiting) == 2
+    score_post_batch(post_id=waiting[0], batch_size=3, client=client)
     assert Score.objects.count() == 5
     assert score_post_batch(post_id=posts[1].id, batch_size=3, client=client)[0].skipped == "not_pending"
     assert len(client.calls) == 2
@@ -96,4 +99,43 @@ def test_inline_short_circuit_needs_no_model():
     client = FakeClient()
     score = score_inline(post=post, budget_ms=1000, client=client)
     assert score is not None and score.model_set == "short_circuit"
+    assert client.calls == []
+
+
+def test_score_post_on_a_scored_post_with_a_new_report_rescores_it():
+    from moderation.models import Report
+
+    post = make_post(text="hi")
+    score_post_batch(post_id=post.id, client=FakeClient())
+    Report.objects.create(post=post, reporter_id="r", reason="spam")
+    Post.objects.filter(pk=post.pk).update(report_count=1)
+    (result,) = score_post_batch(post_id=post.id, client=FakeClient())
+    assert result.action == "queue"
+    assert Post.objects.get(pk=post.pk).status == PostStatus.QUEUED
+    assert Score.objects.filter(post=post).count() == 2
+    assert score_post_batch(post_id=post.id, client=FakeClient())[0].skipped == "no_new_reports"
+
+
+def test_policy_v1_is_recreated_when_the_table_was_flushed():
+    from scoring.models import DecisionPolicy
+    from scoring.services.policy import policy_active
+
+    DecisionPolicy.objects.all().delete()
+    assert policy_active().version == 1
+
+
+def test_inline_leaves_a_post_a_worker_is_scoring_to_the_worker():
+    post = make_post(text="spam")
+    cache.add(f"{CLAIM_PREFIX}{post.id}", "worker", timeout=30)
+    client = FakeClient()
+    assert score_inline(post=post, budget_ms=1000, client=client) is None
+    assert client.calls == []
+
+
+def test_inline_on_a_post_already_scored_returns_its_score():
+    post = make_post(text="spam")
+    score_post_batch(post_id=post.id, client=FakeClient())
+    client = FakeClient()
+    score = score_inline(post=post, budget_ms=1000, client=client)
+    assert score is not None and score.post_id == post.id
     assert client.calls == []

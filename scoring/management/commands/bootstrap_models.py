@@ -19,17 +19,21 @@ from scoring import model_repository
 
 
 def _text_dir() -> Path:
-    return Path(settings.ARTIFACTS_DIR) / "text" / "current"
+    return model_repository.resolve_current(Path(settings.ARTIFACTS_DIR) / "text" / "current")
 
 
 def _tabular_dir() -> Path:
-    return Path(settings.ARTIFACTS_DIR) / "tabular" / "current"
+    return model_repository.resolve_current(Path(settings.ARTIFACTS_DIR) / "tabular" / "current")
 
 
 def base_checkpoint_exists() -> bool:
     base = Path(str(settings.TEXT_MODEL_BASE))
     # A hub id ("distilbert-base-uncased") is not a local path: nothing to build.
     return (base / "config.json").exists() or not str(settings.TEXT_MODEL_BASE).startswith(("/", "."))
+
+
+def text_trained() -> bool:
+    return (_text_dir() / "config.json").exists()
 
 
 def text_exported() -> bool:
@@ -77,7 +81,7 @@ class Command(BaseCommand):
         force = options["force"]
         steps: list[tuple[str, bool]] = [
             ("build_base_checkpoint", base_checkpoint_exists()),
-            ("train_text_model", text_exported()),
+            ("train_text_model", text_trained()),
             ("export_text_model", text_exported()),
             ("train_feature_models", tabular_trained()),
         ]

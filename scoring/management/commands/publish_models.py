@@ -34,6 +34,8 @@ class Command(BaseCommand):
             text = None
         if options["only"] == "text":
             tabular = None
+        text = model_repository.resolve_current(Path(text)) if text is not None else None
+        tabular = model_repository.resolve_current(Path(tabular)) if tabular is not None else None
         for label, path in (("text", text), ("tabular", tabular)):
             if path is not None and not Path(path).is_dir():
                 raise CommandError(f"{label} artifacts not found at {path}")

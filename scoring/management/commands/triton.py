@@ -27,6 +27,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         cfg = triton_server.ServerConfig.from_settings()
         action = options["action"]
+        if action in ("start", "run"):
+            _require_versions(cfg)
         if action == "start":
             try:
                 pid = triton_server.start(cfg, wait_s=options["wait"])
@@ -43,6 +45,17 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(info, indent=2, default=str))
         else:
             raise SystemExit(triton_server.run_foreground(cfg))
+
+
+def _require_versions(cfg: triton_server.ServerConfig) -> None:
+    from scoring.model_repository import latest_version
+
+    missing = [m for m in cfg.models if latest_version(m, repository=cfg.repository) is None]
+    if missing:
+        raise CommandError(
+            f"no published version of {', '.join(missing)} in {cfg.repository}: "
+            "run `manage.py bootstrap_models` (or publish_models) first"
+        )
 
 
 def _loaded_versions() -> dict[str, str] | str:

@@ -96,7 +96,7 @@ class OnnxTextProbabilities:
         for attr in ("file", "max_length"):
             value = getattr(self.classifier, attr, None)
             if value is not None:
-                info[attr] = str(value)
+                info[attr] = value if isinstance(value, str | int | float) else str(value)
         return info
 
 

@@ -1,0 +1,114 @@
+"""Publishing into the model repository: versions, validation, rollback, bootstrap skipping."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from io import StringIO
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xgboost as xgb
+from django.core.management import call_command
+
+from scoring import model_repository
+from scoring.ml.tiny import cached_tiny_artifacts
+from scoring.model_repository import Artifacts, PublishError, publish
+from tests.fixtures.triton import free_ports
+
+
+@pytest.fixture(scope="module")
+def tiny() -> Artifacts:
+    return cached_tiny_artifacts(seed=0)
+
+
+def test_publish_writes_self_contained_versions(tmp_path: Path, tiny: Artifacts):
+    repo = tmp_path / "repo"
+    assert publish(tiny, repository=repo) == {
+        "tokenizer": 1,
+        "text_classifier": 1,
+        "link_model": 1,
+        "behaviour_model": 1,
+        "fusion_model": 1,
+        "spam_pipeline": 1,
+    }
+    # Same code and schema: spam_pipeline keeps its version; the weights get new numbers.
+    assert publish(Artifacts(tabular=tiny.tabular), repository=repo) == {
+        "link_model": 2,
+        "behaviour_model": 2,
+        "fusion_model": 2,
+    }
+    v1 = repo / "text_classifier" / "1"
+    assert {"model.py", "model.onnx", "serving.json", "PUBLISHED.json"} <= {p.name for p in v1.iterdir()}
+    assert json.loads((repo / "tokenizer" / "1" / "serving.json").read_text())["max_length"] == 32
+    assert json.loads((repo / "link_model" / "2" / "features.json").read_text())[0] == "url_present"
+    infos = model_repository.list_versions("fusion_model", repository=repo)
+    assert [i.version for i in infos] == [1, 2]
+    assert infos[0].sha256 == infos[1].sha256 and infos[1].rollback_of is None
+    assert not [p for p in (repo / "fusion_model").iterdir() if p.name.startswith(".tmp")]
+
+
+def test_rollback_copies_old_files_to_a_new_number(tmp_path: Path, tiny: Artifacts):
+    repo = tmp_path / "repo"
+    publish(tiny, repository=repo)
+    publish(tiny, repository=repo)
+    assert model_repository.rollback("tokenizer", 1, repository=repo) == {"tokenizer": 3, "text_classifier": 3}
+    assert (repo / "text_classifier" / "3" / "model.onnx").read_bytes() == (
+        repo / "text_classifier" / "1" / "model.onnx"
+    ).read_bytes()
+    with pytest.raises(PublishError):
+        model_repository.rollback("fusion_model", 9, repository=repo)
+    assert model_repository.clean_versions("text_classifier", keep=1, repository=repo) == [1, 2]
+    assert model_repository.versions("text_classifier", repository=repo) == [3]
+
+
+def test_current_may_be_a_file_naming_the_version(tmp_path: Path, tiny: Artifacts):
+    root = tmp_path / "tabular"
+    shutil.copytree(tiny.tabular, root / "v7")
+    (root / "current").write_text("v7\n")
+    assert model_repository.resolve_current(root / "current") == (root / "v7").resolve()
+    assert "fusion_model" in publish(Artifacts(tabular=root / "current"), repository=tmp_path / "repo")
+
+
+def test_publish_rejects_artifacts_that_break_the_contract(tmp_path: Path, tiny: Artifacts):
+    text = tmp_path / "text"
+    shutil.copytree(tiny.text, text)
+    (text / "serving.json").unlink()
+    with pytest.raises(PublishError, match=r"serving\.json"):
+        publish(Artifacts(text=text), repository=tmp_path / "repo")
+
+    tabular = tmp_path / "tabular"
+    shutil.copytree(tiny.tabular, tabular)
+    x = np.random.default_rng(0).random((32, 5)).astype(np.float32)
+    booster = xgb.train({"objective": "binary:logistic"}, xgb.DMatrix(x, label=x[:, 0] > 0.5), 2)
+    booster.save_model(str(tabular / "link.json"))
+    with pytest.raises(PublishError, match="5 features"):
+        publish(Artifacts(tabular=tabular), repository=tmp_path / "repo")
+
+
+def test_bootstrap_skips_finished_steps_and_publishes_once(tmp_path: Path, tiny: Artifacts, settings):
+    artifacts = tmp_path / "artifacts"
+    shutil.copytree(tiny.text, artifacts / "text" / "v1")
+    (artifacts / "text" / "v1" / "config.json").write_text("{}")
+    (artifacts / "text" / "current").symlink_to("v1")
+    shutil.copytree(tiny.tabular, artifacts / "tabular" / "current")
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "config.json").write_text("{}")
+    settings.ARTIFACTS_DIR = artifacts
+    settings.TEXT_MODEL_BASE = str(base)
+    settings.TRITON_MODEL_REPOSITORY = tmp_path / "repo"
+    settings.TRITON_URL = f"127.0.0.1:{free_ports(1)[0]}"  # no server: nothing to load into
+
+    out = StringIO()
+    call_command("bootstrap_models", stdout=out)
+    text = out.getvalue()
+    for step in ("build_base_checkpoint", "train_text_model", "export_text_model", "train_feature_models"):
+        assert f"skip {step}" in text
+    assert "published fusion_model version 1" in text
+    assert "triton not running" in text
+
+    out = StringIO()
+    call_command("bootstrap_models", stdout=out)
+    assert "skip publish_models" in out.getvalue()
