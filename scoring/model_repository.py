@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
+from scoring.ml.triton_configs import TEXT_CHUNK
 
 SOURCE_REPOSITORY = Path(__file__).resolve().parent.parent / "triton_repository"
 TEXT_MODELS = ("tokenizer", "text_classifier")
@@ -278,6 +279,7 @@ def pipeline_schema() -> dict[str, object]:
         "BEHAVIOUR_FEATURES": list(BEHAVIOUR_FEATURES),
         "FUSION_FEATURES": list(FUSION_FEATURES),
         "TEXT_SPAM_INDEX": 1,
+        "TEXT_CHUNK": TEXT_CHUNK,
     }
 
 
