@@ -16,3 +16,6 @@ urlpatterns = [
     path("dashboard/ml/", include("feedback.urls")),
     path("", include("scoring.urls")),
 ]
+
+handler404 = "config.views.page_not_found"
+handler500 = "config.views.server_error"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 from urllib.parse import urlsplit
 
-from django.db import transaction
 from django.db.models import F
 
 from moderation.models import Domain, Link
@@ -32,7 +31,6 @@ def domain_get_or_create(*, name: str) -> Domain:
     return domain
 
 
-@transaction.atomic
 def link_get_or_create(*, url: str, count_post: bool = False) -> Link:
     """The Link (and its Domain) for ``url``, created on first sight; raises InvalidUrl.
 

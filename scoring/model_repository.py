@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
+from scoring.ml.triton_configs import TEXT_CHUNK
 
 SOURCE_REPOSITORY = Path(__file__).resolve().parent.parent / "triton_repository"
 TEXT_MODELS = ("tokenizer", "text_classifier")
@@ -278,6 +279,7 @@ def pipeline_schema() -> dict[str, object]:
         "BEHAVIOUR_FEATURES": list(BEHAVIOUR_FEATURES),
         "FUSION_FEATURES": list(FUSION_FEATURES),
         "TEXT_SPAM_INDEX": 1,
+        "TEXT_CHUNK": TEXT_CHUNK,
     }
 
 
@@ -311,6 +313,54 @@ def publish(artifacts: Artifacts, *, repository: Path | None = None) -> dict[str
     if artifacts.tabular is not None:
         out.update(_publish_trees(repo, Path(artifacts.tabular)))
     out.update(_publish_pipeline(repo))
+    return out
+
+
+def stale_code(*, repository: Path | None = None) -> list[str]:
+    """Models whose served version carries a model.py that differs from the source tree's."""
+    repo = repository or _default_repository()
+    stale = []
+    for model in ALL_MODELS:
+        current = latest_version(model, repository=repo)
+        source = repo / model / "model.py"
+        if not source.exists():
+            source = SOURCE_REPOSITORY / model / "model.py"
+        if current is None or not source.exists():
+            continue
+        served = repo / model / str(current) / "model.py"
+        if not served.exists() or served.read_bytes() != source.read_bytes():
+            stale.append(model)
+    return stale
+
+
+def refresh_code(*, repository: Path | None = None) -> dict[str, int]:
+    """Re-publish the served weights with the current model.py as new versions (after a code
+    change in triton_repository/<model>/model.py); return {model: new version}."""
+    repo = repository or _default_repository()
+    ensure_sources(repo)
+    if repo.resolve() != SOURCE_REPOSITORY.resolve():
+        for model in ALL_MODELS:
+            if (repo / model / "model.py").exists():  # a TensorRT model has none
+                shutil.copy2(SOURCE_REPOSITORY / model / "model.py", repo / model / "model.py")
+    stale = set(stale_code(repository=repo))
+    out: dict[str, int] = {}
+    if stale & set(TEXT_MODELS):
+        stale |= set(TEXT_MODELS)
+    for model in [m for m in ALL_MODELS if m in stale and m != PIPELINE]:
+        group = TEXT_MODELS if model in TEXT_MODELS else (model,)
+        if model in out:
+            continue
+        number = max((latest_version(m, repository=repo) or 0) for m in group) + 1
+        for m in group:
+            src = repo / m / str(latest_version(m, repository=repo))
+            writer = _VersionWriter(repo, m, number)
+            for item in src.iterdir():
+                if item.is_file() and item.name not in ("PUBLISHED.json", "model.py"):
+                    writer.copy(item)
+            meta = json.loads((src / "PUBLISHED.json").read_text()) if (src / "PUBLISHED.json").exists() else {}
+            out[m] = writer.commit(source=str(meta.get("source", src)), sha256=str(meta.get("sha256", "")))
+    if PIPELINE in stale:
+        out.update(_publish_pipeline(repo))
     return out
 
 

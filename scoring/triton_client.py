@@ -181,10 +181,15 @@ class TritonScoringClient:
     ) -> None:
         from django.conf import settings
 
-        self.url = url or settings.TRITON_URL
         self.protocol = (protocol or settings.TRITON_PROTOCOL).lower()
         if self.protocol not in ("grpc", "http"):
             raise ValueError(f"TRITON_PROTOCOL must be grpc or http, not {self.protocol!r}")
+        self.url = url or settings.TRITON_URL
+        if url is None and self.protocol == "http":
+            # TRITON_URL defaults to the gRPC port; with TRITON_PROTOCOL=http use the HTTP one.
+            host, port = _split_url(self.url)
+            if port == settings.TRITON_GRPC_PORT:
+                self.url = f"{host}:{settings.TRITON_HTTP_PORT}"
         self.timeout_s = float(timeout_s if timeout_s is not None else settings.TRITON_TIMEOUT_S)
         host, _ = _split_url(self.url)
         self.metrics_url = metrics_url or f"http://{host}:{settings.TRITON_METRICS_PORT}/metrics"

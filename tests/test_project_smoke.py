@@ -43,3 +43,17 @@ def test_admin_index_requires_login(client: Client) -> None:
     response = client.get("/admin/")
     assert response.status_code == 302
     assert "/admin/login/" in response["Location"]
+
+
+@pytest.mark.django_db
+def test_unmatched_api_path_answers_the_json_error_shape(client: Client) -> None:
+    response = client.get("/api/v1/no-such-endpoint")
+    assert response.status_code == 404
+    assert response.json() == {"error": {"code": "not_found", "message": "Not found.", "fields": {}}}
+
+
+@pytest.mark.django_db
+def test_unmatched_page_path_answers_html(client: Client) -> None:
+    response = client.get("/no-such-page/")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("text/html")

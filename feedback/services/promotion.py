@@ -8,7 +8,8 @@ auto_promote=True is promoted only if, for every bundle it trained,
   - the test split has at least AUTO_MIN_TEST_ROWS rows with AUTO_MIN_PER_CLASS of each class, and
   - the candidate is at least as good as production on every guarded metric (PR-AUC, F1,
     precision at the auto-remove threshold: higher or equal; false-positive rate at the
-    auto-remove threshold: lower or equal), and strictly better on at least one.
+    auto-remove threshold: lower or equal), and strictly better on at least one. A model that
+    auto-removes nothing on the test split counts as precision 1.0 at the remove threshold.
 Anything else waits for an admin.
 
 If loading fails, the new version folders are removed and the models reloaded, so production

@@ -2,8 +2,8 @@
 and predictions of any set of boosters on the same rows (so production and candidate are
 scored identically).
 
-Stacking: the fusion tree is trained on out-of-fold link/behaviour probabilities of the train
-split (K folds), never on in-sample predictions, which would teach it to trust over-fitted
+Stacking: the fusion tree is trained on cross-fitted link/behaviour probabilities of the train
+split (K author-grouped folds), never on in-sample predictions, which would teach it to trust over-fitted
 sub-models. Text and preview probabilities are the frozen sub-scores of the example: a tabular
 retrain keeps the production text model, so that is exactly what the fusion tree will see.
 """
@@ -20,21 +20,21 @@ import numpy as np
 import xgboost as xgb
 
 from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
+from scoring.ml.tabular.train import (
+    TrainedModel,
+    cross_fit_predict,
+    train_behaviour_model,
+    train_fusion_model,
+    train_link_model,
+)
 
 KINDS: dict[str, tuple[str, ...]] = {"link": LINK_FEATURES, "behaviour": BEHAVIOUR_FEATURES}
-PARAMS: dict[str, Any] = {
-    "objective": "binary:logistic",
-    "eval_metric": "logloss",
-    "max_depth": 4,
-    "eta": 0.1,
-    "subsample": 0.9,
-    "min_child_weight": 1.0,
-    "nthread": 1,
-    "seed": 7,
-}
-ROUNDS = 200
-EARLY_STOPPING = 20
 OOF_FOLDS = 4
+# Early stopping on log-loss, not on PR-AUC (the trainers' default): reviewer-labelled sets are
+# small and often separable, PR-AUC reaches 1.0 after the first tree and stopping there leaves
+# every probability near the base rate, which breaks the policy thresholds (seen here: F1 0 at
+# 0.5 with PR-AUC 1.0). Log-loss keeps improving while the probabilities become calibrated.
+RETRAIN_PARAMS: dict[str, Any] = {"eval_metric": ["aucpr", "logloss"]}
 
 
 def flat_features(features: Mapping[str, Any]) -> dict[str, float]:
@@ -88,32 +88,6 @@ def frozen_text_prob(rows: Sequence[Mapping[str, Any]]) -> np.ndarray:
     return np.asarray([float(r["sub_scores"]["text"]) for r in rows], dtype=np.float32)
 
 
-def train_booster(
-    x: np.ndarray,
-    y: np.ndarray,
-    names: tuple[str, ...],
-    *,
-    x_val: np.ndarray | None = None,
-    y_val: np.ndarray | None = None,
-) -> xgb.Booster:
-    dtrain = xgb.DMatrix(x, label=y, feature_names=list(names))
-    params = dict(PARAMS)
-    positives = float(y.sum())
-    if 0 < positives < len(y):
-        params["base_score"] = positives / len(y)
-    if x_val is not None and y_val is not None and len(y_val) and 0 < y_val.sum() < len(y_val):
-        dval = xgb.DMatrix(x_val, label=y_val, feature_names=list(names))
-        return xgb.train(
-            params,
-            dtrain,
-            ROUNDS,
-            evals=[(dval, "validation")],
-            early_stopping_rounds=EARLY_STOPPING,
-            verbose_eval=False,
-        )
-    return xgb.train(params, dtrain, ROUNDS // 2, verbose_eval=False)
-
-
 def predict(booster: xgb.Booster, x: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
     dmatrix = xgb.DMatrix(x, feature_names=list(names))
     best = booster.attr("best_iteration")
@@ -122,18 +96,15 @@ def predict(booster: xgb.Booster, x: np.ndarray, names: tuple[str, ...]) -> np.n
     return booster.predict(dmatrix).astype(np.float64)
 
 
-def _out_of_fold(rows: Sequence[Mapping[str, Any]], kind: str, y: np.ndarray) -> np.ndarray:
-    names = KINDS[kind]
-    x = matrix(rows, names)
-    oof = np.zeros(len(rows), dtype=np.float64)
-    folds = np.arange(len(rows)) % OOF_FOLDS
-    for k in range(OOF_FOLDS):
-        train, hold = folds != k, folds == k
-        if not hold.any() or len(np.unique(y[train])) < 2:
-            oof[hold] = float(y[train].mean()) if train.any() else 0.5
-            continue
-        oof[hold] = predict(train_booster(x[train], y[train], names), x[hold], names)
-    return oof
+def author_groups(rows: Sequence[Mapping[str, Any]]) -> list[int]:
+    """One group per author (source + author id), so cross-fitting never predicts a row with a
+    model that saw the same author's other posts."""
+    ids: dict[tuple[str, str], int] = {}
+    out = []
+    for row in rows:
+        key = (str(row.get("source")), str(row.get("author_external_id") or f"#{row.get('example_id')}"))
+        out.append(ids.setdefault(key, len(ids)))
+    return out
 
 
 @dataclass
@@ -162,28 +133,56 @@ class TabularModels:
         return cls(**{kind: xgb.Booster(model_file=str(files[kind])) for kind in ("link", "behaviour", "fusion")})
 
 
+def _fit(
+    trainer: Callable[..., TrainedModel],
+    x: np.ndarray,
+    y: np.ndarray,
+    x_val: np.ndarray | None,
+    y_val: np.ndarray,
+) -> TrainedModel:
+    if x_val is not None and len(np.unique(y_val)) == 2:
+        return trainer(x, y, x_val=x_val, y_val=y_val, params=RETRAIN_PARAMS)
+    return trainer(x, y, params=RETRAIN_PARAMS)
+
+
 def train_tabular(
     train_rows: Sequence[Mapping[str, Any]],
     validation_rows: Sequence[Mapping[str, Any]],
     *,
     progress: Callable[[float, str], None] | None = None,
 ) -> TabularModels:
+    """The tabular trainers of scoring.ml.tabular.train (the same ones the bootstrap uses, so a
+    candidate differs from production by its data, not its recipe): link and behaviour models
+    with early stopping on the validation split, cross-fitted (author-grouped) out-of-fold
+    sub-model probabilities for the fusion tree's training rows."""
     y, y_val = labels_of(train_rows), labels_of(validation_rows)
     if len(np.unique(y)) < 2:
         raise ValueError(f"the train split needs both spam and ham rows with features (has {len(y)} rows)")
-    boosters: dict[str, xgb.Booster] = {}
+    groups = author_groups(train_rows)
+    trainers = {"link": train_link_model, "behaviour": train_behaviour_model}
+    models: dict[str, TrainedModel] = {}
     oof: dict[str, np.ndarray] = {}
     val_prob: dict[str, np.ndarray] = {}
     for i, kind in enumerate(("link", "behaviour")):
         names = KINDS[kind]
         if progress:
-            progress(0.1 + 0.3 * i, f"training the {kind} model")
+            progress(0.1 + 0.3 * i, f"training the {kind} model ({len(train_rows)} rows)")
+        x = matrix(train_rows, names)
         x_val = matrix(validation_rows, names) if validation_rows else None
-        boosters[kind] = train_booster(matrix(train_rows, names), y, names, x_val=x_val, y_val=y_val)
-        oof[kind] = _out_of_fold(train_rows, kind, y)
-        val_prob[kind] = predict(boosters[kind], x_val, names) if x_val is not None else np.zeros(0)
+        models[kind] = _fit(trainers[kind], x, y, x_val, y_val)
+        oof[kind] = cross_fit_predict(
+            kind,
+            x,
+            y,
+            groups=groups,
+            predict_mask=[True] * len(train_rows),
+            rounds=models[kind].num_trees,
+            folds=OOF_FOLDS,
+            params=RETRAIN_PARAMS,
+        )
+        val_prob[kind] = models[kind].predict_proba(x_val) if x_val is not None else np.zeros(0)
     if progress:
-        progress(0.7, "training the fusion tree on out-of-fold sub-model probabilities")
+        progress(0.7, "training the fusion tree on cross-fitted sub-model probabilities")
     x_fusion = fusion_matrix(
         train_rows, link_prob=oof["link"], behaviour_prob=oof["behaviour"], text_prob=frozen_text_prob(train_rows)
     )
@@ -197,8 +196,8 @@ def train_tabular(
         if validation_rows
         else None
     )
-    fusion = train_booster(x_fusion, y, FUSION_FEATURES, x_val=x_fusion_val, y_val=y_val)
-    return TabularModels(link=boosters["link"], behaviour=boosters["behaviour"], fusion=fusion)
+    fusion = _fit(train_fusion_model, x_fusion, y, x_fusion_val, y_val)
+    return TabularModels(link=models["link"].booster, behaviour=models["behaviour"].booster, fusion=fusion.booster)
 
 
 def predict_final(

@@ -215,10 +215,17 @@ def _evaluate_tabular(
     y = labels_of(rows)
     pred = predict_final(models, rows)
     kw = {"remove_threshold": thresholds["remove"], "approve_threshold": thresholds["approve"]}
+    sources = sorted({str(r.get("source")) for r in rows})
+    by_source = {}
+    if len(sources) > 1:
+        for source in sources:
+            mask = np.asarray([str(r.get("source")) == source for r in rows])
+            by_source[source] = classification_metrics(y[mask], pred["final"][mask], **kw)
     return {
         "final": classification_metrics(y, pred["final"], **kw),
         "link": classification_metrics(y, pred["link"], **kw),
         "behaviour": classification_metrics(y, pred["behaviour"], **kw),
+        "by_source": by_source,
         "frozen_production_score": _frozen_metrics(rows, y, kw),
     }
 
@@ -258,6 +265,15 @@ def _dig(metrics: Mapping[str, Any] | None, path: str) -> float | None:
     return float(node) if isinstance(node, int | float) else None
 
 
+def _guarded_value(metrics: Mapping[str, Any] | None, path: str) -> float | None:
+    """A model that auto-removes nothing has no precision at the remove threshold; it made no
+    false removal either, so for the guard it counts as precision 1.0."""
+    value = _dig(metrics, path)
+    if value is None and path == "at_remove.precision" and _dig(metrics, "at_remove.flagged") == 0:
+        return 1.0
+    return value
+
+
 def _headline(metrics: Mapping[str, Any], bundle: str) -> Mapping[str, Any] | None:
     data = metrics.get(bundle)
     if not isinstance(data, Mapping):
@@ -275,7 +291,7 @@ def guarded_summary(candidate: Mapping[str, Any], production: Mapping[str, Any])
         rows: list[dict[str, Any]] = []
         strictly = False
         for path, higher in GUARDED_METRICS:
-            c, p = _dig(cand, path), _dig(prod, path)
+            c, p = _guarded_value(cand, path), _guarded_value(prod, path)
             ok = None if c is None or p is None else (c >= p if higher else c <= p)
             if c is not None and p is not None and (c > p if higher else c < p):
                 strictly = True

@@ -1,16 +1,38 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 import django_filters
 from django import forms
+from django_filters.fields import IsoDateTimeField
 
 from moderation.models import Domain, IpAddress
+
+
+class UtcIsoDateTimeField(IsoDateTimeField):
+    """ISO 8601, normalised to UTC: Python accepts offsets up to +-23:59, PostgreSQL only
+    +-15:59, so an exotic offset reached SQL and failed there (found by the API fuzz test)."""
+
+    def to_python(self, value: Any) -> datetime | None:
+        parsed = super().to_python(value)
+        if parsed is None:
+            return None
+        try:
+            return parsed.astimezone(UTC)
+        except (OverflowError, ValueError) as exc:
+            raise forms.ValidationError("Date and time out of range.", code="invalid") from exc
+
+
+class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = UtcIsoDateTimeField
 
 
 class DomainFilter(django_filters.FilterSet):
     name = django_filters.CharFilter(field_name="name", lookup_expr="icontains", help_text="Part of the domain name.")
     reason = django_filters.CharFilter(field_name="status_reason", lookup_expr="icontains")
-    blocked_after = django_filters.IsoDateTimeFilter(field_name="status_changed_at", lookup_expr="gte")
-    blocked_before = django_filters.IsoDateTimeFilter(field_name="status_changed_at", lookup_expr="lt")
+    blocked_after = UtcIsoDateTimeFilter(field_name="status_changed_at", lookup_expr="gte")
+    blocked_before = UtcIsoDateTimeFilter(field_name="status_changed_at", lookup_expr="lt")
 
     class Meta:
         model = Domain
@@ -25,8 +47,8 @@ class IpAddressFilter(django_filters.Filter):
 class IpFilter(django_filters.FilterSet):
     address = IpAddressFilter(field_name="address", lookup_expr="exact")
     reason = django_filters.CharFilter(field_name="status_reason", lookup_expr="icontains")
-    blocked_after = django_filters.IsoDateTimeFilter(field_name="status_changed_at", lookup_expr="gte")
-    blocked_before = django_filters.IsoDateTimeFilter(field_name="status_changed_at", lookup_expr="lt")
+    blocked_after = UtcIsoDateTimeFilter(field_name="status_changed_at", lookup_expr="gte")
+    blocked_before = UtcIsoDateTimeFilter(field_name="status_changed_at", lookup_expr="lt")
 
     class Meta:
         model = IpAddress

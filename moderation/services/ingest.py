@@ -8,34 +8,52 @@ the ingest: the post stays in `received` and the pipeline's sweeper re-enqueues 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import F
 
-from moderation.links import link_get_or_create
-from moderation.models import Author, Domain, IpAddress, Link, Post, Source
+from moderation.links import link_get_or_create, link_identity, url_hash
+from moderation.models import Author, Domain, IpAddress, Link, Post, PostStatus, Source
 from moderation.services.authors import author_upsert
 
 logger = logging.getLogger(__name__)
 
 
-def score_enqueue(*, post_id: int) -> None:
-    """Enqueue scoring once the current transaction commits; never raises.
+def _publish_on_commit(*, task_name: str, post_id: int) -> None:
+    """Publish ``task_name(post_id)`` once the current transaction commits; never raises.
 
-    Same effect as ``score_post.delay_on_commit(post_id)``, but the publish is wrapped so a
-    broker outage is logged instead of turning a committed ingest into an error response."""
-    from scoring.tasks import score_post
+    Same effect as ``task.delay_on_commit(post_id)``, but the publish is wrapped so a broker
+    outage is logged instead of turning a committed write into an error response."""
 
     def publish() -> None:
+        from scoring import tasks
+
         try:
-            score_post.delay(post_id)
+            getattr(tasks, task_name).delay(post_id)
         except Exception:
-            logger.warning("moderation.score_enqueue_failed post_id=%s", post_id, exc_info=True)
+            logger.warning("moderation.score_enqueue_failed task=%s post_id=%s", task_name, post_id, exc_info=True)
 
     transaction.on_commit(publish)
+
+
+def score_enqueue(*, post_id: int) -> None:
+    """Enqueue the first scoring of a post after commit (scoring.tasks.score_post)."""
+    _publish_on_commit(task_name="score_post", post_id=post_id)
+
+
+def rescore_enqueue(*, post: Post) -> None:
+    """Enqueue a re-score after something the score depends on changed (a new report).
+
+    A post still waiting in `received` gets score_post again (idempotent; it reads the reports
+    when it runs); a scored one gets rescore_post, which writes the next revision."""
+    if post.status == PostStatus.RECEIVED:
+        score_enqueue(post_id=post.pk)
+    else:
+        _publish_on_commit(task_name="rescore_post", post_id=post.pk)
 
 
 def ip_get_or_create(*, address: str) -> IpAddress:
@@ -53,14 +71,11 @@ def _journey_json(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _post_create(*, source: Source, payload: Mapping[str, Any]) -> Post:
-    author_data = dict(payload["author"])
-    author, _ = author_upsert(source=source, external_id=author_data.pop("external_id"), profile=author_data)
-    url = payload.get("url") or ""
-    link = link_get_or_create(url=url) if url else None
-    ip = ip_get_or_create(address=payload["ip"]) if payload.get("ip") else None
+def _build_post(
+    *, source: Source, payload: Mapping[str, Any], author: Author, link: Link | None, ip: IpAddress | None
+) -> Post:
     preview = payload.get("preview") or {}
-    post = Post.objects.create(
+    return Post(
         source=source,
         external_id=payload["external_id"],
         author=author,
@@ -76,6 +91,16 @@ def _post_create(*, source: Source, payload: Mapping[str, Any]) -> Post:
         comment_count=payload.get("comment_count", 0),
         created_at=payload["created_at"],
     )
+
+
+def _post_create(*, source: Source, payload: Mapping[str, Any]) -> Post:
+    author_data = dict(payload["author"])
+    author, _ = author_upsert(source=source, external_id=author_data.pop("external_id"), profile=author_data)
+    url = payload.get("url") or ""
+    link = link_get_or_create(url=url) if url else None
+    ip = ip_get_or_create(address=payload["ip"]) if payload.get("ip") else None
+    post = _build_post(source=source, payload=payload, author=author, link=link, ip=ip)
+    post.save(force_insert=True)
     # Counters last: the row locks they take are held only until the commit right after.
     Author.objects.filter(pk=author.pk).update(post_count=F("post_count") + 1)
     if link is not None:
@@ -112,18 +137,145 @@ def post_ingest(*, source: Source, payload: Mapping[str, Any]) -> tuple[Post, bo
     return post, True
 
 
+# Posts per transaction in a batch: big enough to amortize commits and round trips, small
+# enough that row locks on shared authors/domains are held briefly.
+BATCH_CHUNK = 100
+
+
 def posts_ingest_batch(*, source: Source, payloads: Sequence[Mapping[str, Any]]) -> list[tuple[Post, bool]]:
-    """Ingest validated payloads one by one, each in its own transaction, so one conflict or
-    failure never undoes the others and row locks on hot domains are held only briefly."""
+    """Ingest validated payloads; returns (post, created) per payload, in order.
+
+    New posts are written in chunks of BATCH_CHUNK, each one transaction with set-based upserts
+    of authors, domains, links and IPs and one multi-row insert. A chunk that meets a concurrent
+    writer (a duplicate inserted meanwhile, a deadlock) is rolled back and redone post by post
+    through post_ingest, so the outcome per item is the same as sending them one at a time."""
     external_ids = [p["external_id"] for p in payloads]
-    existing = {p.external_id: p for p in Post.objects.filter(source=source, external_id__in=external_ids)}
-    results: list[tuple[Post, bool]] = []
+    stored = {p.external_id: p for p in Post.objects.filter(source=source, external_id__in=external_ids)}
+    fresh: dict[str, Mapping[str, Any]] = {}
     for payload in payloads:
-        known = existing.get(payload["external_id"])
-        if known is not None:
-            results.append((known, False))
-            continue
-        post, created = post_ingest(source=source, payload=payload)
-        existing[post.external_id] = post
-        results.append((post, created))
+        if payload["external_id"] not in stored:
+            fresh.setdefault(payload["external_id"], payload)  # first occurrence wins, as sequentially
+    created_ids: set[str] = set()
+    pending = list(fresh.values())
+    for start in range(0, len(pending), BATCH_CHUNK):
+        chunk = pending[start : start + BATCH_CHUNK]
+        try:
+            posts = _bulk_create_chunk(source=source, payloads=chunk)
+        except (IntegrityError, OperationalError) as exc:
+            if isinstance(exc, OperationalError) and getattr(exc.__cause__, "sqlstate", None) != "40P01":
+                raise
+            logger.info("moderation.batch_chunk_fallback reason=%s", type(exc).__name__)
+            posts = []
+            for payload in chunk:
+                post, created = post_ingest(source=source, payload=payload)
+                stored[post.external_id] = post
+                if created:
+                    created_ids.add(post.external_id)
+        for post in posts:
+            stored[post.external_id] = post
+            created_ids.add(post.external_id)
+    results: list[tuple[Post, bool]] = []
+    for external_id in external_ids:
+        created = external_id in created_ids
+        created_ids.discard(external_id)  # a repeat later in the same batch is "existing"
+        results.append((stored[external_id], created))
     return results
+
+
+def _bulk_create_chunk(*, source: Source, payloads: Sequence[Mapping[str, Any]]) -> list[Post]:
+    with transaction.atomic():
+        authors = _authors_bulk_upsert(source=source, payloads=payloads)
+        links = _links_bulk_get_or_create(urls={p["url"] for p in payloads if p.get("url")})
+        ips = _ips_bulk_get_or_create(addresses={p["ip"] for p in payloads if p.get("ip")})
+        posts = [
+            _build_post(
+                source=source,
+                payload=payload,
+                author=authors[payload["author"]["external_id"]],
+                link=links[payload["url"]] if payload.get("url") else None,
+                ip=ips[payload["ip"]] if payload.get("ip") else None,
+            )
+            for payload in payloads
+        ]
+        Post.objects.bulk_create(posts)
+        counts: dict[type[Any], Counter[int]] = {
+            Author: Counter(),
+            Link: Counter(),
+            Domain: Counter(),
+            IpAddress: Counter(),
+        }
+        for post in posts:
+            counts[Author][post.author_id] += 1
+            if post.link is not None:
+                counts[Link][post.link.pk] += 1
+                counts[Domain][post.link.domain_id] += 1
+            if post.ip_id is not None:
+                counts[IpAddress][post.ip_id] += 1
+        # Same table order as post_ingest (author, link, domain, ip) so the two never deadlock.
+        for model, counter in counts.items():
+            by_increment: dict[int, list[int]] = {}
+            for pk, increment in counter.items():
+                by_increment.setdefault(increment, []).append(pk)
+            for increment, pks in sorted(by_increment.items()):
+                model.objects.filter(pk__in=sorted(pks)).update(post_count=F("post_count") + increment)
+        for post in posts:
+            score_enqueue(post_id=post.pk)
+    return posts
+
+
+def _authors_bulk_upsert(*, source: Source, payloads: Sequence[Mapping[str, Any]]) -> dict[str, Author]:
+    profiles: dict[str, dict[str, Any]] = {}
+    for payload in payloads:
+        data = dict(payload["author"])
+        profiles.setdefault(data.pop("external_id"), {}).update(data)  # later posts carry fresher profiles
+    found = {a.external_id: a for a in Author.objects.filter(source=source, external_id__in=list(profiles))}
+    missing = sorted(set(profiles) - set(found))
+    if missing:
+        Author.objects.bulk_create(
+            [Author(source=source, external_id=e, **profiles[e]) for e in missing], ignore_conflicts=True
+        )
+        found.update({a.external_id: a for a in Author.objects.filter(source=source, external_id__in=missing)})
+    for external_id in sorted(profiles):
+        author = found[external_id]
+        changed = [field for field, value in profiles[external_id].items() if getattr(author, field) != value]
+        if changed:
+            for field in changed:
+                setattr(author, field, profiles[external_id][field])
+            author.save(update_fields=[*changed, "updated_at"])
+    return found
+
+
+def _links_bulk_get_or_create(*, urls: set[str]) -> dict[str, Link]:
+    if not urls:
+        return {}
+    identity = {url: link_identity(url) for url in urls}
+    hashes = {url: url_hash(normalized) for url, (normalized, _, _) in identity.items()}
+    found = {link.url_hash: link for link in Link.objects.filter(url_hash__in=set(hashes.values()))}
+    missing = {hashes[url]: url for url in sorted(urls) if hashes[url] not in found}
+    if missing:
+        names = sorted({identity[url][2] for url in missing.values()})
+        domains = {d.name: d for d in Domain.objects.filter(name__in=names)}
+        absent = [n for n in names if n not in domains]
+        if absent:
+            Domain.objects.bulk_create([Domain(name=n) for n in absent], ignore_conflicts=True)
+            domains.update({d.name: d for d in Domain.objects.filter(name__in=absent)})
+        Link.objects.bulk_create(
+            [
+                Link(url=identity[url][0], url_hash=digest, host=identity[url][1], domain=domains[identity[url][2]])
+                for digest, url in sorted(missing.items())
+            ],
+            ignore_conflicts=True,
+        )
+        found.update({link.url_hash: link for link in Link.objects.filter(url_hash__in=list(missing))})
+    return {url: found[hashes[url]] for url in urls}
+
+
+def _ips_bulk_get_or_create(*, addresses: set[str]) -> dict[str, IpAddress]:
+    if not addresses:
+        return {}
+    found = {ip.address: ip for ip in IpAddress.objects.filter(address__in=addresses)}
+    missing = sorted(addresses - set(found))
+    if missing:
+        IpAddress.objects.bulk_create([IpAddress(address=a) for a in missing], ignore_conflicts=True)
+        found.update({ip.address: ip for ip in IpAddress.objects.filter(address__in=missing)})
+    return found

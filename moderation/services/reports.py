@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from moderation.errors import NotFound
 from moderation.models import Domain, Link, Post, Report, Source
-from moderation.services.ingest import score_enqueue
+from moderation.services.ingest import rescore_enqueue
 
 
 def report_create(
@@ -48,8 +48,7 @@ def report_create(
             if post.link_id is not None and post.link is not None:
                 Link.objects.filter(pk=post.link_id).update(report_count=F("report_count") + 1)
                 Domain.objects.filter(pk=post.link.domain_id).update(report_count=F("report_count") + 1)
-            # The pipeline may route re-scores to its own task (scoring.tasks.rescore_post).
-            score_enqueue(post_id=post.pk)
+            rescore_enqueue(post=post)
     except IntegrityError:
         return Report.objects.get(post=post, reporter_id=reporter_id, reason=reason), False
     report.post.refresh_from_db(fields=["report_count"])

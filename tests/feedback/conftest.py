@@ -74,6 +74,7 @@ def make_post(
     spammy: bool = False,
     with_score: bool = True,
     rng: random.Random | None = None,
+    status: str = "queued",
 ) -> Post:
     n = next(_seq)
     author_obj, _ = Author.objects.get_or_create(source=source, external_id=author or f"author-{n}")
@@ -84,7 +85,7 @@ def make_post(
         text=text,
         url="https://example.com/x",
         created_at=timezone.now(),
-        status="queued",
+        status=status,
     )
     if with_score:
         rng = rng or random.Random(n)

@@ -233,3 +233,102 @@ def test_concurrent_duplicates_store_one_post():
     assert Post.objects.filter(source=source, external_id="race").count() == 1
     assert Author.objects.get(source=source).post_count == 1
     assert Link.objects.get().post_count == 1
+
+
+def test_report_on_a_scored_post_enqueues_rescore(django_capture_on_commit_callbacks):
+    source = SourceFactory()
+    post, _ = post_ingest(source=source, payload=payload())
+    Post.objects.filter(pk=post.pk).update(status="queued")
+    with (
+        mock.patch("scoring.tasks.rescore_post.delay") as rescore,
+        mock.patch("scoring.tasks.score_post.delay") as score,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        report_create(source=source, post_external_id="p-1", reporter_id="r1", reason="spam")
+    rescore.assert_called_once_with(post.pk)
+    score.assert_not_called()
+
+
+def test_batch_matches_sequential_ingest():
+    """The set-based batch path leaves the same rows and counters as one-by-one ingest."""
+    items = [
+        payload("a", url="https://x.example.com/1"),
+        payload("b", url="https://y.example.com/2", author={"external_id": "u-2", "username": "bob"}),
+        payload("c", url="https://x.example.com/1", ip="2001:db8::1"),
+        payload("a"),
+        payload("d", url="", ip=None, author={"external_id": "u-1", "username": "ann2"}),
+    ]
+    seq_source, batch_source = SourceFactory(), SourceFactory()
+    for item in items:
+        post_ingest(source=seq_source, payload=item)
+    results = posts_ingest_batch(source=batch_source, payloads=items)
+    assert [created for _, created in results] == [True, True, True, False, True]
+
+    def snapshot(source):
+        authors = {a.external_id: (a.username, a.post_count) for a in Author.objects.filter(source=source)}
+        posts = {
+            p.external_id: (p.author.external_id, p.url, p.ip.address if p.ip else None, p.journey)
+            for p in Post.objects.filter(source=source).select_related("author", "ip")
+        }
+        return authors, posts
+
+    assert snapshot(seq_source) == snapshot(batch_source)
+    # Shared rows were counted once per post from each source.
+    assert Link.objects.get(url="https://x.example.com/1").post_count == 4
+    assert Domain.objects.get(name="example.com").post_count == 6
+    assert IpAddress.objects.get(address="203.0.113.9").post_count == 4
+
+
+def test_batch_chunk_conflict_falls_back_to_single_ingest(monkeypatch):
+    """A duplicate inserted by someone else between the pre-check and the insert."""
+    from moderation.services import ingest
+
+    source = SourceFactory()
+    real = ingest._bulk_create_chunk
+
+    def sneak_in(**kwargs):
+        post_ingest(source=source, payload=payload("b"))  # a concurrent request wins "b"
+        return real(**kwargs)
+
+    monkeypatch.setattr(ingest, "_bulk_create_chunk", sneak_in)
+    results = posts_ingest_batch(source=source, payloads=[payload("a"), payload("b")])
+    assert [(p.external_id, created) for p, created in results] == [("a", True), ("b", False)]
+    assert Post.objects.filter(source=source).count() == 2
+    assert Author.objects.get(source=source).post_count == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_overlapping_batches():
+    """Two batches with the same posts, authors and links in opposite orders, at once."""
+    import threading
+
+    from django.db import connection
+
+    source = SourceFactory()
+    items = [
+        payload(f"p{i}", url=f"https://s{i % 7}.example.com/{i}", author={"external_id": f"u{i % 5}"})
+        for i in range(60)
+    ]
+    barrier = threading.Barrier(2)
+    outcomes: list[list[tuple[int, bool]]] = []
+    errors: list[BaseException] = []
+
+    def send(batch: list[dict]) -> None:
+        try:
+            barrier.wait(timeout=10)
+            outcomes.append([(p.pk, c) for p, c in posts_ingest_batch(source=source, payloads=batch)])
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send, args=(b,)) for b in (items, list(reversed(items)))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors, errors
+    assert Post.objects.filter(source=source).count() == 60
+    assert sum(c for outcome in outcomes for _, c in outcome) == 60  # each post created exactly once
+    assert sum(a.post_count for a in Author.objects.filter(source=source)) == 60
+    assert sum(link.post_count for link in Link.objects.all()) == 60

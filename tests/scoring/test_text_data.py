@@ -26,3 +26,17 @@ def test_deduplicate_normalises_and_drops_conflicts() -> None:
     kept, removed, conflicting = deduplicate(rows)
     assert kept == [("Hello  there", 0), ("other", 1)]
     assert (removed, conflicting) == (3, 1)
+
+
+def test_splits_from_lists_wraps_labelled_data() -> None:
+    from scoring.ml.text.data import splits_from_lists
+
+    splits = splits_from_lists(
+        train=(["a", "b"], [0, 1]), validation=(["c"], [1]), test=(["d"], [0]), source="reviewer labels v1"
+    )
+    assert splits.train.labels == [0, 1] and splits.summary()["source"] == "reviewer labels v1"
+    assert splits.summary()["splits"] == {
+        "train": {"size": 2, "spam": 1},
+        "validation": {"size": 1, "spam": 1},
+        "test": {"size": 1, "spam": 0},
+    }

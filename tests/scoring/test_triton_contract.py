@@ -100,6 +100,8 @@ def test_tokenizer_feeds_the_text_classifier(profile):
     for name, spec in _io(configs["text_classifier"]).items():
         assert tok_out[name] == spec
     assert configs["tokenizer"].max_batch_size >= configs["text_classifier"].max_batch_size
+    # spam_pipeline sends TEXT_CHUNK texts per request to both.
+    assert configs["text_classifier"].max_batch_size >= triton_configs.TEXT_CHUNK
 
 
 @pytest.mark.parametrize("profile", ["cpu", "gpu"])

@@ -11,10 +11,11 @@ string for every post without one), the fusion vector is assembled by feature *n
 sub-scores and the raw vectors, and the versions of the models that actually answered are
 collected per request.
 
-Batching: execute is a coroutine; all rows of all requests handed to it are sent to the
-sub-models concurrently (one tokenizer -> text_classifier chain per text, one request for the
-whole [rows, n] matrix per tree model), so the sub-models' own dynamic batchers merge texts
-of concurrent posts.
+Batching: execute is a coroutine; all rows of all requests handed to it go to the sub-models
+concurrently: texts (and non-empty previews) in chunks of TEXT_CHUNK per tokenizer ->
+text_classifier request (the classifier trims the padding and groups rows by length), the
+whole [rows, n] matrix in one request per tree model. The sub-models' own dynamic batchers
+merge the requests of concurrent executions.
 
 The version folder carries schema.json, a copy of the feature lists written by publish (no
 import of the Django project here).
@@ -53,6 +54,8 @@ class TritonPythonModel:
         self.fusion_names = list(schema["FUSION_FEATURES"])
         self.version = str(args["model_version"])
         self.spam_index = int(schema.get("TEXT_SPAM_INDEX", 1))
+        # Texts per tokenizer/text_classifier request (<= their max_batch_size).
+        self.text_chunk = int(schema.get("TEXT_CHUNK", 8))
         # Where each fusion input comes from: a computed sub-score or a raw feature by name.
         self.fusion_sources = []
         computed = {"text_prob", "preview_prob", "link_prob", "behaviour_prob"}
@@ -75,18 +78,29 @@ class TritonPythonModel:
             raise SubModelError(f"{model}: {response.error().message()}")
         return {name: pb_utils.get_output_tensor_by_name(response, name) for name in outputs}
 
-    async def _text_prob(self, text):
+    async def _text_chunk(self, texts):
+        """One tokenizer request and one text_classifier request for up to text_chunk texts."""
         tok = await self._infer(
             "tokenizer",
-            [pb_utils.Tensor("TEXT", np.array([[text]], dtype=np.object_))],
+            [pb_utils.Tensor("TEXT", np.array([[t] for t in texts], dtype=np.object_))],
             ["input_ids", "attention_mask", "VERSION"],
         )
         out = await self._infer("text_classifier", [tok["input_ids"], tok["attention_mask"]], ["logits"])
-        logits = out["logits"].as_numpy().astype(np.float64).reshape(-1)
-        exp = np.exp(logits - logits.max())
-        prob = float(exp[self.spam_index] / exp.sum())
+        logits = out["logits"].as_numpy().astype(np.float64).reshape(len(texts), -1)
+        exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+        probs = exp[:, self.spam_index] / exp.sum(axis=1)
         version = tok["VERSION"].as_numpy().reshape(-1)[0]
-        return prob, version.decode() if isinstance(version, bytes) else str(version)
+        return probs, version.decode() if isinstance(version, bytes) else str(version)
+
+    async def _text_probs(self, texts):
+        """Spam probability of every text, in chunks sent concurrently (the classifier's
+        ragged dynamic batcher merges chunks of concurrent executions)."""
+        if not texts:
+            return np.zeros(0, dtype=np.float32), ""
+        size = self.text_chunk
+        results = await asyncio.gather(*[self._text_chunk(texts[i : i + size]) for i in range(0, len(texts), size)])
+        probs = np.concatenate([r[0] for r in results]).astype(np.float32)
+        return probs, results[0][1]
 
     async def _trees(self, model, matrix):
         out = await self._infer(
@@ -131,17 +145,14 @@ class TritonPythonModel:
             results = await asyncio.gather(
                 self._trees("link_model", link),
                 self._trees("behaviour_model", behaviour),
-                *[self._text_prob(t) for t in texts],
-                *[self._text_prob(previews[i]) for i in preview_rows],
+                self._text_probs(texts + [previews[i] for i in preview_rows]),
             )
             link_prob, link_contrib, link_version = results[0]
             behaviour_prob, behaviour_contrib, behaviour_version = results[1]
-            text_results = results[2 : 2 + len(texts)]
-            preview_results = results[2 + len(texts) :]
-            text_prob = np.array([r[0] for r in text_results], dtype=np.float32)
+            all_text_probs, text_version = results[2]
+            text_prob = all_text_probs[: len(texts)]
             preview_prob = np.full(len(texts), -1.0, dtype=np.float32)
-            for row, r in zip(preview_rows, preview_results, strict=True):
-                preview_prob[row] = r[0]
+            preview_prob[preview_rows] = all_text_probs[len(texts) :]
             computed = {
                 "text_prob": text_prob,
                 "preview_prob": preview_prob,
@@ -160,7 +171,6 @@ class TritonPythonModel:
             final_prob, fusion_contrib, fusion_version = await self._trees("fusion_model", fusion)
         except SubModelError as exc:
             return [pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc))) for _ in requests]
-        text_version = text_results[0][1] if text_results else ""
         versions = json.dumps(
             {
                 "tokenizer": text_version,

@@ -144,3 +144,29 @@ def load_sms_splits(*, seed: int = SPLIT_SEED) -> SmsSplits:
         duplicates_removed=removed,
         conflicting_dropped=conflicting,
     )
+
+
+def splits_from_lists(
+    *,
+    train: tuple[Sequence[str], Sequence[int]],
+    validation: tuple[Sequence[str], Sequence[int]],
+    test: tuple[Sequence[str], Sequence[int]],
+    source: str,
+    seed: int = SPLIT_SEED,
+) -> SmsSplits:
+    """Wrap already-split (texts, labels) lists, e.g. reviewer-labelled posts, for run_training."""
+    parts = [TextSplit(list(texts), [int(y) for y in labels]) for texts, labels in (train, validation, test)]
+    for part in parts:
+        if len(part.texts) != len(part.labels):
+            raise ValueError("texts and labels differ in length")
+    total = sum(len(p) for p in parts)
+    return SmsSplits(
+        train=parts[0],
+        validation=parts[1],
+        test=parts[2],
+        seed=seed,
+        raw_rows=total,
+        duplicates_removed=0,
+        conflicting_dropped=0,
+        source=source,
+    )

@@ -73,7 +73,7 @@ class OnnxTextClassifier:
     ) -> None:
         self.model_dir = Path(model_dir)
         serving = read_serving(self.model_dir)
-        self.file = file or serving.get("file", FP32_FILE)
+        self.file = file or serving.get("model_file") or serving.get("file") or FP32_FILE
         self.max_length = int(max_length or serving.get("max_length", DEFAULT_MAX_LENGTH))
         self.batch_size = batch_size
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_dir)
