@@ -124,6 +124,13 @@ def test_get_post_is_scoped_to_the_callers_source(api: ApiCaller, other_api: Api
     assert Post.objects.filter(external_id="mine").count() == 2
 
 
+def test_get_post_named_batch(api: ApiCaller, other_api: ApiCaller):
+    api.post("/api/v1/posts", post_payload("batch"))
+    response = api.get("/api/v1/posts/batch")
+    assert response.status_code == 200 and response.json()["external_id"] == "batch"
+    assert other_api.get("/api/v1/posts/batch").status_code == 404
+
+
 def test_get_unknown_and_hostile_ids(api: ApiCaller):
     assert api.get("/api/v1/posts/nope").status_code == 404
     assert api.get("/api/v1/posts/a%00b").status_code == 404
