@@ -105,9 +105,9 @@ def clean_path_value(value: str, *, max_length: int = 255) -> str | None:
 
 
 def _inline_scorer() -> Callable[..., Any] | None:
-    # HOOK for the pipeline's synchronous pre-publish check: scoring.services.inline.score_inline
-    # (post=..., budget_ms=...) returns the score/decision, or None when the budget ran out.
-    # Until that module exists every ?wait_ms request is answered with 202 Accepted.
+    # The pipeline's synchronous pre-publish check: scoring.services.inline.score_inline
+    # (post=..., budget_ms=...) returns the Score, or None when the budget ran out. Looked up at
+    # call time so the API keeps working (202 for every ?wait_ms) in a deployment without it.
     try:
         module = importlib.import_module("scoring.services.inline")
     except ModuleNotFoundError as exc:
