@@ -303,3 +303,9 @@ def _validated(payload: dict) -> dict:
     serializer = PostInputSerializer(data=payload)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
+
+
+def test_wait_ms_without_the_inline_module_answers_202(api: ApiCaller, monkeypatch):
+    monkeypatch.setitem(sys.modules, "scoring.services.inline", None)  # import raises ModuleNotFoundError
+    response = api.post("/api/v1/posts?wait_ms=100", post_payload())
+    assert response.status_code == 202 and Post.objects.count() == 1
