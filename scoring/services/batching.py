@@ -19,29 +19,19 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.core.cache import cache
 from django.utils import timezone
 
 from moderation.models import Post, PostStatus
 from scoring.models import WebhookDelivery
+from scoring.services.claims import claim_post, release_posts
 from scoring.services.inference import ScoringClient
 from scoring.services.scoring import RESCORE_FROM, ScoreResult, rescore_post, score_posts
 
 logger = logging.getLogger(__name__)
 
-CLAIM_PREFIX = "scoring:claim:"
-
 
 class PostClaimed(Exception):
     """Another worker holds this post's claim; retry after it finishes or its claim expires."""
-
-
-def _claim(post_id: int, token: str) -> bool:
-    return bool(cache.add(f"{CLAIM_PREFIX}{post_id}", token, timeout=settings.SCORING_CLAIM_TTL_S))
-
-
-def _release(post_ids: list[int]) -> None:
-    cache.delete_many([f"{CLAIM_PREFIX}{i}" for i in post_ids])
 
 
 def _candidates(post_id: int, limit: int) -> list[int]:
@@ -67,7 +57,7 @@ def score_post_batch(
     row = Post.objects.filter(id=post_id).values("status", "report_count").first()
     if row is None:
         return [ScoreResult(post_id=post_id, status="", skipped="gone")]
-    if not _claim(post_id, token):
+    if not claim_post(post_id, token):
         if row["status"] == PostStatus.RECEIVED:
             raise PostClaimed(f"post {post_id} is being scored by another worker")
         return [ScoreResult(post_id=post_id, status=row["status"], skipped="not_pending")]
@@ -83,11 +73,11 @@ def score_post_batch(
         for other in _candidates(post_id, size - 1):
             if len(claimed) >= size:
                 break
-            if _claim(other, token):
+            if claim_post(other, token):
                 claimed.append(other)
         return score_posts(post_ids=claimed, client=client, started=started)
     finally:
-        _release(claimed)
+        release_posts(claimed)
 
 
 def stuck_post_ids(*, older_than_s: float | None = None, limit: int = 5000) -> list[int]:

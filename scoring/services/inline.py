@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 
 from moderation.models import Post
 from scoring.features.extract import posts_for_scoring
 from scoring.models import Score
-from scoring.services.inference import ScoringClient, TritonError, TritonUnavailable, get_client_with_timeout
+from scoring.services.claims import claim_post, release_posts
+from scoring.services.inference import ScoringClient, TritonError, get_client_with_timeout
 from scoring.services.scoring import INITIAL_FROM, infer, persist, prepare
 
 logger = logging.getLogger(__name__)
@@ -25,32 +27,49 @@ def _client_for(client: ScoringClient | None, timeout_s: float) -> ScoringClient
     return client if client is not None else get_client_with_timeout(timeout_s)
 
 
+def _latest(post: Post) -> Score | None:
+    return Score.objects.filter(post_id=post.pk).order_by("-created_at", "-id").first()
+
+
 def score_inline(*, post: Post, budget_ms: float, client: ScoringClient | None = None) -> Score | None:
+    """The post's Score if it was decided within `budget_ms`, else None (the task scores it)."""
     started = time.perf_counter()
 
     def remaining_s() -> float:
         return budget_ms / 1000.0 - (time.perf_counter() - started)
 
-    loaded = posts_for_scoring([post.pk]).get(post.pk)
-    if loaded is None or loaded.status not in INITIAL_FROM:
-        return None
-    (item,) = prepare([loaded])
-    if item.reason is None:
-        left = remaining_s()
-        if left <= 0:
+    # The post's own task is already on the broker: claim the post like a worker would, so the
+    # two never call the model for the same post; the task then finds it scored.
+    token = uuid.uuid4().hex
+    if not claim_post(post.pk, token):
+        return None  # a worker is scoring it right now
+    try:
+        loaded = posts_for_scoring([post.pk]).get(post.pk)
+        if loaded is None:
             return None
-        try:
-            infer([item], client=_client_for(client, budget_ms / 1000.0))
-        except (TritonError, TritonUnavailable) as exc:  # down or too slow: the async task takes over
-            logger.info("scoring.inline_fallback post_id=%s reason=%s", post.pk, exc)
-            return None
-        if item.model_error:
-            return None
-    # Written even when the call overran the budget: the work is done, and the async task
-    # then finds the post scored. The caller still gets None (it already answered 202).
-    overran = remaining_s() < 0
-    (result,) = persist([item], allowed_from=INITIAL_FROM, started=started)
-    if result.score_id is None or overran:
+        if loaded.status not in INITIAL_FROM:
+            return _latest(post)
+        (item,) = prepare([loaded])
+        if item.reason is None:
+            left = remaining_s()
+            if left <= 0:
+                return None
+            try:
+                infer([item], client=_client_for(client, left))
+            except TritonError as exc:  # down, or no answer within the budget (TritonUnavailable)
+                logger.info("scoring.inline_fallback post_id=%s reason=%s", post.pk, exc)
+                return None
+            if item.model_error:
+                return None
+        # Written even when the call overran the budget: the work is done, and the async task
+        # then finds the post scored. The caller still gets None (it already answered 202).
+        overran = remaining_s() < 0
+        (result,) = persist([item], allowed_from=INITIAL_FROM, started=started)
+    finally:
+        release_posts([post.pk])
+    if overran:
         return None
     post.refresh_from_db(fields=["status", "status_changed_at", "final_score", "model_version", "scored_at"])
+    if result.score_id is None:
+        return _latest(post)
     return Score.objects.get(pk=result.score_id)

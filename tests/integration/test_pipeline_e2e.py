@@ -181,3 +181,19 @@ def test_triton_down_during_ingest_then_back_every_post_scored_once(api, worker,
         server_control.start(triton_server.config, wait_s=120)
     wait_until(lambda: all_scored(ids), timeout=90, message=f"scored after restart\n{worker.log_tail()}")
     assert_scored_exactly_once(ids)
+
+
+def test_inline_pre_publish_check_within_and_past_the_budget(api, worker):
+    set_policy(remove=0.0, approve=0.0)
+    response = api.post("posts?wait_ms=1000", payload(1))
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["status"] == PostStatus.AUTO_REMOVED
+    assert body["score"] is not None and body["score"]["model_set"].startswith("behaviour_model:")
+
+    # 1 ms cannot hold a model call: 202 now, the worker scores it (once) soon after
+    response = api.post("posts?wait_ms=1", payload(2))
+    assert response.status_code == 202, response.content
+    post_id = response.json()["id"]
+    wait_until(lambda: all_scored([post_id]), timeout=SCORED_TIMEOUT, message=f"scored\n{worker.log_tail()}")
+    assert_scored_exactly_once([post_id, body["id"]])

@@ -8,7 +8,8 @@ from django.utils import timezone
 
 from moderation.models import Post, PostStatus
 from scoring.models import Score
-from scoring.services.batching import CLAIM_PREFIX, PostClaimed, score_post_batch, stuck_post_ids
+from scoring.services.batching import PostClaimed, score_post_batch, stuck_post_ids
+from scoring.services.claims import CLAIM_PREFIX
 from scoring.services.inference import TritonUnavailable
 from scoring.services.inline import score_inline
 from tests.scoring.pipeline_support import FakeClient, down_client, make_post
@@ -121,3 +122,20 @@ def test_policy_v1_is_recreated_when_the_table_was_flushed():
 
     DecisionPolicy.objects.all().delete()
     assert policy_active().version == 1
+
+
+def test_inline_leaves_a_post_a_worker_is_scoring_to_the_worker():
+    post = make_post(text="spam")
+    cache.add(f"{CLAIM_PREFIX}{post.id}", "worker", timeout=30)
+    client = FakeClient()
+    assert score_inline(post=post, budget_ms=1000, client=client) is None
+    assert client.calls == []
+
+
+def test_inline_on_a_post_already_scored_returns_its_score():
+    post = make_post(text="spam")
+    score_post_batch(post_id=post.id, client=FakeClient())
+    client = FakeClient()
+    score = score_inline(post=post, budget_ms=1000, client=client)
+    assert score is not None and score.post_id == post.id
+    assert client.calls == []

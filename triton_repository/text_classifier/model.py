@@ -43,6 +43,9 @@ class TritonPythonModel:
         self.session = ort.InferenceSession(
             str(version_dir / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
         )
+        # Rows whose lengths are within this ratio share one padded ORT call; longer ones get
+        # their own (measured here: padding costs more than batching saves on CPU).
+        self.group_ratio = float(_param(config, "LENGTH_GROUP_RATIO", "1.25"))
         self.input_names = {i.name for i in self.session.get_inputs()}
         self.output_name = self.session.get_outputs()[0].name
 
@@ -70,13 +73,13 @@ class TritonPythonModel:
                 n = max(int(mask[i].sum()), 1)
                 rows.append((ids[i, :n], mask[i, :n]))
                 owners.append(r)
-        # Group rows of similar length (sorted; a group's longest row is at most twice its
-        # shortest) so a long preview does not make every short post pay for its padding.
+        # Group rows of similar length (sorted; a group's longest row is at most group_ratio
+        # times its shortest) so a long preview does not make short posts pay for padding.
         order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]))
         logits = [None] * len(rows)
         group = []
         for i in [*order, None]:
-            if group and (i is None or len(rows[i][0]) > 2 * max(len(rows[group[0]][0]), 8)):
+            if group and (i is None or len(rows[i][0]) > self.group_ratio * max(len(rows[group[0]][0]), 8)):
                 out = self._run([rows[j] for j in group])
                 for k, j in enumerate(group):
                     logits[j] = out[k]

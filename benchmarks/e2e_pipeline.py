@@ -1,0 +1,241 @@
+"""End-to-end pipeline benchmark: ingest N posts over the REST API, let a real Celery worker
+score them through a real Triton, report posts/s scored and ingest-to-scored latency
+(Post.received_at -> Post.scored_at), print a table and write JSON. --mode backlog ingests
+first and then times the worker draining the backlog (scoring capacity; the latencies then
+include the wait in the backlog and are not meaningful).
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/mod_pipeline \\
+    CELERY_BROKER_URL=redis://127.0.0.1:6379/6 CACHE_URL=redis://127.0.0.1:6379/5 \\
+    python benchmarks/e2e_pipeline.py --posts 300 --batch-size 16 --concurrency 2
+
+Triton: with --triton-url HOST:GRPC_PORT the worker uses that server (e.g. the real models of
+`manage.py triton start`); without it a private Triton serving the tiny test models
+(scoring/ml/tiny.py) is started on --triton-port-base .. +2 and stopped at the end.
+Ingest goes through the full Django/DRF stack (API key auth, validation, ingest service,
+enqueue on commit) with django.test.Client in this process, one POST per post, as fast as
+it can or at --rate posts/s. The database's posts are not deleted (each run uses its own
+source); the broker DB is flushed before the run. Never part of the test suite."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def start_tiny_triton(workdir: Path, port_base: int) -> tuple[Any, str]:
+    from scoring import triton_server as server_control
+    from scoring.ml.tiny import cached_tiny_artifacts
+    from scoring.model_repository import publish
+
+    repository = workdir / "repository"
+    repository.mkdir(parents=True, exist_ok=True)
+    publish(cached_tiny_artifacts(seed=0), repository=repository)
+    config = server_control.ServerConfig(
+        repository=repository,
+        log_dir=workdir / "log",
+        http_port=port_base,
+        grpc_port=port_base + 1,
+        metrics_port=port_base + 2,
+    )
+    server_control.start(config, wait_s=180)
+    return config, config.grpc_url
+
+
+def start_worker(env: dict[str, str], args: argparse.Namespace, log_path: Path) -> subprocess.Popen[bytes]:
+    cmd = [
+        str(Path(sys.executable).with_name("celery")),
+        "-A",
+        "config",
+        "worker",
+        "--pool=prefork",
+        f"--concurrency={args.concurrency}",
+        f"--prefetch-multiplier={args.prefetch}",
+        "-O",
+        "fair",
+        "--loglevel=WARNING",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        "-n",
+        f"bench-{uuid.uuid4().hex[:6]}@%h",
+    ]
+    log = log_path.open("wb")
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"worker exited: {log_path.read_text()[-2000:]}")
+        if b"ready." in log_path.read_bytes():
+            return proc
+        time.sleep(0.1)
+    raise SystemExit("worker did not become ready within 60 s")
+
+
+def payload(i: int, run: str) -> dict[str, Any]:
+    spammy = i % 3 == 0
+    return {
+        "external_id": f"{run}-{i}",
+        "text": (f"WIN a FREE iPhone {i}!!! click now" if spammy else f"Lunch at noon tomorrow? ({i})"),
+        "url": f"https://promo{i % 7}.example.com/win?ref={i}" if spammy else "",
+        "author": {"external_id": f"{run}-u{i % 25}", "account_created_at": "2026-10-01T08:00:00Z"},
+        "ip": f"198.51.100.{i % 200 + 1}",
+        "journey": [
+            {"step": "open_composer", "at": "2026-11-21T10:00:00Z"},
+            {"step": "submit", "at": "2026-11-21T10:00:05Z"},
+        ],
+        "created_at": "2026-11-21T10:00:05Z",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--posts", type=int, default=300)
+    parser.add_argument("--batch-size", type=int, default=16, help="SCORING_BATCH_SIZE for the worker")
+    parser.add_argument("--concurrency", type=int, default=2, help="worker processes")
+    parser.add_argument("--prefetch", type=int, default=4, help="worker --prefetch-multiplier")
+    parser.add_argument(
+        "--mode",
+        choices=["live", "backlog"],
+        default="live",
+        help="live: the worker scores while posts arrive (latency); backlog: ingest everything first, "
+        "then start the worker and time the drain (scoring capacity)",
+    )
+    parser.add_argument("--rate", type=float, default=0.0, help="ingest posts/s (0: as fast as possible)")
+    parser.add_argument("--triton-url", default="", help="use this Triton (gRPC host:port) instead of a tiny one")
+    parser.add_argument("--triton-port-base", type=int, default=8210)
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--json", type=Path, default=REPO / "var" / "benchmarks" / "e2e_pipeline.json")
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    import redis
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db.models import Max, Min
+    from django.test import Client
+    from django.utils import timezone
+
+    from moderation.models import Post, PostStatus, Source
+    from moderation.services.api_keys import api_key_create
+    from scoring.models import Score
+
+    call_command("migrate", verbosity=0)
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+
+    workdir = Path(tempfile.mkdtemp(prefix="e2e-bench-"))
+    triton_config = None
+    triton_url = args.triton_url
+    if not triton_url:
+        triton_config, triton_url = start_tiny_triton(workdir, args.triton_port_base)
+    env = dict(os.environ)
+    env.update(
+        {
+            "TRITON_URL": triton_url,
+            "TRITON_PROTOCOL": "grpc",
+            "SCORING_BATCH_SIZE": str(args.batch_size),
+            "DJANGO_SETTINGS_MODULE": os.environ["DJANGO_SETTINGS_MODULE"],
+        }
+    )
+    if triton_config is not None:
+        env["TRITON_METRICS_PORT"] = str(triton_config.metrics_port)
+    worker = start_worker(env, args, workdir / "worker.log") if args.mode == "live" else None
+    try:
+        run = uuid.uuid4().hex[:8]
+        source = Source.objects.create(name=f"bench {run}", slug=f"bench-{run}")
+        _, raw_key = api_key_create(source=source, name="bench")
+        client = Client(HTTP_AUTHORIZATION=f"Api-Key {raw_key}")
+        ingest_ms: list[float] = []
+        t0 = time.perf_counter()
+        for i in range(args.posts):
+            if args.rate > 0:
+                delay = t0 + i / args.rate - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+            t = time.perf_counter()
+            response = client.post("/api/v1/posts", payload(i, run), content_type="application/json")
+            ingest_ms.append((time.perf_counter() - t) * 1000)
+            if response.status_code not in (200, 201):
+                raise SystemExit(f"ingest failed: {response.status_code} {response.content[:300]!r}")
+        ingest_s = time.perf_counter() - t0
+        drain_started = None
+        if worker is None:
+            worker = start_worker(env, args, workdir / "worker.log")
+            drain_started = timezone.now()  # from "worker ready", not counting its start-up
+
+        posts = Post.objects.filter(source=source)
+        deadline = time.monotonic() + args.timeout
+        while posts.filter(status=PostStatus.RECEIVED).exists():
+            if time.monotonic() > deadline:
+                raise SystemExit(f"timeout: {posts.filter(status=PostStatus.RECEIVED).count()} posts unscored")
+            time.sleep(0.2)
+
+        rows = list(posts.values_list("received_at", "scored_at"))
+        latencies = [(scored - received).total_seconds() * 1000 for received, scored in rows]
+        span = posts.aggregate(first=Min("received_at"), last=Max("scored_at"))
+        wall_s = (span["last"] - (drain_started or span["first"])).total_seconds()
+        scores = Score.objects.filter(post__source=source)
+        duplicate = scores.count() - posts.count()
+        model_ms = [s for s in scores.values_list("latency_ms", flat=True)]
+        result = {
+            "mode": args.mode,
+            "posts": args.posts,
+            "batch_size": args.batch_size,
+            "concurrency": args.concurrency,
+            "prefetch": args.prefetch,
+            "rate": args.rate,
+            "triton": "tiny test models" if triton_config is not None else triton_url,
+            "cpu_count": os.cpu_count(),
+            "ingest_posts_per_s": round(args.posts / ingest_s, 1),
+            "ingest_request_ms_p50": round(percentile(ingest_ms, 0.5), 1),
+            "scored_posts_per_s": round(args.posts / wall_s, 1),
+            "ingest_to_scored_ms_p50": round(percentile(latencies, 0.5), 1),
+            "ingest_to_scored_ms_p95": round(percentile(latencies, 0.95), 1),
+            "ingest_to_scored_ms_max": round(max(latencies), 1),
+            "worker_processing_ms_p50": round(percentile(model_ms, 0.5), 1),
+            "extra_score_rows": duplicate,
+            "statuses": {s: posts.filter(status=s).count() for s in PostStatus.values if s != PostStatus.RECEIVED},
+        }
+    finally:
+        if worker is not None:
+            os.killpg(worker.pid, signal.SIGTERM)
+            worker.wait(timeout=30)
+        if triton_config is not None:
+            from scoring import triton_server as server_control
+
+            server_control.stop(triton_config)
+
+    width = max(len(k) for k in result)
+    print(f"{'metric':<{width}}  value")
+    for key, value in result.items():
+        print(f"{key:<{width}}  {value}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"\nwrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
