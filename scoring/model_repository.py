@@ -316,6 +316,54 @@ def publish(artifacts: Artifacts, *, repository: Path | None = None) -> dict[str
     return out
 
 
+def stale_code(*, repository: Path | None = None) -> list[str]:
+    """Models whose served version carries a model.py that differs from the source tree's."""
+    repo = repository or _default_repository()
+    stale = []
+    for model in ALL_MODELS:
+        current = latest_version(model, repository=repo)
+        source = repo / model / "model.py"
+        if not source.exists():
+            source = SOURCE_REPOSITORY / model / "model.py"
+        if current is None or not source.exists():
+            continue
+        served = repo / model / str(current) / "model.py"
+        if not served.exists() or served.read_bytes() != source.read_bytes():
+            stale.append(model)
+    return stale
+
+
+def refresh_code(*, repository: Path | None = None) -> dict[str, int]:
+    """Re-publish the served weights with the current model.py as new versions (after a code
+    change in triton_repository/<model>/model.py); return {model: new version}."""
+    repo = repository or _default_repository()
+    ensure_sources(repo)
+    if repo.resolve() != SOURCE_REPOSITORY.resolve():
+        for model in ALL_MODELS:
+            if (repo / model / "model.py").exists():  # a TensorRT model has none
+                shutil.copy2(SOURCE_REPOSITORY / model / "model.py", repo / model / "model.py")
+    stale = set(stale_code(repository=repo))
+    out: dict[str, int] = {}
+    if stale & set(TEXT_MODELS):
+        stale |= set(TEXT_MODELS)
+    for model in [m for m in ALL_MODELS if m in stale and m != PIPELINE]:
+        group = TEXT_MODELS if model in TEXT_MODELS else (model,)
+        if model in out:
+            continue
+        number = max((latest_version(m, repository=repo) or 0) for m in group) + 1
+        for m in group:
+            src = repo / m / str(latest_version(m, repository=repo))
+            writer = _VersionWriter(repo, m, number)
+            for item in src.iterdir():
+                if item.is_file() and item.name not in ("PUBLISHED.json", "model.py"):
+                    writer.copy(item)
+            meta = json.loads((src / "PUBLISHED.json").read_text()) if (src / "PUBLISHED.json").exists() else {}
+            out[m] = writer.commit(source=str(meta.get("source", src)), sha256=str(meta.get("sha256", "")))
+    if PIPELINE in stale:
+        out.update(_publish_pipeline(repo))
+    return out
+
+
 def rollback(model: str, to_version: int, *, repository: Path | None = None) -> dict[str, int]:
     """Serve `to_version` again by copying it to a new, higher number; return {model: new version}.
 

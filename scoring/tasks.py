@@ -7,14 +7,22 @@ i.e. more than three hours at the cap): an outage of minutes loses nothing, and 
 re-enqueues whatever is still in `received` after that. All tasks here are idempotent, so all
 use acks_late (a worker killed mid-task leaves the message to be redelivered).
 
-Worker settings chosen for this 2-core machine (README / Makefile run them):
+Worker settings chosen for this 2-core machine (scripts/run_local.py runs the worker):
     celery -A config worker --concurrency=2 --prefetch-multiplier=4 -O fair
-Two prefork processes: Triton needs the other core-time for inference, and each task is I/O
-bound on Triton and PostgreSQL. Micro-batching (scoring.services.batching) puts up to
-SCORING_BATCH_SIZE posts in one Triton call, so two processes keep Triton's dynamic batcher fed;
-prefetch 4 keeps the next message local without hoarding, and -O fair stops a process with a
-long batch from holding prefetched messages the other process could run. Numbers in
-benchmarks/e2e_pipeline.py."""
+- Two prefork processes: Triton needs the remaining CPU for inference, and a task spends most
+  of its time waiting on Triton and PostgreSQL, so two processes keep one batch in flight
+  while the other is being prepared or written. More processes only add contention here.
+- Micro-batching (scoring.services.batching, SCORING_BATCH_SIZE=16): one task claims its post
+  plus up to 15 other waiting posts and scores them in one Triton request and one write
+  transaction. Measured with benchmarks/e2e_pipeline.py --mode backlog --posts 300 (tiny
+  models, machine shared with 7 other engineers, load average ~10): 26.0 posts/s with batches
+  of 16 against 10.5 posts/s with batch size 1 (one post per task, concurrency feeding
+  Triton's dynamic batcher): 2.5x, so batches it is.
+- Prefetch 4 x 2 processes keeps the next messages local without hoarding: with batching, a
+  prefetched message is usually a post already scored by a batch, which costs one query.
+- -O fair (Celery's default for prefork) gives a message to a process only when it is free,
+  so one slow batch does not hold messages the other process could run.
+"""
 
 from __future__ import annotations
 
@@ -29,7 +37,7 @@ from scoring.services.inference import TritonUnavailable
 
 logger = logging.getLogger(__name__)
 
-RETRYABLE = (TritonUnavailable, OperationalError, InterfaceError, batching.PostClaimed)
+RETRYABLE = (TritonUnavailable, OperationalError, InterfaceError, batching.PostClaimed, scoring.RescoreConflict)
 RETRY_OPTIONS = {
     "autoretry_for": RETRYABLE,
     "retry_backoff": settings.SCORING_RETRY_BACKOFF_S,

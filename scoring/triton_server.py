@@ -208,8 +208,20 @@ def _tail(path: Path, lines: int = 30) -> str:
         return ""
 
 
-def start(cfg: ServerConfig, *, wait_s: float = 180.0) -> int:
-    """Start the server in the background (own session), wait for readiness, return its pid."""
+def _die_with_parent() -> None:
+    """preexec_fn: SIGTERM the server when the process that started it dies (test sessions
+    killed hard must not leave servers behind). Linux prctl(PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
+def start(cfg: ServerConfig, *, wait_s: float = 180.0, die_with_parent: bool = False) -> int:
+    """Start the server in the background (own session), wait for readiness, return its pid.
+
+    die_with_parent: tie the server's life to the calling process (test fixtures); the
+    management command leaves it False, since it exits right after starting the server."""
     existing = read_pid(cfg)
     if existing is not None:
         if is_ready(cfg):
@@ -228,6 +240,7 @@ def start(cfg: ServerConfig, *, wait_s: float = 180.0) -> int:
             stdin=subprocess.DEVNULL,
             env=server_env(),
             start_new_session=True,
+            preexec_fn=_die_with_parent if die_with_parent else None,
         )
     cfg.pid_file.write_text(str(proc.pid))
     deadline = time.monotonic() + wait_s

@@ -416,16 +416,29 @@ def _validate_row(row: dict[str, Any], errors: list[str]) -> dict[str, Any] | No
             errors.append(f"line {line}: decided_at is not an ISO 8601 datetime")
             return None
         decided_at = parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, UTC)
-    features = row.get("features") or {}
-    if isinstance(features, str):
-        try:
-            features = json.loads(features) if features.strip() else {}
-        except json.JSONDecodeError:
-            errors.append(f"line {line}: features is not a JSON object")
+    parsed_json: dict[str, dict[str, Any]] = {}
+    for column in JSON_COLUMNS:
+        value = row.get(column) or {}
+        if isinstance(value, str):
+            try:
+                value = json.loads(value) if value.strip() else {}
+            except json.JSONDecodeError:
+                value = None
+        if not isinstance(value, dict):
+            errors.append(f"line {line}: {column} is not a JSON object")
             return None
-    if not isinstance(features, dict):
-        errors.append(f"line {line}: features is not a JSON object")
+        parsed_json[column] = value
+    if not all(isinstance(v, int | float) for v in parsed_json["sub_scores"].values()):
+        errors.append(f"line {line}: sub_scores values must be numbers")
         return None
+    final_score: float | None = None
+    raw_final = row.get("final_score")
+    if raw_final not in (None, ""):
+        try:
+            final_score = float(str(raw_final))
+        except ValueError:
+            errors.append(f"line {line}: final_score is not a number")
+            return None
     return {
         "text": text,
         "label": label,
@@ -436,7 +449,11 @@ def _validate_row(row: dict[str, Any], errors: list[str]) -> dict[str, Any] | No
         "preview_text": str(row.get("preview_text") or "")[: IMPORT_MAX_TEXT_CHARS * 5],
         "url": str(row.get("url") or "")[:2048],
         "reason_code": str(row.get("reason_code") or "")[:64],
-        "features": features,
+        "features": parsed_json["features"],
+        "sub_scores": parsed_json["sub_scores"],
+        "model_versions": parsed_json["model_versions"],
+        "final_score": final_score,
+        "model_set": str(row.get("model_set") or "")[:200],
     }
 
 
@@ -491,6 +508,10 @@ def dataset_import(
                 preview_text=v["preview_text"],
                 url=v["url"],
                 features=v["features"],
+                sub_scores=v["sub_scores"],
+                final_score=v["final_score"],
+                model_set=v["model_set"],
+                model_versions=v["model_versions"],
                 label=v["label"],
                 reason_code=v["reason_code"],
                 decided_by=created_by,

@@ -215,10 +215,17 @@ def _evaluate_tabular(
     y = labels_of(rows)
     pred = predict_final(models, rows)
     kw = {"remove_threshold": thresholds["remove"], "approve_threshold": thresholds["approve"]}
+    sources = sorted({str(r.get("source")) for r in rows})
+    by_source = {}
+    if len(sources) > 1:
+        for source in sources:
+            mask = np.asarray([str(r.get("source")) == source for r in rows])
+            by_source[source] = classification_metrics(y[mask], pred["final"][mask], **kw)
     return {
         "final": classification_metrics(y, pred["final"], **kw),
         "link": classification_metrics(y, pred["link"], **kw),
         "behaviour": classification_metrics(y, pred["behaviour"], **kw),
+        "by_source": by_source,
         "frozen_production_score": _frozen_metrics(rows, y, kw),
     }
 

@@ -46,6 +46,7 @@ BODY_ERRORS = {
     415: OpenApiResponse(s.ErrorSerializer, description="Content-Type must be application/json."),
 }
 NOT_FOUND = {404: OpenApiResponse(s.ErrorSerializer, description="Not found (or another source's).")}
+CURSOR_NOT_FOUND = {404: OpenApiResponse(s.ErrorSerializer, description="Invalid or expired `cursor`.")}
 
 POST_EXAMPLE = {
     "external_id": "p-1001",
@@ -364,7 +365,7 @@ class DomainBlocklistView(generics.GenericAPIView):
     @extend_schema(
         operation_id="blocklist_domains_list",
         summary="Blocked domains",
-        responses={200: s.DomainOutputSerializer(many=True), **ERRORS},
+        responses={200: s.DomainOutputSerializer(many=True), **ERRORS, **CURSOR_NOT_FOUND},
     )
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
@@ -425,7 +426,7 @@ class IpBlocklistView(generics.GenericAPIView):
     @extend_schema(
         operation_id="blocklist_ips_list",
         summary="Blocked IP addresses",
-        responses={200: s.IpOutputSerializer(many=True), **ERRORS},
+        responses={200: s.IpOutputSerializer(many=True), **ERRORS, **CURSOR_NOT_FOUND},
     )
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))

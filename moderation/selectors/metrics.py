@@ -286,10 +286,10 @@ def triton_parse_metrics(text: str) -> list[TritonModelStats]:
 
 
 def triton_metrics_text() -> str:
-    """The raw Prometheus metrics text of Triton, through the scoring client."""
+    """Triton's Prometheus page, through the shared client (raises TritonUnavailable)."""
     from scoring.triton_client import get_client
 
-    return str(get_client().metrics_text())
+    return get_client().metrics_text()
 
 
 @dataclass

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
+from django.db import connection
 from django.db.models import Q, QuerySet
 from django.http import QueryDict
 from django.utils import timezone
@@ -114,7 +115,7 @@ class QueueFilters:
         return bool(self.as_query())
 
 
-def queue_queryset(*, filters: QueueFilters, user: Any = None) -> QuerySet[Post]:
+def queue_queryset(*, filters: QueueFilters, user: Any = None, with_text: bool = True) -> QuerySet[Post]:
     """Filtered, ordered posts; `user` hides items claimed by other moderators."""
     qs = Post.objects.all()
     if filters.status != "all":
@@ -140,7 +141,7 @@ def queue_queryset(*, filters: QueueFilters, user: Any = None) -> QuerySet[Post]
         qs = qs.filter(received_at__gte=datetime.combine(filters.date_from, datetime.min.time(), tz))
     if filters.date_to:
         qs = qs.filter(received_at__lt=datetime.combine(filters.date_to, datetime.max.time(), tz))
-    if filters.q:
+    if filters.q and with_text:
         qs = qs.filter(text__icontains=filters.q)
     if user is not None:
         qs = qs.filter(claimable_q(user=user))
@@ -189,6 +190,43 @@ def _latest_scores(post_ids: list[int]) -> dict[int, Any]:
     return {s.post_id: s for s in latest}
 
 
+TEXT_WINDOW = 5000
+
+
+def _text_search_window(
+    *, qs: QuerySet[Post], filters: QueueFilters, user: Any, cursor: Cursor | None, limit: int
+) -> list[Post] | None:
+    """Text search, first within the next TEXT_WINDOW rows of the queue order.
+
+    A common term fills a page within the first rows of the index scan; the trigram index
+    (post_text_trgm_idx) serves rare terms, but the planner cannot tell the two apart and
+    picks the trigram bitmap for both, which for a common term means sorting tens of
+    thousands of matches. So: scan a bounded window in index order first; when it holds a
+    full page, that page is exact (every earlier row was examined). Otherwise the caller
+    runs the trigram query."""
+    if not filters.q:
+        return None
+    window = queue_queryset(filters=filters, user=user, with_text=False)
+    if cursor is not None:
+        window = window.filter(_after_cursor_q(cursor))
+    columns = ("pk", "text", "final_score", "report_count", "received_at")
+    window_sql, window_params = window.values(*columns)[:TEXT_WINDOW].query.sql_with_params()
+    pattern = f"%{connection.ops.prep_for_like_query(filters.q)}%"
+    # The text filter runs on the materialized window, so no plan can swap in a trigram scan.
+    with connection.cursor() as cur:
+        cur.execute(
+            f"WITH w(id, text, final_score, report_count, received_at) AS MATERIALIZED ({window_sql}) "  # noqa: S608
+            "SELECT id FROM w WHERE UPPER(text::text) LIKE UPPER(%s)"
+            " ORDER BY final_score DESC NULLS FIRST, report_count DESC, received_at, id LIMIT %s",  # QUEUE_ORDER
+            [*window_params, pattern, limit],
+        )
+        ids = [row[0] for row in cur.fetchall()]
+    if len(ids) < limit:
+        return None
+    posts = list(qs.filter(pk__in=ids)[:limit])
+    return posts if len(posts) == limit else None
+
+
 def queue_page(
     *, filters: QueueFilters, user: Any = None, cursor: str | None = None, page_size: int = PAGE_SIZE
 ) -> QueuePage:
@@ -198,7 +236,9 @@ def queue_page(
     decoded = Cursor.decode(cursor) if cursor else None
     if decoded is not None:
         qs = qs.filter(_after_cursor_q(decoded))
-    posts = list(qs[: page_size + 1])
+    posts = _text_search_window(qs=qs, filters=filters, user=user, cursor=decoded, limit=page_size + 1)
+    if posts is None:
+        posts = list(qs[: page_size + 1])
     has_more = len(posts) > page_size
     posts = posts[:page_size]
     scores = _latest_scores([p.pk for p in posts])

@@ -1,5 +1,6 @@
-"""Domain and IP block lists. Every change is audited: actor None when it came through the API
-(the source is recorded in the entry), the user when it came from the dashboard."""
+"""Domain and IP block lists. Every change is audited through audit_record: actor None when it
+came through the API (the source is recorded in the entry), the user when it came from the
+dashboard."""
 
 from __future__ import annotations
 
@@ -9,43 +10,19 @@ from django.db import transaction
 from django.utils import timezone
 
 from moderation.errors import NotFound
-from moderation.models import AuditLog, Domain, IpAddress, ListStatus, Source
+from moderation.models import Domain, IpAddress, ListStatus, Source
+from moderation.services.audit import audit_record
 
 
 def _state(row: Domain | IpAddress) -> dict[str, Any]:
-    # The name goes in the payload: target_id is short and a domain name may not fit it.
+    # The name goes in the payload: target_id is the pk, a domain name may not fit that column.
     return {"name": str(row), "status": row.status, "reason": row.status_reason}
 
 
-def _audit(
-    *,
-    action: str,
-    row: Domain | IpAddress,
-    target_type: str,
-    target_id: str,
-    before: dict[str, Any],
-    actor: Any,
-    source: Source | None,
-) -> None:
-    after = _state(row)
-    if source is not None:
-        after["via"] = f"api:{source.slug}"
-    AuditLog.objects.create(
-        actor=actor, action=action, target_type=target_type, target_id=target_id, before=before, after=after
-    )
-
-
 def _set_status(
-    *,
-    row: Domain | IpAddress,
-    status: str,
-    reason: str,
-    action: str,
-    target_type: str,
-    target_id: str,
-    actor: Any,
-    source: Source | None,
+    *, row: Domain | IpAddress, status: str, reason: str, action: str, actor: Any, source: Source | None
 ) -> bool:
+    """Change the row's list status and audit it; False (and no audit entry) when unchanged."""
     if row.status == status and row.status_reason == reason:
         return False
     before = _state(row)
@@ -53,28 +30,20 @@ def _set_status(
     row.status_reason = reason
     row.status_changed_at = timezone.now()
     row.save(update_fields=["status", "status_reason", "status_changed_at"])
-    _audit(
-        action=action, row=row, target_type=target_type, target_id=target_id, before=before, actor=actor, source=source
-    )
+    after = _state(row)
+    if source is not None:
+        after["via"] = f"api:{source.slug}"
+    audit_record(actor=actor, action=action, target=row, before=before, after=after)
     return True
 
 
 @transaction.atomic
 def domain_block(*, name: str, reason: str, actor: Any = None, source: Source | None = None) -> tuple[Domain, bool]:
-    """Block a registrable domain (created if never seen). Returns (domain, changed)."""
+    """Block a registrable domain (created if never seen). Returns (domain, newly_blocked)."""
     domain, _ = Domain.objects.get_or_create(name=name)
     domain = Domain.objects.select_for_update().get(pk=domain.pk)
     was_blocked = domain.status == ListStatus.BLOCK
-    _set_status(
-        row=domain,
-        status=ListStatus.BLOCK,
-        reason=reason,
-        action="domain.block",
-        target_type="domain",
-        target_id=str(domain.pk),
-        actor=actor,
-        source=source,
-    )
+    _set_status(row=domain, status=ListStatus.BLOCK, reason=reason, action="domain.block", actor=actor, source=source)
     return domain, not was_blocked
 
 
@@ -83,34 +52,17 @@ def domain_unblock(*, name: str, actor: Any = None, source: Source | None = None
     domain = Domain.objects.select_for_update().filter(name=name, status=ListStatus.BLOCK).first()
     if domain is None:
         raise NotFound("This domain is not on the block list.", code="not_blocked")
-    _set_status(
-        row=domain,
-        status=ListStatus.UNKNOWN,
-        reason="",
-        action="domain.unblock",
-        target_type="domain",
-        target_id=str(domain.pk),
-        actor=actor,
-        source=source,
-    )
+    _set_status(row=domain, status=ListStatus.UNKNOWN, reason="", action="domain.unblock", actor=actor, source=source)
     return domain
 
 
 @transaction.atomic
 def ip_block(*, address: str, reason: str, actor: Any = None, source: Source | None = None) -> tuple[IpAddress, bool]:
+    """Block an IP address (created if never seen). Returns (ip, newly_blocked)."""
     ip, _ = IpAddress.objects.get_or_create(address=address)
     ip = IpAddress.objects.select_for_update().get(pk=ip.pk)
     was_blocked = ip.status == ListStatus.BLOCK
-    _set_status(
-        row=ip,
-        status=ListStatus.BLOCK,
-        reason=reason,
-        action="ip.block",
-        target_type="ip",
-        target_id=str(ip.pk),
-        actor=actor,
-        source=source,
-    )
+    _set_status(row=ip, status=ListStatus.BLOCK, reason=reason, action="ip.block", actor=actor, source=source)
     return ip, not was_blocked
 
 
@@ -119,14 +71,5 @@ def ip_unblock(*, address: str, actor: Any = None, source: Source | None = None)
     ip = IpAddress.objects.select_for_update().filter(address=address, status=ListStatus.BLOCK).first()
     if ip is None:
         raise NotFound("This address is not on the block list.", code="not_blocked")
-    _set_status(
-        row=ip,
-        status=ListStatus.UNKNOWN,
-        reason="",
-        action="ip.unblock",
-        target_type="ip",
-        target_id=str(ip.pk),
-        actor=actor,
-        source=source,
-    )
+    _set_status(row=ip, status=ListStatus.UNKNOWN, reason="", action="ip.unblock", actor=actor, source=source)
     return ip

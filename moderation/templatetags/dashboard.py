@@ -95,3 +95,11 @@ def duration_s(value: float | None) -> str:
     if v < 86400:
         return f"{v / 3600:.1f}h"
     return f"{v / 86400:.1f}d"
+
+
+@register.filter
+def compact_json(value: object) -> str:
+    """A dict as compact JSON for the audit table (autoescaped by the template)."""
+    import json
+
+    return json.dumps(value, sort_keys=True, separators=(", ", ": "), default=str)

@@ -51,6 +51,10 @@ POST_SCORE_FIELDS = ["status", "status_changed_at", "final_score", "model_versio
 MODEL_ERROR_VERSION = "model_error"
 
 
+class RescoreConflict(Exception):
+    """Another re-score of the post wrote the same revision first; retry to write the next."""
+
+
 @dataclass
 class ScoreResult:
     post_id: int
@@ -168,6 +172,9 @@ def rescore_post(*, post_id: int, client: ScoringClient | None = None) -> ScoreR
     last_revision = Score.objects.filter(post_id=post_id, model_set=item.model_set).aggregate(r=Max("revision"))["r"]
     item.revision = 0 if last_revision is None else last_revision + 1
     (result,) = persist([item], allowed_from=RESCORE_FROM, started=started)
+    if result.skipped == "already_scored":
+        # A concurrent re-score took this revision, possibly without the newest report.
+        raise RescoreConflict(f"post {post_id} revision {item.revision} written concurrently")
     return result
 
 

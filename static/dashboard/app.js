@@ -45,8 +45,10 @@
   }
   $$("form").forEach((form) => {
     const select = $("[data-reason-select]", form);
-    $$("input[name=label]", form).forEach((r) =>
-      r.addEventListener("change", () => syncReasons(select, r.value)));
+    $$("input[name=label]", form).forEach((r) => {
+      r.addEventListener("change", () => syncReasons(select, r.value));
+      if (r.checked) syncReasons(select, r.value);
+    });
   });
 
   /* ---- confirmations ---- */

@@ -25,9 +25,11 @@ def wait_for(condition: Callable[[], object], *, timeout: float = 10.0, what: st
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def login(page, live_server, username: str) -> None:  # type: ignore[no-untyped-def]
+def login(page, live_server, username: str, screenshot_dir=None) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"{live_server.url}/dashboard/")
     assert "/accounts/login/" in page.url
+    if screenshot_dir is not None:
+        page.screenshot(path=str(screenshot_dir / "login.png"))
     page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill("pw-for-tests-123")
     page.get_by_role("button", name="Sign in").click()
@@ -41,7 +43,7 @@ def current_id(page) -> int:  # type: ignore[no-untyped-def]
 def test_moderator_flow(page, live_server, screenshot_dir):  # type: ignore[no-untyped-def]
     world = seed_world()
     UserFactory(username="mia", role="moderator")
-    login(page, live_server, "mia")
+    login(page, live_server, "mia", screenshot_dir)
 
     rows = page.locator("tr.qrow")
     assert rows.count() == len(world["posts"])
@@ -130,6 +132,9 @@ def test_focus_mode_and_cluster(page, live_server, screenshot_dir):  # type: ign
     page.get_by_role("button", name="Record decision").click()
     page.wait_for_url("**/?focus=1")
     assert page.url != first_url  # moved on to the next unclaimed item
+    page.keyboard.press("?")
+    page.screenshot(path=str(screenshot_dir / "focus-help.png"))
+    page.keyboard.press("Escape")
 
     # cluster action on the spammer: preview count, confirm, undo
     spammer = world["spammer"]

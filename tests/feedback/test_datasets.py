@@ -108,10 +108,12 @@ def test_export_import_round_trip(labelled, admin_user):
     imported = dataset_import(content=exported, fmt="jsonl", created_by=admin_user, name="seed")
     original = dataset_load(dataset=ds)
     copy = dataset_load(dataset=imported)
-    key = lambda r: (r["source"], r["post_external_id"])  # noqa: E731
-    assert sorted(
-        (key(r), r["text"], r["label"], r["split"], json.dumps(r["features"], sort_keys=True)) for r in original
-    ) == sorted((key(r), r["text"], r["label"], r["split"], json.dumps(r["features"], sort_keys=True)) for r in copy)
+
+    def frozen(r):
+        dicts = json.dumps([r["features"], r["sub_scores"], r["model_versions"]], sort_keys=True)
+        return (r["source"], r["post_external_id"], r["text"], r["label"], r["split"], r["final_score"], dicts)
+
+    assert sorted(map(frozen, original)) == sorted(map(frozen, copy))
     assert imported.origin == "import" and imported.example_count == 150
     # CSV export imports too.
     csv_copy = dataset_import(
@@ -137,6 +139,8 @@ def test_import_minimal_csv(db, admin_user):
         (b'{"text": "a", "label": "spam"}\nnot json\n', "jsonl", "line 2"),
         (b"\xff\xfe bad bytes", "csv", "UTF-8"),
         (b"", "jsonl", "empty"),
+        (b'{"text": "a", "label": "spam", "sub_scores": {"text": "high"}}\n', "jsonl", "sub_scores values"),
+        (b'{"text": "a", "label": "spam", "features": [1, 2]}\n', "jsonl", "features is not a JSON object"),
     ],
 )
 def test_import_validation_rejects_whole_file(db, admin_user, content, fmt, expected):

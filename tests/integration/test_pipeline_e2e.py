@@ -197,3 +197,15 @@ def test_inline_pre_publish_check_within_and_past_the_budget(api, worker):
     post_id = response.json()["id"]
     wait_until(lambda: all_scored([post_id]), timeout=SCORED_TIMEOUT, message=f"scored\n{worker.log_tail()}")
     assert_scored_exactly_once([post_id, body["id"]])
+
+
+def test_posts_whose_enqueue_was_lost_are_swept_and_scored(api, worker, monkeypatch):
+    # The broker was down at ingest: the post is stored, its task never published.
+    monkeypatch.setattr("moderation.services.ingest.score_enqueue", lambda *, post_id: None)
+    ids = ingest(api, 3)
+    assert Post.objects.filter(id__in=ids, status=PostStatus.RECEIVED).count() == 3
+    from scoring.tasks import sweep_stuck_posts
+
+    sweep_stuck_posts.delay(0)  # what beat runs every minute (threshold 0 instead of 300 s)
+    wait_until(lambda: all_scored(ids), timeout=SCORED_TIMEOUT, message=f"swept and scored\n{worker.log_tail()}")
+    assert_scored_exactly_once(ids)

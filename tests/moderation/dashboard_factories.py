@@ -1,31 +1,28 @@
-"""Minimal factories for the dashboard tests (until the shared tests/factories.py lands)."""
+"""Dashboard test factories: the shared tests/factories.py ones, with defaults a review queue
+needs (queued, scored, with a link and an IP) and users with a dashboard role."""
 
 from __future__ import annotations
 
-import hashlib
 from datetime import timedelta
 
 import factory
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group
 from django.utils import timezone
 
-from moderation.models import Author, Domain, IpAddress, Link, Post, PostStatus, Report, Source
-from scoring.models import Action, Score
+from moderation.models import PostStatus
+from scoring.models import Action
+from tests import factories as shared
 
 
-class SourceFactory(factory.django.DjangoModelFactory):
+class SourceFactory(shared.SourceFactory):
     class Meta:
-        model = Source
         django_get_or_create = ("slug",)
 
     name = factory.Sequence(lambda n: f"Platform {n}")
     slug = factory.Sequence(lambda n: f"platform-{n}")
 
 
-class AuthorFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Author
-
+class AuthorFactory(shared.AuthorFactory):
     source = factory.SubFactory(SourceFactory)
     external_id = factory.Sequence(lambda n: f"user-{n}")
     username = factory.Sequence(lambda n: f"user{n}")
@@ -33,64 +30,36 @@ class AuthorFactory(factory.django.DjangoModelFactory):
     email_domain = "example.org"
 
 
-class DomainFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Domain
-        django_get_or_create = ("name",)
-
+class DomainFactory(shared.DomainFactory):
     name = factory.Sequence(lambda n: f"site{n}.example")
 
 
-class LinkFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Link
-
+class LinkFactory(shared.LinkFactory):
     domain = factory.SubFactory(DomainFactory)
-    host = factory.LazyAttribute(lambda o: o.domain.name)
-    url = factory.Sequence(lambda n: f"https://site.example/p/{n}")
-    url_hash = factory.LazyAttribute(lambda o: hashlib.sha256(o.url.encode()).hexdigest())
 
 
-class IpFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = IpAddress
-
+class IpFactory(shared.IpAddressFactory):
     address = factory.Sequence(lambda n: f"10.{n // 65536 % 256}.{n // 256 % 256}.{n % 256}")
 
 
-class PostFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Post
-
-    source = factory.LazyAttribute(lambda o: o.author.source)
+class PostFactory(shared.PostFactory):
     author = factory.SubFactory(AuthorFactory)
-    external_id = factory.Sequence(lambda n: f"post-{n}")
     text = factory.Sequence(lambda n: f"Post number {n}: buy cheap things now")
     link = factory.SubFactory(LinkFactory)
     url = factory.LazyAttribute(lambda o: o.link.url if o.link else "")
     ip = factory.SubFactory(IpFactory)
-    created_at = factory.LazyFunction(timezone.now)
     received_at = factory.LazyFunction(timezone.now)
     status = PostStatus.QUEUED
     final_score = 0.5
     model_version = "text:1,link:1,behaviour:1,fusion:1"
 
 
-class ReportFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Report
-
+class ReportFactory(shared.ReportFactory):
     post = factory.SubFactory(PostFactory)
-    reporter_id = factory.Sequence(lambda n: f"reporter-{n}")
-    reason = "spam"
 
 
-class ScoreFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Score
-
+class ScoreFactory(shared.ScoreFactory):
     post = factory.SubFactory(PostFactory)
-    model_set = "text:1,link:1,behaviour:1,fusion:1"
     text_score = 0.7
     link_score = 0.4
     behaviour_score = 0.6
@@ -105,18 +74,16 @@ class ScoreFactory(factory.django.DjangoModelFactory):
     )
 
 
-class UserFactory(factory.django.DjangoModelFactory):
+class UserFactory(shared.UserFactory):
+    """A dashboard user; `role="moderator"` (or admin/analyst) puts them in the group."""
+
     class Meta:
-        model = User
-        django_get_or_create = ("username",)
         skip_postgeneration_save = True
 
     username = factory.Sequence(lambda n: f"staff{n}")
-    password = factory.PostGenerationMethodCall("set_password", "pw-for-tests-123")
+    password = factory.django.Password("pw-for-tests-123")
 
     @factory.post_generation
     def role(self, create: bool, extracted: str | None, **kwargs: object) -> None:
         if create and extracted:
             self.groups.add(Group.objects.get(name=extracted))
-        if create:
-            self.save()

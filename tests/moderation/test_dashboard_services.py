@@ -145,3 +145,17 @@ def test_enforcement_is_audited(moderator):
     post.author.refresh_from_db()
     assert post.author.suspended_at is not None
     assert AuditLog.objects.filter(action="author.suspend", target_id=str(post.author.pk)).exists()
+
+
+def test_grant_role_command():
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+
+    from moderation.permissions import Role, user_roles
+
+    call_command("grant_role", "newadmin", "admin", "--create", "--password", "x-long-password-1")
+    user = User.objects.get(username="newadmin")
+    assert user.is_staff and user_roles(user) == frozenset(Role)
+    call_command("grant_role", "newadmin", "admin", "--revoke")
+    user = User.objects.get(username="newadmin")
+    assert not user.is_staff and user_roles(user) == frozenset()

@@ -305,3 +305,40 @@ def test_audit_filter_and_csv(mod_client, moderator):
     assert {r[3] for r in rows[1:]} == {"post.decide", "domain.block"}
     assert all(r[2] == moderator.username for r in rows[1:])
     assert AuditLog.objects.count() == 2
+
+
+def test_text_search_window_and_fallback_give_the_same_order(settings):
+    from moderation.selectors import queue as q
+
+    common = [PostFactory(text=f"cheap watches {i}", final_score=0.9 - i / 100) for i in range(6)]
+    PostFactory(text="unrelated", final_score=0.95)
+    rare = PostFactory(text="a rare needle", final_score=0.1)
+    f = q.QueueFilters(q="watches")
+    page = q.queue_page(filters=f, page_size=2)  # window path: a full page within the window
+    assert [r.post for r in page.rows] == common[:2]
+    page2 = q.queue_page(filters=f, page_size=2, cursor=page.next_cursor)
+    assert [r.post for r in page2.rows] == common[2:4]
+    old = q.TEXT_WINDOW
+    q.TEXT_WINDOW = 1  # force the trigram fallback
+    try:
+        assert [r.post for r in q.queue_page(filters=f, page_size=2).rows] == common[:2]
+        assert [r.post for r in q.queue_page(filters=q.QueueFilters(q="needle")).rows] == [rare]
+    finally:
+        q.TEXT_WINDOW = old
+
+
+def test_load_more_returns_rows_partial_for_htmx(mod_client, settings):
+    from moderation.selectors import queue as q
+
+    posts = [PostFactory(final_score=0.9 - i / 100) for i in range(3)]
+    first = q.queue_page(filters=q.QueueFilters(), page_size=2)
+    response = mod_client.get(reverse("moderation:queue"), {"cursor": first.next_cursor}, HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert "<html" not in html and "<tr" in html
+    assert f'data-post-id="{posts[2].pk}"' in html and f'data-post-id="{posts[0].pk}"' not in html
+
+
+def test_bad_cursor_is_ignored(mod_client):
+    post = PostFactory()
+    response = mod_client.get(reverse("moderation:queue"), {"cursor": "not-a-cursor"})
+    assert response.status_code == 200 and f'data-post-id="{post.pk}"' in response.content.decode()

@@ -193,6 +193,7 @@ def test_ip_block_records_source_when_via_api():
     assert changed and ip.status == ListStatus.BLOCK
     entry = AuditLog.objects.get()
     assert entry.actor is None and entry.after["via"] == f"api:{source.slug}"
+    assert (entry.target_type, entry.target_id, entry.after["name"]) == ("ipaddress", str(ip.pk), "203.0.113.9")
     ip_unblock(address="203.0.113.9")
     from moderation.errors import NotFound
 

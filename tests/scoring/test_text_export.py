@@ -152,3 +152,30 @@ def test_export_command_updates_metrics_and_card(
     assert not (model_dir / "model.opt.onnx").exists()
     card = (model_dir / "MODEL_CARD.md").read_text()
     assert "ONNX int8" in card and "Serve `" in card
+
+
+def test_weight_only_recipe_keeps_attention_matmuls_in_float(tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from scoring.ml.text.export import QuantRecipe, activation_matmuls, export_onnx, quantize_int8
+
+    model_dir = build_tiny_checkpoint(tmp_path / "m")
+    fp32 = export_onnx(model_dir, tmp_path / "m" / FP32_FILE)
+    attention = activation_matmuls(onnx.load(str(fp32)))
+    assert len(attention) == 4  # Q.K^T and P.V in each of the 2 layers
+    out = quantize_int8(
+        fp32,
+        tmp_path / "w.onnx",
+        tokenizer=AutoTokenizer.from_pretrained(model_dir),
+        calibration_texts=["free prize call now", "see you at lunch", "ok"],
+        max_length=MAX_LENGTH,
+        recipe=QuantRecipe(weight_matmuls_only=True, exclude_name_parts=("/classifier/",)),
+    )
+    graph = onnx.load(str(out)).graph
+    produced_by = {o: n.op_type for n in graph.node for o in n.output}
+    for node in graph.node:
+        if node.name in attention:
+            assert all(produced_by.get(i) != "DequantizeLinear" for i in node.input), node.name
+        if node.op_type == "Gemm" and "/classifier/" in node.name:
+            assert produced_by.get(node.input[0]) != "DequantizeLinear"
+    assert any(n.op_type == "DequantizeLinear" for n in graph.node)

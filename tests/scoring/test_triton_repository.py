@@ -112,3 +112,20 @@ def test_bootstrap_skips_finished_steps_and_publishes_once(tmp_path: Path, tiny:
     out = StringIO()
     call_command("bootstrap_models", stdout=out)
     assert "skip publish_models" in out.getvalue()
+
+
+def test_refresh_code_republishes_served_weights_with_new_model_py(tmp_path: Path, tiny: Artifacts):
+    repo = tmp_path / "repo"
+    publish(tiny, repository=repo)
+    assert model_repository.stale_code(repository=repo) == []
+    assert model_repository.refresh_code(repository=repo) == {}
+    (repo / "text_classifier" / "1" / "model.py").write_text("# old code\n")
+    (repo / "fusion_model" / "1" / "model.py").write_text("# old code\n")
+    assert model_repository.stale_code(repository=repo) == ["text_classifier", "fusion_model"]
+    assert model_repository.refresh_code(repository=repo) == {"tokenizer": 2, "text_classifier": 2, "fusion_model": 2}
+    fresh = repo / "text_classifier" / "2"
+    assert (fresh / "model.onnx").read_bytes() == (repo / "text_classifier" / "1" / "model.onnx").read_bytes()
+    assert (fresh / "model.py").read_bytes() == (
+        model_repository.SOURCE_REPOSITORY / "text_classifier" / "model.py"
+    ).read_bytes()
+    assert model_repository.stale_code(repository=repo) == []

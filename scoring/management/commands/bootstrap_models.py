@@ -92,14 +92,16 @@ class Command(BaseCommand):
             self._run(command)
         if repository_current() and not force:
             self.stdout.write("skip publish_models: the repository already serves the current artifacts")
+            if model_repository.stale_code(repository=Path(settings.TRITON_MODEL_REPOSITORY)):
+                self._run("publish_models", "--code-only")
             return
         self._run("publish_models")
 
-    def _run(self, command: str) -> None:
+    def _run(self, command: str, *args: str) -> None:
         self.stdout.write(f"== {command}")
         started = time.monotonic()
         try:
-            call_command(command, stdout=self.stdout, stderr=self.stderr)
+            call_command(command, *args, stdout=self.stdout, stderr=self.stderr)
         except CommandError as exc:
             raise CommandError(f"{command} failed: {exc}") from exc
         self.stdout.write(f"== {command} done in {time.monotonic() - started:.0f}s")

@@ -25,8 +25,17 @@ class Command(BaseCommand):
         parser.add_argument("--repository", type=Path, default=None)
         parser.add_argument("--only", choices=["text", "tabular"], default=None)
         parser.add_argument("--no-load", action="store_true", help="do not load into a running server")
+        parser.add_argument(
+            "--code-only",
+            action="store_true",
+            help="only re-publish served weights whose model.py changed in the source tree",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["code_only"]:
+            published = model_repository.refresh_code(repository=options["repository"])
+            self._report(published, options)
+            return
         root = Path(settings.ARTIFACTS_DIR)
         text = options["text"] or root / "text" / "current"
         tabular = options["tabular"] or root / "tabular" / "current"
@@ -43,10 +52,17 @@ class Command(BaseCommand):
             published = model_repository.publish(
                 model_repository.Artifacts(text=text, tabular=tabular), repository=options["repository"]
             )
+            # Models the artifacts did not touch may still carry an older model.py.
+            published.update(model_repository.refresh_code(repository=options["repository"]))
         except model_repository.PublishError as exc:
             raise CommandError(str(exc)) from exc
+        self._report(published, options)
+
+    def _report(self, published: dict[str, int], options: dict[str, Any]) -> None:
         for model, version in published.items():
             self.stdout.write(f"published {model} version {version}")
+        if not published:
+            self.stdout.write("nothing to publish")
         if not options["no_load"] and published:
             self._load(list(published))
 

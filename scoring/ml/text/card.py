@@ -133,7 +133,13 @@ def render_model_card(metrics: dict[str, Any]) -> str:
             f"spam probability: fp32 {onnx['batch_invariance']['fp32']:.2e}, int8 "
             f"{onnx['batch_invariance']['int8']:.2e} (tolerance {onnx['batch_invariance']['tolerance']:.0e}).",
             f"- F1 fp32 {test['onnx_fp32']['f1']:.4f} vs int8 {test['onnx_int8']['f1']:.4f}: "
-            f"int8 loses {onnx['int8_f1_loss'] * 100:.2f} points (allowed {MAX_INT8_F1_LOSS * 100:.1f}).",
+            f"int8 loses {onnx['int8_f1_loss'] * 100:.2f} points (allowed {MAX_INT8_F1_LOSS * 100:.1f}). "
+            f"int8 vs fp32 on the test split: {onnx['int8_vs_fp32']['decision_flips']} of "
+            f"{onnx['int8_vs_fp32']['texts']} decisions differ at the threshold; spam probability differs by "
+            f"{onnx['int8_vs_fp32']['mean_abs_diff']:.4f} on average, "
+            f"{onnx['int8_vs_fp32']['max_abs_diff']:.4f} at most "
+            f"(with {test['onnx_fp32']['spam']} spam messages in the test split, one changed decision moves F1 by "
+            "about half a point or more).",
             f"- **Serve `{onnx['serve']}`**: {onnx['serve_reason']}",
             "",
             "| file | size MB | p50 ms | p90 ms | p99 ms (batch 1, SMS-length) |",
