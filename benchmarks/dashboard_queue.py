@@ -257,6 +257,10 @@ def main() -> None:
     )
     domain = Post.objects.filter(status="queued").select_related("link__domain").first().link.domain.name
     scenarios["queue filter domain"] = timed(client, f"/dashboard/?domain={domain}", n, key="queue filter domain")
+    scenarios["status auto_removed (newest)"] = timed(
+        client, "/dashboard/?status=auto_removed", n, key="status auto_removed (newest)"
+    )
+    scenarios["all statuses (newest)"] = timed(client, "/dashboard/?status=all", n, key="all statuses (newest)")
     # A rare term (one queued post) and a very common one (1 post in 6 carries "airdrop").
     scenarios["queue text search rare"] = timed(client, "/dashboard/?q=Post+123450:", n, key="queue text search rare")
     scenarios["queue text search common"] = timed(

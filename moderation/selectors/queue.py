@@ -21,6 +21,15 @@ from moderation.models import Post, PostStatus
 from moderation.services.claims import claimable_q
 
 QUEUE_ORDER = ("-final_score", "-report_count", "received_at", "id")
+# Any other status (reviewing what was auto-removed, approved...) lists newest first, which
+# post_status_received_idx (status, received_at) and the received_at index serve.
+RECENT_ORDER = ("-received_at", "-id")
+
+
+def risk_ordered(filters: QueueFilters) -> bool:
+    return filters.status == PostStatus.QUEUED
+
+
 PAGE_SIZE = 50
 STATUS_CHOICES = [(s.value, s.label) for s in PostStatus] + [("all", "All statuses")]
 
@@ -145,11 +154,14 @@ def queue_queryset(*, filters: QueueFilters, user: Any = None, with_text: bool =
         qs = qs.filter(text__icontains=filters.q)
     if user is not None:
         qs = qs.filter(claimable_q(user=user))
-    return qs.order_by(*QUEUE_ORDER)
+    return qs.order_by(*(QUEUE_ORDER if risk_ordered(filters) else RECENT_ORDER))
 
 
-def _after_cursor_q(cursor: Cursor) -> Q:
-    """Rows strictly after the cursor in QUEUE_ORDER (DESC sorts NULL scores first in PG)."""
+def _after_cursor_q(cursor: Cursor, *, risk: bool = True) -> Q:
+    """Rows strictly after the cursor in QUEUE_ORDER (DESC sorts NULL scores first in PG),
+    or in RECENT_ORDER when risk is False."""
+    if not risk:
+        return Q(received_at__lt=cursor.received_at) | Q(received_at=cursor.received_at, id__lt=cursor.id)
     rest = Q(report_count__lt=cursor.report_count) | Q(report_count=cursor.report_count) & (
         Q(received_at__gt=cursor.received_at) | Q(received_at=cursor.received_at, id__gt=cursor.id)
     )
@@ -181,13 +193,17 @@ def _latest_scores(post_ids: list[int]) -> dict[int, Any]:
 
     if not post_ids:
         return {}
-    latest = (
+    # A post has one score per model set and revision, so this stays a handful of rows per
+    # post; the first per post in this order is its latest.
+    scores = (
         Score.objects.filter(post_id__in=post_ids)
         .order_by("post_id", "-created_at", "-id")
-        .distinct("post_id")
         .only("post_id", "text_score", "link_score", "behaviour_score")
     )
-    return {s.post_id: s for s in latest}
+    latest: dict[int, Any] = {}
+    for score in scores:
+        latest.setdefault(score.post_id, score)
+    return latest
 
 
 TEXT_WINDOW = 5000
@@ -204,20 +220,25 @@ def _text_search_window(
     thousands of matches. So: scan a bounded window in index order first; when it holds a
     full page, that page is exact (every earlier row was examined). Otherwise the caller
     runs the trigram query."""
-    if not filters.q:
+    if not filters.q or connection.vendor != "postgresql":
         return None
     window = queue_queryset(filters=filters, user=user, with_text=False)
     if cursor is not None:
-        window = window.filter(_after_cursor_q(cursor))
+        window = window.filter(_after_cursor_q(cursor, risk=risk_ordered(filters)))
     columns = ("pk", "text", "final_score", "report_count", "received_at")
     window_sql, window_params = window.values(*columns)[:TEXT_WINDOW].query.sql_with_params()
     pattern = f"%{connection.ops.prep_for_like_query(filters.q)}%"
+    order_sql = (
+        "final_score DESC NULLS FIRST, report_count DESC, received_at, id"  # QUEUE_ORDER
+        if risk_ordered(filters)
+        else "received_at DESC, id DESC"  # RECENT_ORDER
+    )
     # The text filter runs on the materialized window, so no plan can swap in a trigram scan.
     with connection.cursor() as cur:
         cur.execute(
             f"WITH w(id, text, final_score, report_count, received_at) AS MATERIALIZED ({window_sql}) "  # noqa: S608
             "SELECT id FROM w WHERE UPPER(text::text) LIKE UPPER(%s)"
-            " ORDER BY final_score DESC NULLS FIRST, report_count DESC, received_at, id LIMIT %s",  # QUEUE_ORDER
+            f" ORDER BY {order_sql} LIMIT %s",
             [*window_params, pattern, limit],
         )
         ids = [row[0] for row in cur.fetchall()]
@@ -235,7 +256,7 @@ def queue_page(
     qs = qs.defer("preview_text", "preview_description", "journey")
     decoded = Cursor.decode(cursor) if cursor else None
     if decoded is not None:
-        qs = qs.filter(_after_cursor_q(decoded))
+        qs = qs.filter(_after_cursor_q(decoded, risk=risk_ordered(filters)))
     posts = _text_search_window(qs=qs, filters=filters, user=user, cursor=decoded, limit=page_size + 1)
     if posts is None:
         posts = list(qs[: page_size + 1])

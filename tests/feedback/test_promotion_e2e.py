@@ -142,3 +142,37 @@ def test_failing_run_leaves_production_untouched(served, source, moderator, admi
     assert run.status == RunStatus.FAILED and "test split" in run.error
     assert _served() == before
     assert not ModelVersion.objects.filter(training_run=run).exists()
+
+
+def test_text_retrain_promote_and_score(served, source, moderator, admin_user, settings, tmp_path):
+    """Scope "text": fine-tune (a tiny DistilBERT, a few steps), export ONNX, compare with the
+    served text model on the same texts, promote, and score with the new text version."""
+    import random
+
+    from scoring.ml.text.tiny import build_tiny_checkpoint
+    from tests.feedback.conftest import decide
+
+    settings.FEEDBACK_TEXT_BASE = str(build_tiny_checkpoint(tmp_path / "base"))
+    settings.FEEDBACK_TEXT_MAX_STEPS = 4
+    settings.TEXT_MAX_LENGTH = 32
+    rng = random.Random(5)
+    spam_words, ham_words = ["win", "cash", "prize", "free", "click"], ["lunch", "meeting", "mum", "tomorrow", "home"]
+    for a in range(90):
+        spammy = a % 3 == 0
+        words = spam_words if spammy else ham_words
+        post = make_post(source, author=f"t-{a}", text=" ".join(rng.choices(words, k=6)), spammy=spammy, rng=rng)
+        decide(post, moderator, "spam" if spammy else "ham")
+    registry_sync()
+    before = get_client().model_versions()
+    dataset = dataset_snapshot(created_by=admin_user)
+    run = TrainingRun.objects.create(dataset=dataset, scope="text", started_by=admin_user)
+    run = training_run_execute(run_id=run.pk)
+
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    cand, prod = run.candidate_metrics["text"], run.production_metrics["text"]
+    assert cand["n"] == prod["n"] >= 10 and cand["base"] == settings.FEEDBACK_TEXT_BASE
+    (version,) = promote_run(run=run, user=admin_user)
+    after = get_client().model_versions()
+    assert version.name == "text" and int(after["text_classifier"]) == int(before["text_classifier"]) + 1
+    assert after["tokenizer"] == after["text_classifier"] and after["fusion_model"] == before["fusion_model"]
+    assert _score_new_post(source).model_versions["text_classifier"] == after["text_classifier"]

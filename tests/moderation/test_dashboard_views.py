@@ -342,3 +342,23 @@ def test_bad_cursor_is_ignored(mod_client):
     post = PostFactory()
     response = mod_client.get(reverse("moderation:queue"), {"cursor": "not-a-cursor"})
     assert response.status_code == 200 and f'data-post-id="{post.pk}"' in response.content.decode()
+
+
+def test_other_statuses_list_newest_first_with_keyset(mod_client):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from moderation.selectors import queue as q
+
+    now = timezone.now()
+    old = PostFactory(status=PostStatus.AUTO_REMOVED, final_score=0.99, received_at=now - timedelta(hours=3))
+    mid = PostFactory(status=PostStatus.AUTO_REMOVED, final_score=0.91, received_at=now - timedelta(hours=2))
+    new = PostFactory(status=PostStatus.AUTO_REMOVED, final_score=0.95, received_at=now - timedelta(hours=1))
+    PostFactory(final_score=0.5)  # queued: not listed
+    f = q.QueueFilters(status=PostStatus.AUTO_REMOVED)
+    page = q.queue_page(filters=f, page_size=2)
+    assert [r.post for r in page.rows] == [new, mid]
+    assert [r.post for r in q.queue_page(filters=f, page_size=2, cursor=page.next_cursor).rows] == [old]
+    html = mod_client.get(reverse("moderation:queue"), {"status": "auto_removed"}).content.decode()
+    assert "newest first" in html

@@ -52,6 +52,7 @@ def test_hidden_states_match_bert_with_padding(converted: Path) -> None:
 def test_checkpoint_records_its_base_and_labels(converted: Path) -> None:
     note = json.loads((converted / NOTE_FILE).read_text())
     assert "all-MiniLM-L6-v2" in note["base"]
+    assert note["verified_max_abs_diff_last_hidden_state"] < 1e-5
     assert "all-MiniLM-L6-v2" in describe_base(str(converted))
     config = json.loads((converted / "config.json").read_text())
     assert config["model_type"] == "distilbert"

@@ -186,3 +186,18 @@ def test_gpu_python_models_carry_the_cpu_sources():
 
 def test_token_cap_matches_settings(settings):
     assert triton_configs.MAX_TEXT_TOKENS == settings.TEXT_MAX_LENGTH
+
+
+@pytest.mark.parametrize("profile", ["cpu", "gpu"])
+def test_configs_match_the_trainers_export_constants(profile):
+    """The text exporter's tensor names and the tabular artifact names are what the
+    repository serves and what publish looks for."""
+    from scoring.ml.tabular.artifacts import MODEL_FILES
+    from scoring.ml.text.inference import INPUT_NAMES, OUTPUT_NAME, SPAM_INDEX
+
+    cfg = _configs(profile)["text_classifier"]
+    assert tuple(t.name for t in cfg.input) == INPUT_NAMES
+    assert [t.name for t in cfg.output] == [OUTPUT_NAME]
+    assert model_repository.pipeline_schema()["TEXT_SPAM_INDEX"] == SPAM_INDEX
+    for _model, (kind, _names) in model_repository.TREE_MODELS.items():
+        assert MODEL_FILES[kind] == f"{kind}.json"

@@ -28,5 +28,8 @@ class Command(BaseCommand):
         except ConversionError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(
-            self.style.SUCCESS(f"wrote {result.output_dir} ({result.mapped_tensors} tensors from {result.source_dir})")
+            self.style.SUCCESS(
+                f"wrote {result.output_dir} ({result.mapped_tensors} tensors from {result.source_dir}; "
+                f"last hidden states match BERT within {result.max_abs_diff:.1e})"
+            )
         )

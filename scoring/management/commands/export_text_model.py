@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,10 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scoring.ml.text.data import load_sms_splits
+
+# See train_text_model: passive OpenMP threads keep torch from spinning on a shared CPU.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from scoring.ml.text.export import run_export, update_artifact
 from scoring.ml.text.train import current_model_dir, read_metrics
 

@@ -30,11 +30,33 @@ class ConversionError(Exception):
     pass
 
 
+VERIFY_SENTENCES = (
+    "WINNER!! You have been selected to receive a cash prize. Call now to claim.",
+    "Are we still meeting for lunch tomorrow?",
+    "ok",
+)
+
+
 @dataclass(frozen=True)
 class ConversionResult:
     output_dir: Path
     source_dir: Path
     mapped_tensors: int
+    max_abs_diff: float
+
+
+@torch.inference_mode()
+def hidden_state_max_diff(source: Path, converted: Path, sentences: tuple[str, ...] = VERIFY_SENTENCES) -> float:
+    """Max |BERT - DistilBERT| over the last hidden states of real (unpadded) tokens of a padded batch."""
+    from transformers import BertModel, DistilBertModel
+
+    bert = BertModel.from_pretrained(source, add_pooling_layer=False).eval()
+    distil = DistilBertModel.from_pretrained(converted).eval()
+    batch = DistilBertTokenizerFast.from_pretrained(converted)(list(sentences), padding=True, return_tensors="pt")
+    expected = bert(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    actual = distil(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    mask = batch["attention_mask"].bool()
+    return float((expected[mask] - actual[mask]).abs().max())
 
 
 def packaged_bert_dir() -> Path:
@@ -128,6 +150,9 @@ def build_base_checkpoint(output_dir: Path, *, source_dir: Path | None = None, s
     tokenizer.save_pretrained(output_dir)
     if (source / "README.md").is_file():
         shutil.copy2(source / "README.md", output_dir / "SOURCE_README.md")
+    diff = hidden_state_max_diff(source, output_dir)
+    if diff > 1e-4:
+        raise ConversionError(f"converted model differs from BERT by {diff:.2e} in the last hidden states")
     (output_dir / NOTE_FILE).write_text(
         json.dumps(
             {
@@ -136,17 +161,21 @@ def build_base_checkpoint(output_dir: Path, *, source_dir: Path | None = None, s
                 "conversion": "BERT encoder -> DistilBertModel; token_type row 0 folded into position embeddings;"
                 f" pooler dropped; pre_classifier/classifier randomly initialised (seed {seed})",
                 "mapped_tensors": len(mapped),
+                "verified_max_abs_diff_last_hidden_state": diff,
             },
             indent=2,
         )
         + "\n"
     )
-    return ConversionResult(output_dir=output_dir, source_dir=source, mapped_tensors=len(mapped))
+    return ConversionResult(output_dir=output_dir, source_dir=source, mapped_tensors=len(mapped), max_abs_diff=diff)
 
 
 def describe_base(base: str) -> str:
     """Human-readable name of a base checkpoint (path or hub id) for the model card."""
     note = Path(base) / NOTE_FILE
     if note.is_file():
-        return f"{json.loads(note.read_text())['base']}, converted to DistilBERT ({base})"
+        data = json.loads(note.read_text())
+        verified = data.get("verified_max_abs_diff_last_hidden_state")
+        check = f"; last hidden states equal BERT's within {verified:.1e}" if verified is not None else ""
+        return f"{data['base']}, converted to DistilBERT ({base}){check}"
     return base

@@ -1,0 +1,121 @@
+"""Text-model candidates: fine-tune DistilBERT on a dataset's texts with textmodel's trainer,
+export to ONNX (fp32, the file the Triton publish step copies), and score both the exported
+candidate and the served production text model on the same held-out texts.
+
+Starting point (first that exists): settings.FEEDBACK_TEXT_BASE, the current fine-tuned
+checkpoint ARTIFACTS_DIR/text/current (warm start: the candidate keeps what production
+learned), settings.TEXT_MODEL_BASE. Budget knobs: FEEDBACK_TEXT_EPOCHS (default 2),
+FEEDBACK_TEXT_MAX_STEPS (default none), FEEDBACK_TEXT_TIME_BUDGET_S (default 15 minutes).
+INT8 is left to textmodel's export command (it needs its calibration and parity checks).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from feedback.services.datasets import artifacts_dir
+from feedback.services.evaluation import classification_metrics
+from feedback.services.tabular import labels_of
+
+
+def text_base() -> str:
+    explicit = getattr(settings, "FEEDBACK_TEXT_BASE", None)
+    if explicit:
+        return str(explicit)
+    current = artifacts_dir() / "text" / "current"
+    if (current / "config.json").exists():
+        return str(current.resolve())
+    return str(settings.TEXT_MODEL_BASE)
+
+
+def _texts(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    return [str(r["text"]) for r in rows]
+
+
+def train_text_candidate(
+    *,
+    run_id: int,
+    train: Sequence[Mapping[str, Any]],
+    validation: Sequence[Mapping[str, Any]],
+    test: Sequence[Mapping[str, Any]],
+    out_dir: Path,
+    thresholds: Mapping[str, Any],
+    progress: Callable[[float, str], None],
+) -> tuple[Path, dict[str, Any]]:
+    from scoring.ml.text.export import export_onnx, write_serving
+    from scoring.ml.text.inference import OnnxTextClassifier
+    from scoring.ml.text.train import TrainConfig, train_text_model
+
+    base = text_base()
+    max_length = int(getattr(settings, "TEXT_MAX_LENGTH", 128))
+    config = TrainConfig(
+        base=base,
+        max_length=max_length,
+        epochs=int(getattr(settings, "FEEDBACK_TEXT_EPOCHS", 2)),
+        max_steps=getattr(settings, "FEEDBACK_TEXT_MAX_STEPS", None),
+        time_budget_s=float(getattr(settings, "FEEDBACK_TEXT_TIME_BUDGET_S", 15 * 60)),
+    )
+    progress(0.0, f"text: fine-tuning from {base} on {len(train)} texts (max_length {max_length})")
+    y_train = [int(v) for v in labels_of(train)]
+    y_val = [int(v) for v in labels_of(validation)]
+    trained = train_text_model(
+        _texts(train),
+        y_train,
+        _texts(validation) or _texts(train)[:1],
+        y_val or y_train[:1],
+        config,
+        progress=False,
+        log=lambda message: progress(0.5, f"text: {message}"),
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    trained.model.save_pretrained(out_dir)
+    trained.tokenizer.save_pretrained(out_dir)
+    progress(0.8, "text: exporting to ONNX")
+    export_onnx(out_dir, out_dir / "model.onnx")
+    write_serving(
+        out_dir,
+        file="model.onnx",
+        max_length=max_length,
+        reason=f"feedback retraining run {run_id}: fp32 export (int8 via the export_text_model command)",
+        pad_token_id=int(trained.tokenizer.pad_token_id or 0),
+    )
+    progress(0.9, "text: scoring the test texts with the exported candidate")
+    probs = OnnxTextClassifier(out_dir).predict_proba(_texts(test))
+    metrics = classification_metrics(
+        labels_of(test), probs, remove_threshold=thresholds["remove"], approve_threshold=thresholds["approve"]
+    )
+    metrics["base"] = base
+    metrics["best_epoch"] = trained.best_epoch
+    metrics["train_seconds"] = round(trained.train_seconds, 1)
+    return out_dir, metrics
+
+
+def evaluate_production_text(
+    *, test: Sequence[Mapping[str, Any]], thresholds: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The served text_classifier + tokenizer versions, run with ONNX Runtime on the same texts."""
+    from feedback.services.promotion import served_text_dir
+    from scoring.ml.text.inference import OnnxTextClassifier
+
+    served = served_text_dir()
+    if served is None:
+        return None
+    clf_dir, tok_dir = served
+    with tempfile.TemporaryDirectory(prefix="prod-text-") as tmp:
+        joined = Path(tmp)
+        for folder in (tok_dir, clf_dir):  # classifier last: its serving.json wins
+            for item in folder.iterdir():
+                if item.is_file() and item.name != "model.py":
+                    target = joined / item.name
+                    if target.exists():
+                        target.unlink()
+                    target.symlink_to(item)
+        probs = OnnxTextClassifier(joined, file="model.onnx").predict_proba(_texts(test))
+    return classification_metrics(
+        labels_of(test), probs, remove_threshold=thresholds["remove"], approve_threshold=thresholds["approve"]
+    )
