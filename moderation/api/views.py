@@ -46,6 +46,7 @@ BODY_ERRORS = {
     415: OpenApiResponse(s.ErrorSerializer, description="Content-Type must be application/json."),
 }
 NOT_FOUND = {404: OpenApiResponse(s.ErrorSerializer, description="Not found (or another source's).")}
+FORBIDDEN = {403: OpenApiResponse(s.ErrorSerializer, description="Blocked by a moderator or another source.")}
 CURSOR_NOT_FOUND = {404: OpenApiResponse(s.ErrorSerializer, description="Invalid or expired `cursor`.")}
 
 POST_EXAMPLE = {
@@ -362,6 +363,9 @@ class DomainBlocklistView(generics.GenericAPIView):
     def get_queryset(self) -> QuerySet[Domain]:
         return Domain.objects.filter(status=ListStatus.BLOCK)
 
+    def _owner_context(self) -> dict[str, Any]:
+        return {"source": request_source(self.request)}
+
     @extend_schema(
         operation_id="blocklist_domains_list",
         summary="Blocked domains",
@@ -369,7 +373,9 @@ class DomainBlocklistView(generics.GenericAPIView):
     )
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(s.DomainOutputSerializer(page, many=True).data)
+        return self.get_paginated_response(
+            s.DomainOutputSerializer(page, many=True, context=self._owner_context()).data
+        )
 
     @extend_schema(
         operation_id="blocklist_domains_create",
@@ -393,7 +399,8 @@ class DomainBlocklistView(generics.GenericAPIView):
             name=serializer.validated_data["domain"], reason=serializer.validated_data["reason"], source=source
         )
         return Response(
-            s.DomainOutputSerializer(domain).data, status=status.HTTP_201_CREATED if changed else status.HTTP_200_OK
+            s.DomainOutputSerializer(domain, context={"source": source}).data,
+            status=status.HTTP_201_CREATED if changed else status.HTTP_200_OK,
         )
 
 
@@ -401,7 +408,8 @@ class DomainBlocklistDetailView(JsonApiView):
     @extend_schema(
         operation_id="blocklist_domains_destroy",
         summary="Unblock a domain",
-        responses={204: None, **ERRORS, **NOT_FOUND},
+        description="Lifts a block this source set through the API (403 for a moderator's or another source's).",
+        responses={204: None, **ERRORS, **NOT_FOUND, **FORBIDDEN},
     )
     def delete(self, request: Request, name: str) -> Response:
         try:
@@ -423,6 +431,9 @@ class IpBlocklistView(generics.GenericAPIView):
     def get_queryset(self) -> QuerySet[IpAddress]:
         return IpAddress.objects.filter(status=ListStatus.BLOCK)
 
+    def _owner_context(self) -> dict[str, Any]:
+        return {"source": request_source(self.request)}
+
     @extend_schema(
         operation_id="blocklist_ips_list",
         summary="Blocked IP addresses",
@@ -430,7 +441,7 @@ class IpBlocklistView(generics.GenericAPIView):
     )
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(s.IpOutputSerializer(page, many=True).data)
+        return self.get_paginated_response(s.IpOutputSerializer(page, many=True, context=self._owner_context()).data)
 
     @extend_schema(
         operation_id="blocklist_ips_create",
@@ -450,7 +461,8 @@ class IpBlocklistView(generics.GenericAPIView):
             source=request_source(request),
         )
         return Response(
-            s.IpOutputSerializer(ip).data, status=status.HTTP_201_CREATED if changed else status.HTTP_200_OK
+            s.IpOutputSerializer(ip, context={"source": request_source(request)}).data,
+            status=status.HTTP_201_CREATED if changed else status.HTTP_200_OK,
         )
 
 
@@ -458,8 +470,9 @@ class IpBlocklistDetailView(JsonApiView):
     @extend_schema(
         operation_id="blocklist_ips_destroy",
         summary="Unblock an IP address",
+        description="Lifts a block this source set through the API (403 for a moderator's or another source's).",
         parameters=[OpenApiParameter("address", str, OpenApiParameter.PATH)],
-        responses={204: None, **ERRORS, **NOT_FOUND},
+        responses={204: None, **ERRORS, **NOT_FOUND, **FORBIDDEN},
     )
     def delete(self, request: Request, address: str) -> Response:
         import ipaddress
