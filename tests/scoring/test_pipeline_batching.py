@@ -128,8 +128,25 @@ def test_inline_leaves_a_post_a_worker_is_scoring_to_the_worker():
     post = make_post(text="spam")
     cache.add(f"{CLAIM_PREFIX}{post.id}", "worker", timeout=30)
     client = FakeClient()
-    assert score_inline(post=post, budget_ms=1000, client=client) is None
+    assert score_inline(post=post, budget_ms=30, client=client) is None  # the worker never answered
     assert client.calls == []
+
+
+def test_inline_returns_the_workers_score_when_it_lands_within_the_budget(monkeypatch):
+    post = make_post(text="spam")
+    cache.add(f"{CLAIM_PREFIX}{post.id}", "worker", timeout=30)
+    polls = []
+
+    def worker_finishes(seconds):  # the "worker" writes its score while the check waits
+        polls.append(seconds)
+        if len(polls) == 2:
+            cache.delete(f"{CLAIM_PREFIX}{post.id}")
+            score_post_batch(post_id=post.id, client=FakeClient())
+
+    monkeypatch.setattr("scoring.services.inline.time.sleep", worker_finishes)
+    score = score_inline(post=post, budget_ms=5000, client=FakeClient())
+    assert score is not None and score.final_score == 0.95
+    assert post.status == PostStatus.AUTO_REMOVED
 
 
 def test_inline_on_a_post_already_scored_returns_its_score():
