@@ -122,6 +122,9 @@ def main() -> None:
         help="live: the worker scores while posts arrive (latency); backlog: ingest everything first, "
         "then start the worker and time the drain (scoring capacity)",
     )
+    parser.add_argument(
+        "--wait-ms", type=int, default=0, help="ingest with ?wait_ms=N (the synchronous pre-publish check)"
+    )
     parser.add_argument("--rate", type=float, default=0.0, help="ingest posts/s (0: as fast as possible)")
     parser.add_argument("--triton-url", default="", help="use this Triton (gRPC host:port) instead of a tiny one")
     parser.add_argument("--triton-port-base", type=int, default=8210)
@@ -160,8 +163,10 @@ def main() -> None:
             "DJANGO_SETTINGS_MODULE": os.environ["DJANGO_SETTINGS_MODULE"],
         }
     )
+    settings.TRITON_URL, settings.TRITON_PROTOCOL = triton_url, "grpc"  # this process: ?wait_ms
     if triton_config is not None:
         env["TRITON_METRICS_PORT"] = str(triton_config.metrics_port)
+        settings.TRITON_METRICS_PORT = triton_config.metrics_port
     worker = start_worker(env, args, workdir / "worker.log") if args.mode == "live" else None
     try:
         run = uuid.uuid4().hex[:8]
@@ -169,6 +174,8 @@ def main() -> None:
         _, raw_key = api_key_create(source=source, name="bench")
         client = Client(HTTP_AUTHORIZATION=f"Api-Key {raw_key}")
         ingest_ms: list[float] = []
+        inline_decided = 0
+        path = f"/api/v1/posts?wait_ms={args.wait_ms}" if args.wait_ms else "/api/v1/posts"
         t0 = time.perf_counter()
         for i in range(args.posts):
             if args.rate > 0:
@@ -176,9 +183,10 @@ def main() -> None:
                 if delay > 0:
                     time.sleep(delay)
             t = time.perf_counter()
-            response = client.post("/api/v1/posts", payload(i, run), content_type="application/json")
+            response = client.post(path, payload(i, run), content_type="application/json")
             ingest_ms.append((time.perf_counter() - t) * 1000)
-            if response.status_code not in (200, 201):
+            inline_decided += int(response.status_code == 201 and args.wait_ms > 0)
+            if response.status_code not in (200, 201, 202):
                 raise SystemExit(f"ingest failed: {response.status_code} {response.content[:300]!r}")
         ingest_s = time.perf_counter() - t0
         drain_started = None
@@ -211,6 +219,9 @@ def main() -> None:
             "cpu_count": os.cpu_count(),
             "ingest_posts_per_s": round(args.posts / ingest_s, 1),
             "ingest_request_ms_p50": round(percentile(ingest_ms, 0.5), 1),
+            "ingest_request_ms_p95": round(percentile(ingest_ms, 0.95), 1),
+            "wait_ms": args.wait_ms,
+            "decided_inline": inline_decided,
             "scored_posts_per_s": round(args.posts / wall_s, 1),
             "ingest_to_scored_ms_p50": round(percentile(latencies, 0.5), 1),
             "ingest_to_scored_ms_p95": round(percentile(latencies, 0.95), 1),

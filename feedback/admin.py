@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from feedback.models import DatasetMember, DatasetVersion, LabelledExample, ModelVersion, TrainingRun
+from feedback.models import DatasetMember, DatasetVersion, LabelledExample, ModelVersion, TrainingRun, TrainingScope
+from feedback.services.training import training_run_start
+from moderation.errors import ApplicationError
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -27,10 +30,33 @@ class LabelledExampleAdmin(ReadOnlyAdmin):
     date_hierarchy = "decided_at"
 
 
+def _start_runs(request: HttpRequest, queryset: QuerySet[DatasetVersion], scope: str) -> None:
+    for dataset in queryset.order_by("-version")[:1]:  # one run at a time: the newest selected
+        try:
+            run = training_run_start(dataset=dataset, scope=scope, started_by=request.user)
+        except ApplicationError as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(request, f"Run #{run.pk} ({scope}) queued on dataset v{dataset.version}.")
+
+
 @admin.register(DatasetVersion)
 class DatasetVersionAdmin(ReadOnlyAdmin):
     list_display = ("version", "name", "origin", "example_count", "spam_count", "ham_count", "created_by", "created_at")
     readonly_fields = ("content_sha256", "manifest")
+    actions = ("retrain_tabular", "retrain_text", "retrain_all")
+
+    @admin.action(description="Retrain feature models + fusion on this dataset (admins only)")
+    def retrain_tabular(self, request: HttpRequest, queryset: QuerySet[DatasetVersion]) -> None:
+        _start_runs(request, queryset, TrainingScope.TABULAR)
+
+    @admin.action(description="Fine-tune the text model on this dataset (admins only)")
+    def retrain_text(self, request: HttpRequest, queryset: QuerySet[DatasetVersion]) -> None:
+        _start_runs(request, queryset, TrainingScope.TEXT)
+
+    @admin.action(description="Retrain everything on this dataset (admins only)")
+    def retrain_all(self, request: HttpRequest, queryset: QuerySet[DatasetVersion]) -> None:
+        _start_runs(request, queryset, TrainingScope.ALL)
 
 
 @admin.register(DatasetMember)

@@ -22,3 +22,13 @@ TRAINING_HARD_LIMIT_S = 45 * 60
 )
 def training_run_task(run_id: int) -> None:
     training_run_execute(run_id=run_id)
+
+
+@shared_task(name="feedback.snapshot_dataset", acks_late=True, soft_time_limit=600, time_limit=660)
+def snapshot_dataset_task(name: str = "scheduled snapshot") -> int | None:
+    """For a beat schedule (e.g. weekly): snapshot the labelled examples if any changed since
+    the last version. Returns the new version number, or None when nothing changed."""
+    from feedback.services.datasets import dataset_snapshot_if_changed
+
+    dataset = dataset_snapshot_if_changed(name=name)
+    return dataset.version if dataset is not None else None

@@ -98,10 +98,20 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 @admin.register(Domain)
 class DomainAdmin(admin.ModelAdmin):
-    list_display = ["name", "status", "status_reason", "post_count", "report_count", "spam_count", "first_seen_at"]
-    list_filter = ["status"]
+    list_display = [
+        "name",
+        "status",
+        "status_reason",
+        "status_source",
+        "post_count",
+        "report_count",
+        "spam_count",
+        "first_seen_at",
+    ]
+    list_filter = ["status", "status_source"]
     search_fields = ["name"]
-    readonly_fields = ["first_seen_at", "status_changed_at"]
+    list_select_related = ["status_source"]
+    readonly_fields = ["first_seen_at", "status_changed_at", "status_source"]
     ordering = ["-post_count"]
 
 
@@ -117,10 +127,11 @@ class LinkAdmin(admin.ModelAdmin):
 
 @admin.register(IpAddress)
 class IpAddressAdmin(admin.ModelAdmin):
-    list_display = ["address", "status", "status_reason", "post_count", "spam_count", "first_seen_at"]
-    list_filter = ["status"]
+    list_display = ["address", "status", "status_reason", "status_source", "post_count", "spam_count", "first_seen_at"]
+    list_filter = ["status", "status_source"]
     search_fields = ["address"]
-    readonly_fields = ["first_seen_at", "status_changed_at"]
+    list_select_related = ["status_source"]
+    readonly_fields = ["first_seen_at", "status_changed_at", "status_source"]
 
 
 @admin.register(Author)

@@ -57,6 +57,9 @@ class Domain(models.Model):
     status = models.CharField(max_length=10, choices=ListStatus.choices, default=ListStatus.UNKNOWN)
     status_reason = models.CharField(max_length=255, blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
+    # The source whose API key set the status; null when a moderator did. A source may lift
+    # only its own blocks through the API.
+    status_source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     first_seen_at = models.DateTimeField(default=timezone.now)
     post_count = models.PositiveIntegerField(default=0)
     spam_count = models.PositiveIntegerField(default=0)
@@ -89,6 +92,7 @@ class IpAddress(models.Model):
     status = models.CharField(max_length=10, choices=ListStatus.choices, default=ListStatus.UNKNOWN)
     status_reason = models.CharField(max_length=255, blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
+    status_source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     first_seen_at = models.DateTimeField(default=timezone.now)
     post_count = models.PositiveIntegerField(default=0)
     spam_count = models.PositiveIntegerField(default=0)

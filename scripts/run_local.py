@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import signal
@@ -238,6 +239,43 @@ class Stack:
         say(f"ready: dashboard {url}/dashboard/  admin {url}/admin/  API docs {url}/api/docs/")
         say("press Ctrl-C to stop everything")
 
+    def smoke(self) -> None:
+        """One post through the API -> broker -> worker -> Triton -> database, end to end."""
+        out = subprocess.run(
+            [PYTHON, str(ROOT / "scripts" / "seed_demo.py"), "--smoke-key"],
+            cwd=ROOT,
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        key = re.search(r"SMOKE_KEY=(\S+)", out)
+        if key is None:
+            raise StackError(f"no smoke key in: {out!r}")
+        base = f"http://{self.args.host}:{self.args.port}/api/v1"
+        headers = {"Authorization": f"Api-Key {key.group(1)}", "Content-Type": "application/json"}
+        external_id = f"smoke-{int(time.time() * 1000)}"
+        post = {
+            "external_id": external_id,
+            "text": "WINNER!! Claim your free prize now, reply YES to 80082",
+            "url": "http://prize-claim.example.com/win",
+            "author": {"external_id": "smoke-author", "account_created_at": "2026-01-01T00:00:00Z"},
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        status, body = _http_json("POST", f"{base}/posts", headers, post)
+        if status not in (200, 201):
+            raise StackError(f"smoke: POST /posts answered {status}: {body}")
+        say(f"smoke: post {external_id} accepted ({status}); waiting for the worker to score it")
+        seen: dict[str, object] = {}
+
+        def scored() -> bool:
+            nonlocal seen
+            code, seen = _http_json("GET", f"{base}/posts/{external_id}", headers)
+            return code == 200 and seen.get("status") != "received" and bool(seen.get("scores"))
+
+        wait_until("scoring of the smoke post", scored, 180, lambda: all(c.alive() for c in self.children))
+        say(f"smoke: scored: status {seen.get('status')}, final score {seen.get('final_score')}")
+
     def _start(self, name: str, argv: Sequence[str], ready_line: str | None = None) -> Child:
         child = Child(name, argv, self.env, ready_line)
         self.children.append(child)
@@ -279,6 +317,16 @@ def _redis_ping(url: str) -> bool:
         return False
 
 
+def _http_json(method: str, url: str, headers: dict[str, str], payload: object = None) -> tuple[int, dict[str, object]]:
+    data = json.dumps(payload).encode() if payload is not None else None
+    request = urllib.request.Request(url, data=data, headers=headers, method=method)  # noqa: S310 - local server
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+            return int(response.status), json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
 def _http_ok(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - our own local server
@@ -300,13 +348,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--host", default=os.environ.get("RUN_HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("RUN_PORT", "8000")))
     parser.add_argument("--redis-port", type=int, default=None, help="private Redis port (default: any free port)")
-    parser.add_argument("--concurrency", type=int, default=2, help="Celery worker processes")
+    parser.add_argument("-c", "--concurrency", type=int, default=2, help="Celery worker processes")
     parser.add_argument(
         "--queues", default="celery,training", help="queues the worker consumes (scoring: celery; retraining: training)"
     )
     parser.add_argument("--no-triton", action="store_true", help="do not start Triton")
     parser.add_argument("--no-models", action="store_true", help="do not build models")
     parser.add_argument("--check", action="store_true", help="start everything, report health, then stop")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="with --check: also send a post through the API and wait until the worker has scored it",
+    )
     return parser.parse_args(argv)
 
 
@@ -322,6 +375,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         stack.start_celery()
         stack.start_triton()
         stack.start_web()
+        if args.smoke:
+            stack.smoke()
         if args.check:
             say("all services healthy (--check): stopping")
         else:

@@ -19,6 +19,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
 DEMO_ADMIN = "admin"
 DEMO_SOURCE_SLUG = "demo"
+SMOKE_SOURCE_SLUG = "run-smoke-check"
 
 
 def issue_key(source: object) -> str:
@@ -34,6 +35,9 @@ def issue_key(source: object) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--new-key", action="store_true", help="revoke the demo keys and issue a new one")
+    parser.add_argument(
+        "--smoke-key", action="store_true", help="only print SMOKE_KEY=<key> of a separate smoke-check source"
+    )
     args = parser.parse_args()
 
     import django
@@ -44,6 +48,13 @@ def main() -> int:
     from django.utils import timezone
 
     from moderation.models import ApiKey, Source
+
+    if args.smoke_key:
+        with transaction.atomic():
+            source, _ = Source.objects.get_or_create(slug=SMOKE_SOURCE_SLUG, defaults={"name": "run_local smoke check"})
+            ApiKey.objects.filter(source=source, revoked_at__isnull=True).update(revoked_at=timezone.now())
+            print(f"SMOKE_KEY={issue_key(source)}")
+        return 0
 
     user_model = get_user_model()
     with transaction.atomic():

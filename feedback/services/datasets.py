@@ -530,3 +530,19 @@ def dataset_import(
         created_by=created_by,
         extra_manifest={"import": {"format": fmt, "rows": len(valid), "bytes": len(content)}},
     )
+
+
+def dataset_snapshot_if_changed(*, name: str = "scheduled snapshot") -> DatasetVersion | None:
+    """A snapshot by the schedule (no user): skipped when the content hash equals the latest
+    snapshot's, so a quiet week does not create identical versions."""
+    prepared = _prepare(effective_examples())
+    latest = DatasetVersion.objects.filter(origin=DatasetOrigin.SNAPSHOT).order_by("-version").first()
+    if not prepared.rows or (latest is not None and latest.content_sha256 == prepared.content_sha256):
+        return None
+    return _create_version(
+        prepared=prepared,
+        origin=DatasetOrigin.SNAPSHOT,
+        name=name,
+        created_by=None,
+        extra_manifest={"filters": {"sources": [], "since": None, "until": None}, "scheduled": True},
+    )

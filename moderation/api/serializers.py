@@ -298,22 +298,51 @@ class AuthorOutputSerializer(serializers.ModelSerializer):
         ]
 
 
-class DomainOutputSerializer(serializers.ModelSerializer):
+class BlockOwnerMixin(serializers.Serializer):
+    blocked_by = serializers.SerializerMethodField(help_text='"moderator", or "source" when this API key\'s source.')
+
+    def get_blocked_by(self, row: Domain | IpAddress) -> str:
+        source = self.context.get("source")
+        if row.status_source_id is None:
+            return "moderator"
+        return "source" if source is not None and row.status_source_id == source.pk else "other_source"
+
+
+class DomainOutputSerializer(BlockOwnerMixin, serializers.ModelSerializer):
     reason = serializers.CharField(source="status_reason")
     blocked_at = serializers.DateTimeField(source="status_changed_at", allow_null=True)
 
     class Meta:
         model = Domain
-        fields = ["name", "status", "reason", "blocked_at", "first_seen_at", "post_count", "report_count", "spam_count"]
+        fields = [
+            "name",
+            "status",
+            "reason",
+            "blocked_at",
+            "blocked_by",
+            "first_seen_at",
+            "post_count",
+            "report_count",
+            "spam_count",
+        ]
 
 
-class IpOutputSerializer(serializers.ModelSerializer):
+class IpOutputSerializer(BlockOwnerMixin, serializers.ModelSerializer):
     reason = serializers.CharField(source="status_reason")
     blocked_at = serializers.DateTimeField(source="status_changed_at", allow_null=True)
 
     class Meta:
         model = IpAddress
-        fields = ["address", "status", "reason", "blocked_at", "first_seen_at", "post_count", "spam_count"]
+        fields = [
+            "address",
+            "status",
+            "reason",
+            "blocked_at",
+            "blocked_by",
+            "first_seen_at",
+            "post_count",
+            "spam_count",
+        ]
 
 
 # --- errors (schema only: the exception handler renders them) ---------------------------------

@@ -94,6 +94,13 @@ def cluster_counts(*, author_id: int, domain_id: int | None, ip_id: int | None) 
     Three scalar subqueries, each on its own index (post_author_idx, link -> post_link_idx,
     post_ip_idx); one COUNT with OR-ed filters would scan the whole table."""
     pending = [str(s) for s in PENDING_STATUSES]
+    if connection.vendor != "postgresql":  # the laptop default (SQLite): three plain counts
+        base = Post.objects.filter(status__in=pending)
+        return {
+            "author": base.filter(author_id=author_id).count(),
+            "domain": base.filter(link__domain_id=domain_id).count() if domain_id else 0,
+            "ip": base.filter(ip_id=ip_id).count() if ip_id else 0,
+        }
     with connection.cursor() as cur:
         cur.execute(
             "SELECT"

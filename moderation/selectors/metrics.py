@@ -10,7 +10,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models import Count, Min, OuterRef, Q, Subquery
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -52,28 +52,28 @@ def backlog() -> Backlog:
         queued=Count("id", filter=Q(status=PostStatus.QUEUED)),
         received=Count("id", filter=Q(status=PostStatus.RECEIVED)),
     )
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT min(received_at),"
-            " percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM %s - received_at)),"
-            " percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM %s - received_at))"
-            " FROM moderation_post WHERE status = 'queued'",
-            [now, now],
-        )
-        oldest, p50, p95 = cur.fetchone()
-        bounds = [b for _, b in AGE_BUCKETS if b is not None]
-        cases = []
-        lower = 0
-        for upper in bounds:
-            cases.append(f"count(*) FILTER (WHERE age >= {lower} AND age < {upper})")
+    queued = Post.objects.filter(status=PostStatus.QUEUED)
+    bucket_aggs: dict[str, Any] = {"oldest": Min("received_at")}
+    lower = 0
+    for i, (_, upper) in enumerate(AGE_BUCKETS):
+        cond = Q(received_at__lte=now - timedelta(seconds=lower))
+        if upper is not None:
+            cond &= Q(received_at__gt=now - timedelta(seconds=upper))
             lower = upper
-        cases.append(f"count(*) FILTER (WHERE age >= {lower})")
-        cur.execute(
-            f"SELECT {', '.join(cases)} FROM (SELECT extract(epoch FROM %s - received_at) AS age"  # noqa: S608
-            " FROM moderation_post WHERE status = 'queued') q",
-            [now],
-        )
-        bucket_counts = cur.fetchone()
+        bucket_aggs[f"b{i}"] = Count("id", filter=cond)
+    aggs = queued.aggregate(**bucket_aggs)
+    oldest = aggs["oldest"]
+    bucket_counts = [aggs[f"b{i}"] for i in range(len(AGE_BUCKETS))]
+    p50 = p95 = None
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cur:
+            cur.execute(
+                "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM %s - received_at)),"
+                " percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM %s - received_at))"
+                " FROM moderation_post WHERE status = 'queued'",
+                [now, now],
+            )
+            p50, p95 = cur.fetchone()
     return Backlog(
         queued=counts["queued"],
         received=counts["received"],
@@ -203,6 +203,8 @@ def latency_percentiles(*, since: datetime) -> tuple[dict[str, float | None], di
         " percentile_cont(0.99) WITHIN GROUP (ORDER BY latency_ms), count(*)"
         " FROM scoring_score WHERE created_at >= %s {tail}"
     )
+    if connection.vendor != "postgresql":  # percentile_cont is PostgreSQL's
+        return {"p50": None, "p95": None, "p99": None, "count": None}, {}
     with connection.cursor() as cur:
         cur.execute(sql.format(group="", tail=""), [since])
         p50, p95, p99, n = cur.fetchone()

@@ -193,13 +193,17 @@ def _latest_scores(post_ids: list[int]) -> dict[int, Any]:
 
     if not post_ids:
         return {}
-    latest = (
+    # A post has one score per model set and revision, so this stays a handful of rows per
+    # post; the first per post in this order is its latest.
+    scores = (
         Score.objects.filter(post_id__in=post_ids)
         .order_by("post_id", "-created_at", "-id")
-        .distinct("post_id")
         .only("post_id", "text_score", "link_score", "behaviour_score")
     )
-    return {s.post_id: s for s in latest}
+    latest: dict[int, Any] = {}
+    for score in scores:
+        latest.setdefault(score.post_id, score)
+    return latest
 
 
 TEXT_WINDOW = 5000
@@ -216,7 +220,7 @@ def _text_search_window(
     thousands of matches. So: scan a bounded window in index order first; when it holds a
     full page, that page is exact (every earlier row was examined). Otherwise the caller
     runs the trigram query."""
-    if not filters.q:
+    if not filters.q or connection.vendor != "postgresql":
         return None
     window = queue_queryset(filters=filters, user=user, with_text=False)
     if cursor is not None:

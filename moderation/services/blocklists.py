@@ -1,6 +1,10 @@
 """Domain and IP block lists. Every change is audited through audit_record: actor None when it
 came through the API (the source is recorded in the entry), the user when it came from the
-dashboard."""
+dashboard.
+
+Ownership: a block set through the API remembers its source (status_source). Through the API a
+source may lift only its own blocks and never rewrites an existing block; moderators (no
+source) may change or lift any block."""
 
 from __future__ import annotations
 
@@ -9,9 +13,19 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from moderation.errors import NotFound
+from moderation.errors import ApplicationError, NotFound
 from moderation.models import Domain, IpAddress, ListStatus, Source
 from moderation.services.audit import audit_record
+
+
+class BlockedByOther(ApplicationError):
+    code = "blocked_by_other"
+    status_code = 403
+
+
+def _check_may_lift(row: Domain | IpAddress, source: Source | None) -> None:
+    if source is not None and row.status_source_id != source.pk:
+        raise BlockedByOther("This entry was blocked by a moderator or another source; it cannot be lifted here.")
 
 
 def _state(row: Domain | IpAddress) -> dict[str, Any]:
@@ -29,7 +43,8 @@ def _set_status(
     row.status = status
     row.status_reason = reason
     row.status_changed_at = timezone.now()
-    row.save(update_fields=["status", "status_reason", "status_changed_at"])
+    row.status_source = source if status == ListStatus.BLOCK else None
+    row.save(update_fields=["status", "status_reason", "status_changed_at", "status_source"])
     after = _state(row)
     if source is not None:
         after["via"] = f"api:{source.slug}"
@@ -43,7 +58,10 @@ def domain_block(*, name: str, reason: str, actor: Any = None, source: Source | 
     domain, _ = Domain.objects.get_or_create(name=name)
     domain = Domain.objects.select_for_update().get(pk=domain.pk)
     was_blocked = domain.status == ListStatus.BLOCK
-    _set_status(row=domain, status=ListStatus.BLOCK, reason=reason, action="domain.block", actor=actor, source=source)
+    if not (was_blocked and source is not None):
+        _set_status(
+            row=domain, status=ListStatus.BLOCK, reason=reason, action="domain.block", actor=actor, source=source
+        )
     return domain, not was_blocked
 
 
@@ -52,6 +70,7 @@ def domain_unblock(*, name: str, actor: Any = None, source: Source | None = None
     domain = Domain.objects.select_for_update().filter(name=name, status=ListStatus.BLOCK).first()
     if domain is None:
         raise NotFound("This domain is not on the block list.", code="not_blocked")
+    _check_may_lift(domain, source)
     _set_status(row=domain, status=ListStatus.UNKNOWN, reason="", action="domain.unblock", actor=actor, source=source)
     return domain
 
@@ -62,7 +81,8 @@ def ip_block(*, address: str, reason: str, actor: Any = None, source: Source | N
     ip, _ = IpAddress.objects.get_or_create(address=address)
     ip = IpAddress.objects.select_for_update().get(pk=ip.pk)
     was_blocked = ip.status == ListStatus.BLOCK
-    _set_status(row=ip, status=ListStatus.BLOCK, reason=reason, action="ip.block", actor=actor, source=source)
+    if not (was_blocked and source is not None):
+        _set_status(row=ip, status=ListStatus.BLOCK, reason=reason, action="ip.block", actor=actor, source=source)
     return ip, not was_blocked
 
 
@@ -71,5 +91,6 @@ def ip_unblock(*, address: str, actor: Any = None, source: Source | None = None)
     ip = IpAddress.objects.select_for_update().filter(address=address, status=ListStatus.BLOCK).first()
     if ip is None:
         raise NotFound("This address is not on the block list.", code="not_blocked")
+    _check_may_lift(ip, source)
     _set_status(row=ip, status=ListStatus.UNKNOWN, reason="", action="ip.unblock", actor=actor, source=source)
     return ip

@@ -158,3 +158,13 @@ def test_import_size_limits(db, admin_user, monkeypatch):
     monkeypatch.setattr("feedback.services.datasets.IMPORT_MAX_TEXT_CHARS", 5)
     with pytest.raises(ApplicationError, match="invalid"):
         dataset_import(content=b"text,label\nlong text here,spam\n", fmt="csv", created_by=admin_user)
+
+
+def test_scheduled_snapshot_skips_unchanged(labelled, source, moderator):
+    from feedback.tasks import snapshot_dataset_task
+
+    first = snapshot_dataset_task()
+    assert first == 1
+    assert snapshot_dataset_task() is None  # nothing new
+    decide(make_post(source, author="late"), moderator, "ham")
+    assert snapshot_dataset_task() == 2

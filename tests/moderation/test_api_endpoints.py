@@ -209,3 +209,28 @@ def test_migrations_are_applied_and_complete():
     assert connection.vendor == "postgresql"
     assert executor.migration_plan(executor.loader.graph.leaf_nodes()) == []
     call_command("makemigrations", "moderation", "--check", "--dry-run", verbosity=0)
+
+
+def test_a_source_lifts_only_its_own_blocks(api: ApiCaller, other_api: ApiCaller):
+    from moderation.services.blocklists import domain_block, ip_block
+    from tests.factories import UserFactory
+
+    api.post("/api/v1/blocklist/domains", {"domain": "mine.example", "reason": "spam"})
+    domain_block(name="moderated.example", reason="phishing", actor=UserFactory())
+    ip_block(address="192.0.2.7", reason="bursts", actor=UserFactory())
+
+    listed = {d["name"]: d["blocked_by"] for d in api.get("/api/v1/blocklist/domains").json()["results"]}
+    assert listed == {"mine.example": "source", "moderated.example": "moderator"}
+    theirs = {d["name"]: d["blocked_by"] for d in other_api.get("/api/v1/blocklist/domains").json()["results"]}
+    assert theirs["mine.example"] == "other_source"
+
+    # Another source cannot lift it, nor rewrite its reason; nobody lifts a moderator's block.
+    denied = other_api.delete("/api/v1/blocklist/domains/mine.example")
+    assert denied.status_code == 403 and denied.json()["error"]["code"] == "blocked_by_other"
+    again = other_api.post("/api/v1/blocklist/domains", {"domain": "mine.example", "reason": "other reason"})
+    assert again.status_code == 200 and again.json()["reason"] == "spam"
+    assert api.delete("/api/v1/blocklist/domains/moderated.example").status_code == 403
+    assert api.delete("/api/v1/blocklist/ips/192.0.2.7").status_code == 403
+    assert api.delete("/api/v1/blocklist/domains/mine.example").status_code == 204
+    assert Domain.objects.get(name="moderated.example").status == ListStatus.BLOCK
+    assert IpAddress.objects.get(address="192.0.2.7").status == ListStatus.BLOCK

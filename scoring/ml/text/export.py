@@ -453,7 +453,8 @@ def run_export(
             f"{len(eval_texts[:100])} test "
             f"SMS, {latency_runs} runs, tokenisation excluded. Wall-clock numbers were taken on a 2-core machine "
             "shared with other jobs and vary "
-            "several-fold with their load; CPU ms (process CPU time per call) is the load-independent cost."
+            "several-fold with their load; CPU ms (process CPU time per call) varies less with it (cache and core "
+            "sharing still inflate it)."
         ),
         "test": test,
     }

@@ -1,0 +1,387 @@
+"""Model-serving benchmark: Triton (measured with perf_analyzer) against the naive baseline.
+
+One run:
+1. publishes the trained artifacts into a private model repository and starts Triton on private
+   ports (8410-8412 by default), with the repository's own configs (dynamic batching, instances);
+2. builds perf_analyzer input data from real SMS texts (the UCI SMS Spam Collection test split,
+   the same texts for every contender): token ids for `text_classifier`, raw text plus link and
+   behaviour vectors (synthetic contexts from the tabular generator) for `spam_pipeline`;
+3. runs perf_analyzer at concurrency 1..8 (count windows) on both models;
+4. optionally re-loads `text_classifier` with other batching / instance settings (--variants);
+5. runs the baseline a newcomer would write: the transformers PyTorch fp32 model called per
+   message in-process (tokenize, forward, softmax), on the same texts;
+6. prints a table (throughput, p50/p95/p99, ratio to the baseline, latency breakdown) and
+   writes everything to benchmarks/results/serving-<UTC time>.json.
+
+Usage (see benchmarks/RESULTS.md for the exact commands and numbers):
+    python benchmarks/serving.py --text /work/artifacts/text/current --tabular /work/artifacts/tabular/current
+    python benchmarks/serving.py --tiny --concurrency 1:2 --request-count 50   # harness check
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+
+import django  # noqa: E402
+
+django.setup()
+
+from benchmarks import perf_analyzer  # noqa: E402
+from scoring import triton_server  # noqa: E402
+from scoring.model_repository import Artifacts, publish, resolve_current  # noqa: E402
+
+WORK = ROOT / "var" / "bench"
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+# --- inputs ---------------------------------------------------------------------------------
+def sms_texts(count: int) -> tuple[list[str], list[int]]:
+    """The first `count` messages of the SMS test split (deterministic split, seed 42)."""
+    from scoring.ml.text.data import load_sms_splits
+
+    test = load_sms_splits().test
+    return list(test.texts[:count]), list(test.labels[:count])
+
+
+def text_classifier_data(text_dir: Path, texts: Sequence[str]) -> dict[str, Any]:
+    """Unpadded token ids per text, as the tokenizer model sends them (ragged batching)."""
+    from tokenizers import Tokenizer
+
+    serving = json.loads((text_dir / "serving.json").read_text())
+    max_length = int(serving.get("max_length", 128))
+    tok = Tokenizer.from_file(str(text_dir / "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(max_length=max_length)
+    data = []
+    for enc in tok.encode_batch(list(texts)):
+        n = len(enc.ids)
+        data.append(
+            {
+                "input_ids": {"content": list(enc.ids), "shape": [n]},
+                "attention_mask": {"content": list(enc.attention_mask), "shape": [n]},
+            }
+        )
+    return {"data": data}
+
+
+def spam_pipeline_data(texts: Sequence[str], labels: Sequence[int]) -> dict[str, Any]:
+    """Text, link preview and the link/behaviour vectors of a plausible posting context."""
+    from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
+    from scoring.ml.tabular.synthetic import generate
+
+    frame = generate(list(texts), list(labels), seed=7)
+    data = []
+    for row in frame.to_dict("records"):
+        preview_index = int(row["preview_index"])
+        data.append(
+            {
+                "TEXT": [row["text"]],
+                "PREVIEW_TEXT": [texts[preview_index] if preview_index >= 0 else ""],
+                "LINK_FEATURES": vector(row, LINK_FEATURES),
+                "BEHAVIOUR_FEATURES": vector(row, BEHAVIOUR_FEATURES),
+            }
+        )
+    return {"data": data}
+
+
+# --- Triton ---------------------------------------------------------------------------------
+def build_repository(artifacts: Artifacts, repository: Path) -> dict[str, int]:
+    shutil.rmtree(repository, ignore_errors=True)
+    repository.mkdir(parents=True)
+    return publish(artifacts, repository=repository)
+
+
+def tiny_artifacts() -> Artifacts:
+    from scoring.ml.tiny import cached_tiny_artifacts
+
+    return cached_tiny_artifacts()
+
+
+@dataclass
+class Contender:
+    name: str
+    model: str
+    input_file: Path
+    note: str
+
+
+def reload_with(client: Any, model: str, change: dict[str, Any]) -> dict[str, Any]:
+    """Load `model` again with parts of its config replaced (explicit model control)."""
+    config = client.get_model_config(model, as_json=True)["config"]
+    config.update(change)
+    for key, value in list(change.items()):
+        if value is None:
+            config.pop(key, None)
+    client.load_model(model, config=json.dumps(config))
+    return config
+
+
+# --- baseline -------------------------------------------------------------------------------
+def find_hf_checkpoint(text_dir: Path) -> Path | None:
+    """A transformers checkpoint (config.json + weights) in or under the text artifact dir."""
+    for config in sorted(text_dir.rglob("config.json")):
+        folder = config.parent
+        if any((folder / w).exists() for w in ("model.safetensors", "pytorch_model.bin")):
+            return folder
+    return None
+
+
+def pytorch_baseline(model_dir: Path, texts: Sequence[str], *, max_length: int, warmup: int = 10) -> dict[str, Any]:
+    """The naive baseline: transformers, PyTorch fp32, one message per call, in-process."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    model = AutoModelForSequenceClassification.from_pretrained(str(model_dir)).eval()
+
+    def classify(text: str) -> float:
+        with torch.no_grad():
+            enc = tokenizer(text, return_tensors="pt", truncation=True, max_length=max_length)
+            return float(model(**enc).logits.softmax(-1)[0, 1])
+
+    for text in texts[:warmup]:
+        classify(text)
+    latencies = []
+    start = time.perf_counter()
+    for text in texts:
+        t0 = time.perf_counter()
+        classify(text)
+        latencies.append((time.perf_counter() - t0) * 1000.0)
+    wall = time.perf_counter() - start
+    return {
+        "model_dir": str(model_dir),
+        "messages": len(texts),
+        "torch_threads": torch.get_num_threads(),
+        "throughput": len(texts) / wall,
+        **percentiles(latencies),
+    }
+
+
+def percentiles(latencies_ms: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(latencies_ms)
+
+    def pct(p: float) -> float:
+        return ordered[min(len(ordered) - 1, round(p / 100.0 * (len(ordered) - 1)))]
+
+    return {
+        "p50_ms": pct(50),
+        "p90_ms": pct(90),
+        "p95_ms": pct(95),
+        "p99_ms": pct(99),
+        "avg_ms": statistics.fmean(ordered),
+    }
+
+
+# --- report ---------------------------------------------------------------------------------
+def table(results: dict[str, Any]) -> str:
+    base = results.get("baseline")
+    base_tput = base["throughput"] if base else None
+    lines = [
+        "| contender | conc | infer/s | x baseline | p50 ms | p95 ms | p99 ms "
+        "| send | net+srv | queue | in | infer | out | recv |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    if base:
+        lines.append(
+            f"| baseline: PyTorch fp32 in-process | 1 | {base['throughput']:.1f} | 1.00 | {base['p50_ms']:.1f} "
+            f"| {base['p95_ms']:.1f} | {base['p99_ms']:.1f} | | | | | | | |"
+        )
+    for run in results["runs"]:
+        if run.get("error"):
+            lines.append(f"| {run['name']} | - | failed: {run['error'].splitlines()[-1][:80]} | | | | | | | | | | | |")
+        for row in run["rows"]:
+            ratio = f"{row['throughput'] / base_tput:.2f}" if base_tput else "-"
+            lines.append(
+                f"| {run['name']} | {row['concurrency']} | {row['throughput']:.1f} | {ratio} "
+                f"| {row['p50_ms']:.1f} | {row['p95_ms']:.1f} | {row['p99_ms']:.1f} "
+                f"| {row['client_send_ms']:.2f} | {row['network_server_ms']:.2f} | {row['server_queue_ms']:.2f} "
+                f"| {row['server_compute_input_ms']:.2f} | {row['server_compute_infer_ms']:.2f} "
+                f"| {row['server_compute_output_ms']:.2f} | {row['client_recv_ms']:.2f} |"
+            )
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    from django.conf import settings
+
+    artifacts = Path(settings.ARTIFACTS_DIR)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--text", type=Path, default=artifacts / "text" / "current", help="text artifact dir")
+    p.add_argument("--tabular", type=Path, default=artifacts / "tabular" / "current", help="tabular artifact dir")
+    p.add_argument("--tiny", action="store_true", help="tiny random models (checks the harness, not speed)")
+    p.add_argument("--baseline-model", type=Path, default=None, help="transformers checkpoint for the baseline")
+    p.add_argument("--skip-baseline", action="store_true")
+    p.add_argument("--models", nargs="+", default=["text_classifier", "spam_pipeline"])
+    p.add_argument("--variants", action="store_true", help="also text_classifier without batching / 2 instances")
+    p.add_argument("--texts", type=int, default=300, help="SMS messages used by every contender")
+    p.add_argument("--concurrency", default="1:8")
+    p.add_argument("--request-count", type=int, default=300, help="requests per count window")
+    p.add_argument("--stability", type=int, default=20, help="perf_analyzer --stability-percentage")
+    p.add_argument("--port", type=int, default=8410, help="Triton HTTP port; gRPC +1, metrics +2")
+    p.add_argument("--out", type=Path, default=None)
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    lo, hi = (int(x) for x in args.concurrency.split(":"))
+    WORK.mkdir(parents=True, exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+
+    if args.tiny:
+        artifacts = tiny_artifacts()
+    else:
+        artifacts = Artifacts(text=resolve_current(args.text), tabular=resolve_current(args.tabular))
+    text_dir = Path(artifacts.text) if artifacts.text else None
+    assert text_dir is not None
+    print(f"[bench] artifacts: text={artifacts.text} tabular={artifacts.tabular}", flush=True)
+
+    texts, labels = sms_texts(args.texts)
+    print(f"[bench] {len(texts)} SMS texts, mean {statistics.fmean(len(t) for t in texts):.0f} chars", flush=True)
+    inputs = {
+        "text_classifier": WORK / "text_classifier.json",
+        "spam_pipeline": WORK / "spam_pipeline.json",
+    }
+    inputs["text_classifier"].write_text(json.dumps(text_classifier_data(text_dir, texts)))
+    inputs["spam_pipeline"].write_text(json.dumps(spam_pipeline_data(texts, labels)))
+
+    repository = WORK / "repository"
+    versions = build_repository(artifacts, repository)
+    cfg = triton_server.ServerConfig(
+        repository=repository,
+        log_dir=WORK / "log",
+        http_port=args.port,
+        grpc_port=args.port + 1,
+        metrics_port=args.port + 2,
+    )
+    results: dict[str, Any] = {
+        "started_at": stamp,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "perf_analyzer": perf_analyzer.version(),
+        "artifacts": {"text": str(artifacts.text), "tabular": str(artifacts.tabular), "tiny": args.tiny},
+        "versions": versions,
+        "texts": {"count": len(texts), "source": "UCI SMS Spam Collection, test split (seed 42)"},
+        "runs": [],
+    }
+    print(f"[bench] starting Triton on {cfg.grpc_url} (repository {repository})", flush=True)
+    triton_server.start(cfg)
+    try:
+        plan = [Contender(m, m, inputs[m], "repository config") for m in args.models]
+        for contender in plan:
+            results["runs"].append(measure(contender, cfg, lo, hi, args.request_count, stamp, args.stability))
+        if args.variants:
+            results["runs"].extend(
+                variants(cfg, inputs["text_classifier"], lo, hi, args.request_count, stamp, args.stability)
+            )
+    finally:
+        triton_server.stop(cfg)
+
+    if not args.skip_baseline:
+        model_dir = args.baseline_model or find_hf_checkpoint(text_dir)
+        if model_dir is None:
+            print("[bench] no transformers checkpoint found for the baseline: pass --baseline-model", flush=True)
+        else:
+            max_length = int(json.loads((text_dir / "serving.json").read_text()).get("max_length", 128))
+            print(f"[bench] baseline: PyTorch fp32 per message from {model_dir}", flush=True)
+            results["baseline"] = pytorch_baseline(model_dir, texts, max_length=max_length)
+
+    out = args.out or RESULTS / f"serving-{stamp}.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print()
+    print(table(results))
+    print(f"\n[bench] wrote {out}")
+    return 0
+
+
+def measure(
+    contender: Contender, cfg: Any, lo: int, hi: int, request_count: int, stamp: str, stability: int = 20
+) -> dict[str, Any]:
+    """perf_analyzer over the concurrency range. On a shared machine a window may not
+    stabilise: retry once with twice the requests per window and a looser criterion, then
+    record the failure instead of aborting the whole run."""
+    attempts = [(request_count, stability), (request_count * 2, min(100, stability + 20))]
+    error = ""
+    for attempt, (count, stab) in enumerate(attempts, start=1):
+        print(f"[bench] perf_analyzer {contender.name} concurrency {lo}..{hi} (attempt {attempt})", flush=True)
+        csv_path = WORK / f"{contender.name}-{stamp}-{attempt}.csv"
+        try:
+            cmd, rows = perf_analyzer.run(
+                model=contender.model,
+                url=cfg.grpc_url,
+                input_data=contender.input_file,
+                csv_path=csv_path,
+                concurrency=(lo, hi),
+                request_count=count,
+                stability_percentage=stab,
+                log_path=WORK / f"{contender.name}-{stamp}-{attempt}.log",
+            )
+        except perf_analyzer.PerfAnalyzerError as exc:
+            error = str(exc)
+            print(f"[bench] {error.splitlines()[-1]}", flush=True)
+            continue
+        return {
+            "name": contender.name,
+            "model": contender.model,
+            "note": contender.note,
+            "command": " ".join(cmd),
+            "rows": [r.as_dict() for r in rows],
+        }
+    return {"name": contender.name, "model": contender.model, "note": contender.note, "error": error, "rows": []}
+
+
+def variants(
+    cfg: Any, input_file: Path, lo: int, hi: int, request_count: int, stamp: str, stability: int
+) -> list[dict[str, Any]]:
+    """text_classifier under other serving settings, to show what the chosen ones buy."""
+    import tritonclient.grpc as grpcclient
+
+    client = grpcclient.InferenceServerClient(cfg.grpc_url)
+    original = client.get_model_config("text_classifier", as_json=True)["config"]
+    runs = []
+    try:
+        settings_variants = [
+            ("text_classifier:no-dynamic-batching", {"dynamic_batching": None}),
+            (
+                "text_classifier:2-instances-1-thread",
+                {
+                    "instance_group": [{"count": 2, "kind": "KIND_CPU"}],
+                    "parameters": {**original.get("parameters", {}), "INTRA_OP_THREADS": {"string_value": "1"}},
+                },
+            ),
+        ]
+        for name, change in settings_variants:
+            reload_with(client, "text_classifier", change)
+            runs.append(
+                measure(
+                    Contender(name, "text_classifier", input_file, json.dumps(change)),
+                    cfg,
+                    lo,
+                    hi,
+                    request_count,
+                    stamp,
+                )
+            )
+            client.load_model("text_classifier", config=json.dumps(original))
+    finally:
+        client.load_model("text_classifier", config=json.dumps(original))
+    return runs
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
