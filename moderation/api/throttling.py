@@ -40,8 +40,8 @@ class ApiKeyRateThrottle(SimpleRateThrottle):
         bucket = f"{key}:{window}"
         try:
             count = self._increment(bucket, timeout=duration + 1)
-        except Exception:
-            logger.warning("moderation.throttle_cache_unavailable", exc_info=True)
+        except Exception as exc:  # RedisError, or any other cache backend's failure
+            logger.warning("api.throttle_unavailable error=%s: %s (request let through)", type(exc).__name__, exc)
             return True
         return count <= num_requests
 

@@ -39,6 +39,9 @@ ERRORS = {
     400: OpenApiResponse(s.ErrorSerializer, description="Invalid input; `fields` maps field paths to messages."),
     401: OpenApiResponse(s.ErrorSerializer, description="Missing, invalid or revoked API key."),
     429: OpenApiResponse(s.ErrorSerializer, description="Rate limit of this API key; see Retry-After."),
+    503: OpenApiResponse(
+        s.ErrorSerializer, description="`unavailable`: the database or cache is down; retry after Retry-After."
+    ),
 }
 BODY_ERRORS = {
     **ERRORS,
