@@ -9,8 +9,9 @@ include the wait in the backlog and are not meaningful).
     python benchmarks/e2e_pipeline.py --posts 300 --batch-size 16 --concurrency 2
 
 Triton: with --triton-url HOST:GRPC_PORT the worker uses that server (e.g. the real models of
-`manage.py triton start`); without it a private Triton serving the tiny test models
-(scoring/ml/tiny.py) is started on --triton-port-base .. +2 and stopped at the end.
+`manage.py triton start`); otherwise a private Triton is started on --triton-port-base .. +2
+(stopped at the end) serving --triton-repository (a published model repository) or, by
+default, the tiny test models (scoring/ml/tiny.py).
 Ingest goes through the full Django/DRF stack (API key auth, validation, ingest service,
 enqueue on commit) with django.test.Client in this process, one POST per post, as fast as
 it can or at --rate posts/s. The database's posts are not deleted (each run uses its own
@@ -44,14 +45,17 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-def start_tiny_triton(workdir: Path, port_base: int) -> tuple[Any, str]:
+def start_private_triton(workdir: Path, port_base: int, repository: Path | None) -> tuple[Any, str]:
+    """Serve `repository` (or the tiny test models when None) from a private Triton."""
     from scoring import triton_server as server_control
-    from scoring.ml.tiny import cached_tiny_artifacts
-    from scoring.model_repository import publish
 
-    repository = workdir / "repository"
-    repository.mkdir(parents=True, exist_ok=True)
-    publish(cached_tiny_artifacts(seed=0), repository=repository)
+    if repository is None:
+        from scoring.ml.tiny import cached_tiny_artifacts
+        from scoring.model_repository import publish
+
+        repository = workdir / "repository"
+        repository.mkdir(parents=True, exist_ok=True)
+        publish(cached_tiny_artifacts(seed=0), repository=repository)
     config = server_control.ServerConfig(
         repository=repository,
         log_dir=workdir / "log",
@@ -127,6 +131,9 @@ def main() -> None:
     )
     parser.add_argument("--rate", type=float, default=0.0, help="ingest posts/s (0: as fast as possible)")
     parser.add_argument("--triton-url", default="", help="use this Triton (gRPC host:port) instead of a tiny one")
+    parser.add_argument(
+        "--triton-repository", type=Path, default=None, help="serve this model repository (default: tiny models)"
+    )
     parser.add_argument("--triton-port-base", type=int, default=8210)
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--json", type=Path, default=REPO / "var" / "benchmarks" / "e2e_pipeline.json")
@@ -153,7 +160,7 @@ def main() -> None:
     triton_config = None
     triton_url = args.triton_url
     if not triton_url:
-        triton_config, triton_url = start_tiny_triton(workdir, args.triton_port_base)
+        triton_config, triton_url = start_private_triton(workdir, args.triton_port_base, args.triton_repository)
     env = dict(os.environ)
     env.update(
         {
@@ -215,7 +222,7 @@ def main() -> None:
             "concurrency": args.concurrency,
             "prefetch": args.prefetch,
             "rate": args.rate,
-            "triton": "tiny test models" if triton_config is not None else triton_url,
+            "triton": triton_url if triton_config is None else str(args.triton_repository or "tiny test models"),
             "cpu_count": os.cpu_count(),
             "ingest_posts_per_s": round(args.posts / ingest_s, 1),
             "ingest_request_ms_p50": round(percentile(ingest_ms, 0.5), 1),

@@ -63,7 +63,7 @@ def rescore_post(post_id: int) -> None:
 
 @shared_task(name="scoring.sweep_stuck_posts", acks_late=True, soft_time_limit=50, time_limit=60)
 def sweep_stuck_posts(older_than_s: float | None = None) -> int:
-    post_ids = batching.stuck_post_ids(older_than_s=older_than_s)
+    post_ids = batching.posts_to_requeue(older_than_s=older_than_s)
     for post_id in post_ids:
         score_post.delay(post_id)
     delivery_ids = batching.stuck_webhook_ids(older_than_s=older_than_s)

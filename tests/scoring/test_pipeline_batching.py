@@ -156,3 +156,34 @@ def test_inline_on_a_post_already_scored_returns_its_score():
     score = score_inline(post=post, budget_ms=1000, client=client)
     assert score is not None and score.post_id == post.id
     assert client.calls == []
+
+
+def test_a_post_that_breaks_its_batch_does_not_block_the_others(monkeypatch):
+    good, bad, later = make_post(text="hi"), make_post(text="hi"), make_post(text="hi")
+    from scoring.services import scoring as scoring_service
+
+    real = scoring_service.short_circuit_reason
+
+    def explode_on_bad(post):
+        if post.id == bad.id:
+            raise ValueError("corrupt row")
+        return real(post)
+
+    monkeypatch.setattr(scoring_service, "short_circuit_reason", explode_on_bad)
+    (result,) = score_post_batch(post_id=good.id, batch_size=3, client=FakeClient())  # batch fails, alone ok
+    assert result.post_id == good.id and result.score_id is not None
+    with pytest.raises(ValueError):
+        score_post_batch(post_id=bad.id, batch_size=3, client=FakeClient())
+    client = FakeClient()
+    score_post_batch(post_id=later.id, batch_size=3, client=client)  # the bad post is left out now
+    assert [len(c) for c in client.calls] == [1]
+    assert Post.objects.get(pk=later.pk).status == PostStatus.AUTO_APPROVED
+    assert Post.objects.get(pk=bad.pk).status == PostStatus.RECEIVED
+
+
+def test_the_sweeper_requeues_a_stuck_post_once_per_ttl():
+    from scoring.services.batching import posts_to_requeue
+
+    stuck = make_post(text="hi", received_at=timezone.now() - timedelta(minutes=10))
+    assert posts_to_requeue(older_than_s=300) == [stuck.id]
+    assert posts_to_requeue(older_than_s=300) == []
