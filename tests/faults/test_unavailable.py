@@ -15,11 +15,19 @@ from django.db import InterfaceError, OperationalError, connection
 from rest_framework.test import APIClient
 
 from moderation.models import Post
+from tests.factories import SourceFactory, create_api_key
 from tests.moderation.api_helpers import ApiCaller, post_payload
 
 pytest_plugins = ["tests.moderation.api_fixtures"]
 
 DEAD = "127.0.0.1:1"  # nothing listens on port 1: connections are refused at once
+
+
+@pytest.fixture
+def api(db: None, clean_throttle: None) -> ApiCaller:
+    """The API tests' caller (tests/faults/conftest.py's `api` is the integration one)."""
+    source = SourceFactory()
+    return ApiCaller(source, create_api_key(source))
 
 
 def assert_unavailable(response: Any) -> None:
