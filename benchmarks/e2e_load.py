@@ -146,10 +146,58 @@ class OpenLoop:
         return time.perf_counter() - started
 
 
+def model_throughput(seconds: float, batch: int, threads: int) -> dict[str, Any]:
+    """The served model alone, in the same run: `threads` callers (the worker's processes) send
+    batches of `batch` posts through the same client the worker uses, closed loop."""
+    from django.conf import settings
+
+    from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
+    from scoring.triton_client import ScoringInput, TritonScoringClient
+
+    inputs = [
+        ScoringInput(
+            text=payload(i, "model")["text"],
+            preview_text="",
+            link=[0.0] * len(LINK_FEATURES),
+            behaviour=[0.0] * len(BEHAVIOUR_FEATURES),
+        )
+        for i in range(batch)
+    ]
+    done = [0]
+    lock = threading.Lock()
+    latencies: list[float] = []
+
+    def caller() -> None:
+        client = TritonScoringClient(settings.TRITON_URL, protocol="grpc", timeout_s=30)
+        client.score(inputs)  # warm
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            t = time.perf_counter()
+            client.score(inputs)
+            with lock:
+                done[0] += batch
+                latencies.append((time.perf_counter() - t) * 1000)
+
+    started = time.perf_counter()
+    workers = [threading.Thread(target=caller) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=seconds + 120)
+    elapsed = time.perf_counter() - started
+    return {
+        "batch": batch,
+        "callers": threads,
+        "posts_per_s": round(done[0] / elapsed, 1),
+        "batch_ms_p50": round(percentile(latencies, 0.5), 1),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rates", default="10,20,40,80", help="ingest rates in posts/s, ascending")
     parser.add_argument("--seconds", type=float, default=10.0, help="ingest duration per rate")
+    parser.add_argument("--model-seconds", type=float, default=8.0, help="model-alone throughput run")
     parser.add_argument("--warmup", type=int, default=30, help="unmeasured posts sent first")
     parser.add_argument("--sync-rate", type=float, default=20.0, help="wait_ms=50 requests/s")
     parser.add_argument("--sync-seconds", type=float, default=10.0)
@@ -205,6 +253,7 @@ def main() -> None:
     procs: list[subprocess.Popen[bytes]] = []
     rows: list[dict[str, Any]] = []
     sync: dict[str, Any] = {}
+    model: dict[str, Any] = {}
     try:
         procs.append(start_worker(env, args, workdir / "worker.log"))
         procs.append(start_web(env, args.web_port, args.web_workers, workdir / "web.log"))
@@ -217,6 +266,9 @@ def main() -> None:
                 s = session_local.s = requests.Session()
                 s.headers["Authorization"] = f"Api-Key {raw_key}"
             return s
+
+        model = model_throughput(args.model_seconds, args.batch_size, args.concurrency)
+        print(f"served model alone: {model}", flush=True)
 
         # Warm-up (not measured): first requests load Python modules, connections, Triton models.
         warm = Source.objects.create(name=f"e2e warm {uuid.uuid4().hex[:8]}", slug=f"e2e-warm-{uuid.uuid4().hex[:8]}")
@@ -321,6 +373,12 @@ def main() -> None:
         f"\nwait_ms=50 at {sync.get('rate')} req/s: p50 {sync.get('ms_p50')} ms, p99 {sync.get('ms_p99')} ms, "
         f"answers {sync.get('answers')}"
     )
+    best = max((r["scored_posts_per_s"] for r in rows), default=0.0)
+    if model.get("posts_per_s"):
+        print(
+            f"served model alone: {model['posts_per_s']} posts/s; best end-to-end {best} posts/s "
+            f"= {100 * best / model['posts_per_s']:.0f}% of it"
+        )
     result = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "models": {"text": str(args.text), "tabular": str(args.tabular)},
@@ -328,6 +386,8 @@ def main() -> None:
         "load_average_1m": os.getloadavg()[0],
         "worker": {"concurrency": args.concurrency, "batch_size": args.batch_size, "prefetch": args.prefetch},
         "web_workers": args.web_workers,
+        "model_alone": model,
+        "best_scored_posts_per_s": max((r["scored_posts_per_s"] for r in rows), default=0.0),
         "rates": rows,
         "sync_check": sync,
     }
