@@ -9,8 +9,9 @@ include the wait in the backlog and are not meaningful).
     python benchmarks/e2e_pipeline.py --posts 300 --batch-size 16 --concurrency 2
 
 Triton: with --triton-url HOST:GRPC_PORT the worker uses that server (e.g. the real models of
-`manage.py triton start`); without it a private Triton serving the tiny test models
-(scoring/ml/tiny.py) is started on --triton-port-base .. +2 and stopped at the end.
+`manage.py triton start`); otherwise a private Triton is started on --triton-port-base .. +2
+(stopped at the end) serving --triton-repository (a published model repository) or, by
+default, the tiny test models (scoring/ml/tiny.py).
 Ingest goes through the full Django/DRF stack (API key auth, validation, ingest service,
 enqueue on commit) with django.test.Client in this process, one POST per post, as fast as
 it can or at --rate posts/s. The database's posts are not deleted (each run uses its own
@@ -44,14 +45,17 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-def start_tiny_triton(workdir: Path, port_base: int) -> tuple[Any, str]:
+def start_private_triton(workdir: Path, port_base: int, repository: Path | None) -> tuple[Any, str]:
+    """Serve `repository` (or the tiny test models when None) from a private Triton."""
     from scoring import triton_server as server_control
-    from scoring.ml.tiny import cached_tiny_artifacts
-    from scoring.model_repository import publish
 
-    repository = workdir / "repository"
-    repository.mkdir(parents=True, exist_ok=True)
-    publish(cached_tiny_artifacts(seed=0), repository=repository)
+    if repository is None:
+        from scoring.ml.tiny import cached_tiny_artifacts
+        from scoring.model_repository import publish
+
+        repository = workdir / "repository"
+        repository.mkdir(parents=True, exist_ok=True)
+        publish(cached_tiny_artifacts(seed=0), repository=repository)
     config = server_control.ServerConfig(
         repository=repository,
         log_dir=workdir / "log",
@@ -122,8 +126,14 @@ def main() -> None:
         help="live: the worker scores while posts arrive (latency); backlog: ingest everything first, "
         "then start the worker and time the drain (scoring capacity)",
     )
+    parser.add_argument(
+        "--wait-ms", type=int, default=0, help="ingest with ?wait_ms=N (the synchronous pre-publish check)"
+    )
     parser.add_argument("--rate", type=float, default=0.0, help="ingest posts/s (0: as fast as possible)")
     parser.add_argument("--triton-url", default="", help="use this Triton (gRPC host:port) instead of a tiny one")
+    parser.add_argument(
+        "--triton-repository", type=Path, default=None, help="serve this model repository (default: tiny models)"
+    )
     parser.add_argument("--triton-port-base", type=int, default=8210)
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--json", type=Path, default=REPO / "var" / "benchmarks" / "e2e_pipeline.json")
@@ -150,7 +160,7 @@ def main() -> None:
     triton_config = None
     triton_url = args.triton_url
     if not triton_url:
-        triton_config, triton_url = start_tiny_triton(workdir, args.triton_port_base)
+        triton_config, triton_url = start_private_triton(workdir, args.triton_port_base, args.triton_repository)
     env = dict(os.environ)
     env.update(
         {
@@ -160,8 +170,10 @@ def main() -> None:
             "DJANGO_SETTINGS_MODULE": os.environ["DJANGO_SETTINGS_MODULE"],
         }
     )
+    settings.TRITON_URL, settings.TRITON_PROTOCOL = triton_url, "grpc"  # this process: ?wait_ms
     if triton_config is not None:
         env["TRITON_METRICS_PORT"] = str(triton_config.metrics_port)
+        settings.TRITON_METRICS_PORT = triton_config.metrics_port
     worker = start_worker(env, args, workdir / "worker.log") if args.mode == "live" else None
     try:
         run = uuid.uuid4().hex[:8]
@@ -169,6 +181,8 @@ def main() -> None:
         _, raw_key = api_key_create(source=source, name="bench")
         client = Client(HTTP_AUTHORIZATION=f"Api-Key {raw_key}")
         ingest_ms: list[float] = []
+        inline_decided = 0
+        path = f"/api/v1/posts?wait_ms={args.wait_ms}" if args.wait_ms else "/api/v1/posts"
         t0 = time.perf_counter()
         for i in range(args.posts):
             if args.rate > 0:
@@ -176,9 +190,10 @@ def main() -> None:
                 if delay > 0:
                     time.sleep(delay)
             t = time.perf_counter()
-            response = client.post("/api/v1/posts", payload(i, run), content_type="application/json")
+            response = client.post(path, payload(i, run), content_type="application/json")
             ingest_ms.append((time.perf_counter() - t) * 1000)
-            if response.status_code not in (200, 201):
+            inline_decided += int(response.status_code == 201 and args.wait_ms > 0)
+            if response.status_code not in (200, 201, 202):
                 raise SystemExit(f"ingest failed: {response.status_code} {response.content[:300]!r}")
         ingest_s = time.perf_counter() - t0
         drain_started = None
@@ -207,10 +222,13 @@ def main() -> None:
             "concurrency": args.concurrency,
             "prefetch": args.prefetch,
             "rate": args.rate,
-            "triton": "tiny test models" if triton_config is not None else triton_url,
+            "triton": triton_url if triton_config is None else str(args.triton_repository or "tiny test models"),
             "cpu_count": os.cpu_count(),
             "ingest_posts_per_s": round(args.posts / ingest_s, 1),
             "ingest_request_ms_p50": round(percentile(ingest_ms, 0.5), 1),
+            "ingest_request_ms_p95": round(percentile(ingest_ms, 0.95), 1),
+            "wait_ms": args.wait_ms,
+            "decided_inline": inline_decided,
             "scored_posts_per_s": round(args.posts / wall_s, 1),
             "ingest_to_scored_ms_p50": round(percentile(latencies, 0.5), 1),
             "ingest_to_scored_ms_p95": round(percentile(latencies, 0.95), 1),

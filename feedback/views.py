@@ -263,6 +263,7 @@ def thresholds_page(request: HttpRequest) -> HttpResponse:
             remove_threshold=float(params["remove_threshold"]),
             approve_threshold=float(params["approve_threshold"]),
             days=days,
+            outcomes=outcomes,
         ),
         "active": active,
         "can_admin": can_administer_ml(request.user),

@@ -90,7 +90,9 @@ def input_data(path: Path, *, rows: int = 64, seed: int = 0) -> Path:
     return path
 
 
-def command(url: str, concurrency: int, data: Path, *, protocol: str = "grpc", count: int = 200) -> list[str]:
+def command(
+    url: str, concurrency: int, data: Path, *, protocol: str = "grpc", count: int = 200, stability: int = 25
+) -> list[str]:
     return [
         str(binary()),
         "-m",
@@ -113,17 +115,19 @@ def command(url: str, concurrency: int, data: Path, *, protocol: str = "grpc", c
         "50",
         # 2 shared cores: windows vary more than the default 10% allows.
         "--stability-percentage",
-        "25",
+        str(stability),
         "--max-trials",
         "6",
     ]
 
 
-def run_perf_analyzer(url: str, concurrency: int, *, protocol: str = "grpc", count: int = 200) -> str:
+def run_perf_analyzer(
+    url: str, concurrency: int, *, protocol: str = "grpc", count: int = 200, stability: int = 25
+) -> str:
     exe, env = prepare()
     with tempfile.TemporaryDirectory() as tmp:
         data = input_data(Path(tmp) / "data.json")
-        cmd = command(url, concurrency, data, protocol=protocol, count=count)
+        cmd = command(url, concurrency, data, protocol=protocol, count=count, stability=stability)
         cmd[0] = str(exe)
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, timeout=600)
     return done.stdout + done.stderr
@@ -193,6 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--loop", action="store_true", help="Python loop instead of perf_analyzer")
     parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--stability", type=int, default=25, help="perf_analyzer --stability-percentage")
     args = parser.parse_args(argv)
     for c in args.concurrency:
         if args.loop:
@@ -202,7 +207,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"p95 {r.p95_ms:.2f} ms, p99 {r.p99_ms:.2f} ms ({r.requests} requests)"
             )
         else:
-            print(run_perf_analyzer(args.url, c, protocol=args.protocol, count=args.requests))
+            print(run_perf_analyzer(args.url, c, protocol=args.protocol, count=args.requests, stability=args.stability))
 
 
 if __name__ == "__main__":

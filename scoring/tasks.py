@@ -9,15 +9,16 @@ use acks_late (a worker killed mid-task leaves the message to be redelivered).
 
 Worker settings chosen for this 2-core machine (scripts/run_local.py runs the worker):
     celery -A config worker --concurrency=2 --prefetch-multiplier=4 -O fair
-- Two prefork processes: Triton needs the remaining CPU for inference, and a task spends most
-  of its time waiting on Triton and PostgreSQL, so two processes keep one batch in flight
-  while the other is being prepared or written. More processes only add contention here.
-- Micro-batching (scoring.services.batching, SCORING_BATCH_SIZE=16): one task claims its post
-  plus up to 15 other waiting posts and scores them in one Triton request and one write
-  transaction. Measured with benchmarks/e2e_pipeline.py --mode backlog --posts 300 (tiny
-  models, machine shared with 7 other engineers, load average ~10): 26.0 posts/s with batches
-  of 16 against 10.5 posts/s with batch size 1 (one post per task, concurrency feeding
-  Triton's dynamic batcher): 2.5x, so batches it is.
+Measured with benchmarks/e2e_pipeline.py --mode backlog --posts 300 (drain rate; tiny models;
+the machine shared with 7 other engineers, load average ~10):
+    batch 16: concurrency 1 -> 37.8, 2 -> 37.9, 4 -> 32.5 posts/s
+    concurrency 2: batch 1 -> 19.8, batch 16 -> 37.9, batch 32 -> 37.9 posts/s
+- Micro-batching (scoring.services.batching, SCORING_BATCH_SIZE=16) doubles throughput over
+  one post per task left to Triton's dynamic batcher: a task claims its post plus up to 15
+  other waiting posts and scores them in one Triton request and one write transaction. 32
+  gains nothing more and makes each batch's latency longer.
+- Two prefork processes: as fast as one (Triton and PostgreSQL are the bottleneck on 2 cores)
+  but one slow batch no longer stalls scoring; four add contention (-14%).
 - Prefetch 4 x 2 processes keeps the next messages local without hoarding: with batching, a
   prefetched message is usually a post already scored by a batch, which costs one query.
 - -O fair (Celery's default for prefork) gives a message to a process only when it is free,
@@ -62,7 +63,7 @@ def rescore_post(post_id: int) -> None:
 
 @shared_task(name="scoring.sweep_stuck_posts", acks_late=True, soft_time_limit=50, time_limit=60)
 def sweep_stuck_posts(older_than_s: float | None = None) -> int:
-    post_ids = batching.stuck_post_ids(older_than_s=older_than_s)
+    post_ids = batching.posts_to_requeue(older_than_s=older_than_s)
     for post_id in post_ids:
         score_post.delay(post_id)
     delivery_ids = batching.stuck_webhook_ids(older_than_s=older_than_s)

@@ -37,6 +37,8 @@ SUB_MODELS = ("tokenizer", "text_classifier", "link_model", "behaviour_model", "
 ALL_MODELS = (*SUB_MODELS, PIPELINE_MODEL)
 # The server-side cap (spam_pipeline max_batch_size); larger score() calls are chunked.
 MAX_BATCH = 32
+# load_model/unload_model wait for the model to be ready (stub start, ONNX session): seconds.
+CONTROL_TIMEOUT_S = 120.0
 
 # name -> (datatype, dims without the batch dim)
 INPUTS: dict[str, tuple[str, tuple[int, ...]]] = {
@@ -383,20 +385,32 @@ class TritonScoringClient:
                     versions[name] = version
         return versions
 
+    def _control(self, method: str, name: str) -> None:
+        """Model control with a long timeout: loading ONNX/tokenizer stubs takes seconds."""
+        timeout = max(self.timeout_s, CONTROL_TIMEOUT_S)
+        try:
+            if self.protocol == "grpc":
+                getattr(self._client, method)(name, client_timeout=timeout)
+            else:
+                import tritonclient.http as httpclient
+
+                control = httpclient.InferenceServerClient(
+                    url=self.url, connection_timeout=self.timeout_s, network_timeout=timeout
+                )
+                try:
+                    getattr(control, method)(name)
+                finally:
+                    control.close()
+        except Exception as exc:
+            raise _translate(exc) from exc
+
     def load_model(self, name: str) -> None:
         """(Re)load `name` from the repository: picks up new version folders without a restart;
         the old version keeps serving until the new one is ready."""
-        if self.protocol == "grpc":
-            # Loading ONNX/tokenizer stubs takes seconds; do not use the scoring timeout.
-            try:
-                self._client.load_model(name, client_timeout=max(self.timeout_s, 120.0))
-            except Exception as exc:
-                raise _translate(exc) from exc
-        else:
-            self._call("load_model", name)
+        self._control("load_model", name)
 
     def unload_model(self, name: str) -> None:
-        self._call("unload_model", name)
+        self._control("unload_model", name)
 
     def statistics(self, name: str = "") -> list[dict[str, Any]]:
         """Per-model inference statistics (counts, batch sizes, queue/compute times)."""

@@ -96,7 +96,9 @@ def _at(table: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
     return table[index]
 
 
-def whatif(*, remove_threshold: float, approve_threshold: float, days: int = 7) -> dict[str, Any]:
+def whatif(
+    *, remove_threshold: float, approve_threshold: float, days: int = 7, outcomes: Outcomes | None = None
+) -> dict[str, Any]:
     """How many posts of the last `days` days each setting would have auto-removed, queued or
     approved (the pipeline's rule: reported posts are never auto-approved), next to what the
     active policy would do with the same posts. One aggregate query per policy."""
@@ -112,7 +114,7 @@ def whatif(*, remove_threshold: float, approve_threshold: float, days: int = 7) 
         agg["queue"] = agg["total"] - agg["remove"] - agg["approve"]
         return {k: int(v) for k, v in agg.items()}
 
-    outcomes = reviewer_outcomes(days=None)
+    outcomes = outcomes or reviewer_outcomes(days=None)
     table = calibration_table(outcomes)
     return {
         "days": days,

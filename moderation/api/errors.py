@@ -5,21 +5,36 @@
                "details": [{"field": "author.external_id", "code": "required", "message": "..."}]}}
 
 ``fields`` maps a field path (``journey[3].at``) to its messages; ``details`` carries the same
-errors with their machine-readable codes."""
+errors with their machine-readable codes.
+
+A backing service that is down (PostgreSQL, the cache Redis) is answered 503 with code
+"unavailable" and a Retry-After header, never a 500: clients retry, nothing is half-done (every
+write is one transaction). The broker is not one of them: ingest stores the post and the
+sweeper enqueues it later."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
+from django.db import InterfaceError as DatabaseInterfaceError
+from django.db import OperationalError as DatabaseOperationalError
 from django.http import Http404
+from redis.exceptions import RedisError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from moderation.errors import ApplicationError
 
+logger = logging.getLogger(__name__)
+
 NON_FIELD = "non_field_errors"
+# Seconds a client should wait before retrying after a 503 (a restart or fail-over takes seconds).
+RETRY_AFTER_S = 5
+# Backing services whose outage is temporary: the request can be retried as it is.
+UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (DatabaseOperationalError, DatabaseInterfaceError, RedisError)
 
 
 def _join(prefix: str, key: Any) -> str:
@@ -72,7 +87,19 @@ def validation_error_body(detail: Any) -> dict[str, Any]:
     return error_body(code, "The request is not valid.", fields_of(errors), details)
 
 
+def unavailable_response(exc: Exception) -> Response:
+    logger.warning("api.service_unavailable error=%s: %s", type(exc).__name__, exc)
+    response = Response(
+        error_body("unavailable", "A backing service is temporarily unavailable; retry later."),
+        status=status.HTTP_503_SERVICE_UNAVAILABLE,
+    )
+    response["Retry-After"] = str(RETRY_AFTER_S)
+    return response
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, UNAVAILABLE_ERRORS):
+        return unavailable_response(exc)
     if isinstance(exc, ApplicationError):
         return Response(error_body(exc.code, exc.message, exc.fields), status=exc.status_code)
     if isinstance(exc, Http404):

@@ -39,6 +39,9 @@ ERRORS = {
     400: OpenApiResponse(s.ErrorSerializer, description="Invalid input; `fields` maps field paths to messages."),
     401: OpenApiResponse(s.ErrorSerializer, description="Missing, invalid or revoked API key."),
     429: OpenApiResponse(s.ErrorSerializer, description="Rate limit of this API key; see Retry-After."),
+    503: OpenApiResponse(
+        s.ErrorSerializer, description="`unavailable`: the database or cache is down; retry after Retry-After."
+    ),
 }
 BODY_ERRORS = {
     **ERRORS,
@@ -105,9 +108,9 @@ def clean_path_value(value: str, *, max_length: int = 255) -> str | None:
 
 
 def _inline_scorer() -> Callable[..., Any] | None:
-    # HOOK for the pipeline's synchronous pre-publish check: scoring.services.inline.score_inline
-    # (post=..., budget_ms=...) returns the score/decision, or None when the budget ran out.
-    # Until that module exists every ?wait_ms request is answered with 202 Accepted.
+    # The pipeline's synchronous pre-publish check: scoring.services.inline.score_inline
+    # (post=..., budget_ms=...) returns the Score, or None when the budget ran out. Looked up at
+    # call time so the API keeps working (202 for every ?wait_ms) in a deployment without it.
     try:
         module = importlib.import_module("scoring.services.inline")
     except ModuleNotFoundError as exc:
@@ -274,6 +277,11 @@ class PostBatchView(JsonApiView):
         }
         return Response(body, status=status.HTTP_207_MULTI_STATUS)
 
+    @extend_schema(exclude=True)
+    def get(self, request: Request) -> Response:
+        # posts/batch shadows GET posts/<external_id> for the external_id "batch".
+        return PostDetailView().get(request, external_id="batch")
+
 
 def _echo_external_id(item: Any) -> str | None:
     """The item's external_id for the result row, only when it is safe to echo back."""
@@ -285,11 +293,51 @@ def _echo_external_id(item: Any) -> str | None:
 
 
 class PostDetailView(JsonApiView):
+    """Also reached through PostBatchView.get for a post whose external_id is "batch"."""
+
     @extend_schema(
         operation_id="posts_retrieve",
         summary="A post's status, scores and decision",
         description="Only the caller's source's posts are visible; others answer 404.",
         responses={200: s.PostOutputSerializer, **ERRORS, **NOT_FOUND},
+        examples=[
+            OpenApiExample(
+                "Scored and queued",
+                response_only=True,
+                status_codes=["200"],
+                value={
+                    "id": 1,
+                    "external_id": "p-1001",
+                    "author_external_id": "u-77",
+                    "url": "https://promo.example.com/win?ref=42",
+                    "status": "queued",
+                    "status_changed_at": "2026-11-21T10:00:02Z",
+                    "final_score": 0.74,
+                    "model_version": "text:3,link:1,behaviour:1,fusion:2",
+                    "scored_at": "2026-11-21T10:00:02Z",
+                    "report_count": 1,
+                    "created_at": "2026-11-21T10:00:01Z",
+                    "received_at": "2026-11-21T10:00:02Z",
+                    "scores": [
+                        {
+                            "model_set": "text:3,link:1,behaviour:1,fusion:2",
+                            "revision": 0,
+                            "final_score": 0.74,
+                            "action": "queue",
+                            "text_score": 0.81,
+                            "preview_score": 0.66,
+                            "link_score": 0.58,
+                            "behaviour_score": 0.77,
+                            "short_circuit_reason": "",
+                            "model_versions": {"text": "3", "link": "1", "behaviour": "1", "fusion": "2"},
+                            "latency_ms": 12.5,
+                            "created_at": "2026-11-21T10:00:02Z",
+                        }
+                    ],
+                    "decision": None,
+                },
+            )
+        ],
     )
     def get(self, request: Request, external_id: str) -> Response:
         clean = clean_path_value(external_id)

@@ -19,15 +19,22 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.cache import cache
+from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from moderation.models import Post, PostStatus
 from scoring.models import WebhookDelivery
 from scoring.services.claims import claim_post, release_posts
-from scoring.services.inference import ScoringClient
+from scoring.services.inference import ScoringClient, TritonUnavailable
 from scoring.services.scoring import RESCORE_FROM, ScoreResult, rescore_post, score_posts
 
 logger = logging.getLogger(__name__)
+
+
+POISON_PREFIX = "scoring:poison:"
+SWEPT_PREFIX = "scoring:swept:"
+RETRYABLE_ERRORS = (TritonUnavailable, OperationalError, InterfaceError)
 
 
 class PostClaimed(Exception):
@@ -38,12 +45,14 @@ def _candidates(post_id: int, limit: int) -> list[int]:
     if limit <= 0:
         return []
     # post_received_idx: a partial index on received_at WHERE status = 'received'.
-    return list(
+    ids = list(
         Post.objects.filter(status=PostStatus.RECEIVED)
         .exclude(id=post_id)
         .order_by("received_at")
         .values_list("id", flat=True)[: limit * 2]
     )
+    poisoned = cache.get_many([f"{POISON_PREFIX}{i}" for i in ids]) if ids else {}
+    return [i for i in ids if f"{POISON_PREFIX}{i}" not in poisoned]
 
 
 def score_post_batch(
@@ -75,9 +84,40 @@ def score_post_batch(
                 break
             if claim_post(other, token):
                 claimed.append(other)
-        return score_posts(post_ids=claimed, client=client, started=started)
+        try:
+            return score_posts(post_ids=claimed, client=client, started=started)
+        except RETRYABLE_ERRORS:
+            raise
+        except Exception:
+            if len(claimed) == 1:
+                # This post fails on its own: keep it out of other batches for a while.
+                cache.set(f"{POISON_PREFIX}{post_id}", 1, timeout=settings.SCORING_POISON_TTL_S)
+                raise
+            # One bad post must not block the batch: score this task's own post alone; the
+            # other posts' own tasks do the same for theirs.
+            logger.exception("scoring.batch_failed post_id=%s size=%s; scoring it alone", post_id, len(claimed))
+            release_posts(claimed[1:])
+            del claimed[1:]
+            return _score_alone(post_id=post_id, client=client, started=started)
     finally:
         release_posts(claimed)
+
+
+def _score_alone(*, post_id: int, client: ScoringClient | None, started: float) -> list[ScoreResult]:
+    try:
+        return score_posts(post_ids=[post_id], client=client, started=started)
+    except RETRYABLE_ERRORS:
+        raise
+    except Exception:
+        cache.set(f"{POISON_PREFIX}{post_id}", 1, timeout=settings.SCORING_POISON_TTL_S)
+        raise
+
+
+def posts_to_requeue(*, older_than_s: float | None = None) -> list[int]:
+    """Stuck posts not re-enqueued recently: during a long Triton outage the sweeper would
+    otherwise add one more (retrying) message per stuck post every minute."""
+    ids = stuck_post_ids(older_than_s=older_than_s)
+    return [i for i in ids if cache.add(f"{SWEPT_PREFIX}{i}", 1, timeout=settings.SCORING_SWEEP_REQUEUE_TTL_S)]
 
 
 def stuck_post_ids(*, older_than_s: float | None = None, limit: int = 5000) -> list[int]:

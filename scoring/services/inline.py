@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable
 
 from moderation.models import Post
 from scoring.features.extract import posts_for_scoring
@@ -22,6 +23,8 @@ from scoring.services.scoring import INITIAL_FROM, infer, persist, prepare
 
 logger = logging.getLogger(__name__)
 
+WAIT_POLL_S = 0.005
+
 
 def _client_for(client: ScoringClient | None, timeout_s: float) -> ScoringClient:
     return client if client is not None else get_client_with_timeout(timeout_s)
@@ -29,6 +32,17 @@ def _client_for(client: ScoringClient | None, timeout_s: float) -> ScoringClient
 
 def _latest(post: Post) -> Score | None:
     return Score.objects.filter(post_id=post.pk).order_by("-created_at", "-id").first()
+
+
+def _wait_for_worker(post: Post, remaining_s: Callable[[], float]) -> Score | None:
+    pending = Post.objects.filter(pk=post.pk, status__in=INITIAL_FROM)
+    while pending.exists():
+        left = remaining_s()
+        if left <= 0:
+            return None
+        time.sleep(min(WAIT_POLL_S, left))
+    post.refresh_from_db(fields=["status", "status_changed_at", "final_score", "model_version", "scored_at"])
+    return _latest(post)
 
 
 def score_inline(*, post: Post, budget_ms: float, client: ScoringClient | None = None) -> Score | None:
@@ -42,7 +56,8 @@ def score_inline(*, post: Post, budget_ms: float, client: ScoringClient | None =
     # two never call the model for the same post; the task then finds it scored.
     token = uuid.uuid4().hex
     if not claim_post(post.pk, token):
-        return None  # a worker is scoring it right now
+        # A worker took the post's task first and is scoring it: its answer is as fast as ours.
+        return _wait_for_worker(post, remaining_s)
     try:
         loaded = posts_for_scoring([post.pk]).get(post.pk)
         if loaded is None:

@@ -84,3 +84,25 @@ def test_backfill_is_idempotent(source, moderator):
     assert labels_backfill() == 1
     assert labels_backfill() == 0
     assert LabelledExample.objects.get().decision_id == decision.pk
+
+
+def test_bulk_decisions_are_labelled_and_bulk_undo_drops_them(source, moderator):
+    from moderation.services.bulk import bulk_decide, bulk_undo
+
+    posts = [make_post(source, author=f"bulk-{i}") for i in range(3)]
+    decide(posts[0], moderator, "ham")  # an earlier single decision on the first post
+    bulk = bulk_decide(moderator=moderator, label="spam", post_ids=[p.pk for p in posts])
+    assert LabelledExample.objects.filter(decision__bulk_action=bulk).count() == 3
+    assert {e.post_id: e.label for e in effective_examples()} == {p.pk: "spam" for p in posts}
+    bulk_undo(bulk=bulk, moderator=moderator)
+    # Undone decisions stop counting; the earlier single decision stands again.
+    assert {e.post_id: e.label for e in effective_examples()} == {posts[0].pk: "ham"}
+    assert LabelledExample.objects.count() == 4  # nothing was deleted or rewritten
+
+
+def test_decision_before_scoring_is_labelled_without_features(source, moderator):
+    post = make_post(source, with_score=False, text="not scored yet")
+    decide(post, moderator, "spam")
+    example = LabelledExample.objects.get(post_id=post.pk)
+    assert example.features == {} and example.final_score is None and example.score_id is None
+    assert example.text == "not scored yet"

@@ -157,3 +157,15 @@ def test_django_admin_action_starts_run(client, users, seeded, monkeypatch):
     client.force_login(superuser)
     client.post(url, data)
     assert TrainingRun.objects.get().started_by == superuser
+
+
+def test_progress_partial_reloads_page_once_the_run_finishes(client, users, seeded):
+    run = TrainingRun.objects.create(dataset=seeded, scope="tabular", status="running", progress=0.4)
+    client.force_login(users["analyst"])
+    url = reverse("feedback:run_progress", args=[run.pk])
+    running = client.get(url, {"was": "running"})
+    assert "HX-Refresh" not in running and 'hx-trigger="every 2s"' in running.content.decode()
+    TrainingRun.objects.filter(pk=run.pk).update(status="failed", error="The held-out test split has 3 rows")
+    done = client.get(url, {"was": "running"})
+    assert done["HX-Refresh"] == "true"
+    assert "production is unchanged" in done.content.decode() and "hx-trigger" not in done.content.decode()

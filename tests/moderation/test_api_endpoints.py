@@ -234,3 +234,24 @@ def test_a_source_lifts_only_its_own_blocks(api: ApiCaller, other_api: ApiCaller
     assert api.delete("/api/v1/blocklist/domains/mine.example").status_code == 204
     assert Domain.objects.get(name="moderated.example").status == ListStatus.BLOCK
     assert IpAddress.objects.get(address="192.0.2.7").status == ListStatus.BLOCK
+
+
+def test_throttle_fails_open_when_the_cache_is_down(api: ApiCaller, monkeypatch):
+    def down(*args, **kwargs):
+        raise ConnectionError("redis down")
+
+    monkeypatch.setattr(ApiKeyRateThrottle, "_increment", down)
+    assert api.post("/api/v1/posts", post_payload("while-redis-is-down")).status_code == 201
+
+
+def test_throttle_counter_expires_with_its_window(api: ApiCaller, monkeypatch):
+    import redis
+    from django.conf import settings as dj_settings
+    from django.core.cache import cache
+
+    monkeypatch.setattr(ApiKeyRateThrottle, "THROTTLE_RATES", {"api_key": "5/min"})
+    api.post("/api/v1/posts", post_payload("ttl"))
+    client = redis.Redis.from_url(dj_settings.CACHES["default"]["LOCATION"])
+    keys = [k for k in client.keys(f"{cache.key_prefix}*throttle_api_key_{api.source.api_keys.get().pk}:*")]
+    assert len(keys) == 1 and int(client.get(keys[0])) == 1
+    assert 0 < client.ttl(keys[0]) <= 61

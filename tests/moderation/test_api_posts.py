@@ -124,6 +124,13 @@ def test_get_post_is_scoped_to_the_callers_source(api: ApiCaller, other_api: Api
     assert Post.objects.filter(external_id="mine").count() == 2
 
 
+def test_get_post_named_batch(api: ApiCaller, other_api: ApiCaller):
+    api.post("/api/v1/posts", post_payload("batch"))
+    response = api.get("/api/v1/posts/batch")
+    assert response.status_code == 200 and response.json()["external_id"] == "batch"
+    assert other_api.get("/api/v1/posts/batch").status_code == 404
+
+
 def test_get_unknown_and_hostile_ids(api: ApiCaller):
     assert api.get("/api/v1/posts/nope").status_code == 404
     assert api.get("/api/v1/posts/a%00b").status_code == 404
@@ -181,7 +188,8 @@ def test_unreachable_broker_still_returns_201(api: ApiCaller, dead_broker, djang
     assert elapsed < 10, f"a dead broker held the request for {elapsed:.1f}s"
 
 
-def test_wait_ms_without_inline_scorer_answers_202(api: ApiCaller):
+def test_wait_ms_without_a_model_server_answers_202(api: ApiCaller):
+    """No Triton in this test: the real inline scorer gives up within the budget."""
     response = api.post("/api/v1/posts?wait_ms=50", post_payload())
     assert response.status_code == 202
     assert response.json()["status"] == "received" and response.json()["score"] is None
@@ -295,3 +303,9 @@ def _validated(payload: dict) -> dict:
     serializer = PostInputSerializer(data=payload)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
+
+
+def test_wait_ms_without_the_inline_module_answers_202(api: ApiCaller, monkeypatch):
+    monkeypatch.setitem(sys.modules, "scoring.services.inline", None)  # import raises ModuleNotFoundError
+    response = api.post("/api/v1/posts?wait_ms=100", post_payload())
+    assert response.status_code == 202 and Post.objects.count() == 1

@@ -128,8 +128,25 @@ def test_inline_leaves_a_post_a_worker_is_scoring_to_the_worker():
     post = make_post(text="spam")
     cache.add(f"{CLAIM_PREFIX}{post.id}", "worker", timeout=30)
     client = FakeClient()
-    assert score_inline(post=post, budget_ms=1000, client=client) is None
+    assert score_inline(post=post, budget_ms=30, client=client) is None  # the worker never answered
     assert client.calls == []
+
+
+def test_inline_returns_the_workers_score_when_it_lands_within_the_budget(monkeypatch):
+    post = make_post(text="spam")
+    cache.add(f"{CLAIM_PREFIX}{post.id}", "worker", timeout=30)
+    polls = []
+
+    def worker_finishes(seconds):  # the "worker" writes its score while the check waits
+        polls.append(seconds)
+        if len(polls) == 2:
+            cache.delete(f"{CLAIM_PREFIX}{post.id}")
+            score_post_batch(post_id=post.id, client=FakeClient())
+
+    monkeypatch.setattr("scoring.services.inline.time.sleep", worker_finishes)
+    score = score_inline(post=post, budget_ms=5000, client=FakeClient())
+    assert score is not None and score.final_score == 0.95
+    assert post.status == PostStatus.AUTO_REMOVED
 
 
 def test_inline_on_a_post_already_scored_returns_its_score():
@@ -139,3 +156,34 @@ def test_inline_on_a_post_already_scored_returns_its_score():
     score = score_inline(post=post, budget_ms=1000, client=client)
     assert score is not None and score.post_id == post.id
     assert client.calls == []
+
+
+def test_a_post_that_breaks_its_batch_does_not_block_the_others(monkeypatch):
+    good, bad, later = make_post(text="hi"), make_post(text="hi"), make_post(text="hi")
+    from scoring.services import scoring as scoring_service
+
+    real = scoring_service.short_circuit_reason
+
+    def explode_on_bad(post):
+        if post.id == bad.id:
+            raise ValueError("corrupt row")
+        return real(post)
+
+    monkeypatch.setattr(scoring_service, "short_circuit_reason", explode_on_bad)
+    (result,) = score_post_batch(post_id=good.id, batch_size=3, client=FakeClient())  # batch fails, alone ok
+    assert result.post_id == good.id and result.score_id is not None
+    with pytest.raises(ValueError):
+        score_post_batch(post_id=bad.id, batch_size=3, client=FakeClient())
+    client = FakeClient()
+    score_post_batch(post_id=later.id, batch_size=3, client=client)  # the bad post is left out now
+    assert [len(c) for c in client.calls] == [1]
+    assert Post.objects.get(pk=later.pk).status == PostStatus.AUTO_APPROVED
+    assert Post.objects.get(pk=bad.pk).status == PostStatus.RECEIVED
+
+
+def test_the_sweeper_requeues_a_stuck_post_once_per_ttl():
+    from scoring.services.batching import posts_to_requeue
+
+    stuck = make_post(text="hi", received_at=timezone.now() - timedelta(minutes=10))
+    assert posts_to_requeue(older_than_s=300) == [stuck.id]
+    assert posts_to_requeue(older_than_s=300) == []

@@ -129,3 +129,17 @@ def test_refresh_code_republishes_served_weights_with_new_model_py(tmp_path: Pat
         model_repository.SOURCE_REPOSITORY / "text_classifier" / "model.py"
     ).read_bytes()
     assert model_repository.stale_code(repository=repo) == []
+
+
+def test_publish_into_the_gpu_profile_keeps_its_configs(tmp_path: Path, tiny: Artifacts):
+    from scoring.ml import gpu_profile
+
+    repo = tmp_path / "gpu"
+    shutil.copytree(gpu_profile.GPU_REPOSITORY, repo)
+    before = {p: p.read_text() for p in repo.glob("*/config.pbtxt")}
+    publish(tiny, repository=repo)
+    model_repository.refresh_code(repository=repo)
+    assert {p: p.read_text() for p in repo.glob("*/config.pbtxt")} == before
+    assert not (repo / "text_classifier" / "model.py").exists()
+    # The engine is built on the GPU host from the fp32 ONNX published next to where it goes.
+    assert (repo / "text_classifier" / "1" / "model.onnx").exists()

@@ -173,8 +173,29 @@ def test_new_version_loads_without_restart_then_rolls_back(tmp_path: Path, setti
         [v1] = client.score([row])
         assert v1.model_versions["text_classifier"] == "1"
 
+        # Score continuously while the new versions load: no request may fail (no downtime).
+        stop = threading.Event()
+        seen: list[str] = []
+        failures: list[BaseException] = []
+
+        def keep_scoring() -> None:
+            own = server.client()
+            while not stop.is_set():
+                try:
+                    seen.append(own.score([row])[0].model_versions["text_classifier"])
+                except BaseException as exc:
+                    failures.append(exc)
+
+        scorer = threading.Thread(target=keep_scoring)
+        scorer.start()
         v2_artifacts = cached_tiny_artifacts(seed=1)
-        call_command("publish_models", text=v2_artifacts.text, tabular=v2_artifacts.tabular)
+        try:
+            call_command("publish_models", text=v2_artifacts.text, tabular=v2_artifacts.tabular)
+        finally:
+            stop.set()
+            scorer.join(timeout=30)
+        assert not failures, failures[:3]
+        assert seen and seen[0] == "1"
         [v2] = client.score([row])
         assert {k: v for k, v in v2.model_versions.items() if k != "spam_pipeline"} == {
             "tokenizer": "2",

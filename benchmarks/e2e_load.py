@@ -1,0 +1,328 @@
+"""End-to-end load benchmark over HTTP: fixed ingest rates up to saturation, with a real
+gunicorn web server, Celery worker, Redis, PostgreSQL and Triton serving the PUBLISHED models.
+
+For each rate (posts/s, open loop: requests are sent on schedule whatever the answers take)
+it posts rate x --seconds posts to POST /api/v1/posts, waits until they are scored and reports
+posts/s scored and ingest-to-scored (Post.received_at -> Post.scored_at) p50/p95/p99. It stops
+after the first rate the pipeline cannot keep up with (scored rate < 90% of the offered one),
+the saturation point. Then the synchronous pre-publish check: POST /api/v1/posts?wait_ms=50 at
+--sync-rate requests/s, client-side p50/p99 and the answers (200/201 scored inline, 202 not).
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/mod_faults \\
+    CACHE_URL=redis://127.0.0.1:6379/13 CELERY_BROKER_URL=redis://127.0.0.1:6379/14 \\
+    python benchmarks/e2e_load.py --rates 10,20,40,80 --seconds 10
+
+Triton: the models in --text/--tabular (default /work/artifacts/{text,tabular}/current) are
+published into a PRIVATE repository (--repository, default /tmp/faults-repo; `manage.py
+publish_models --repository ... --no-load`) and served by a private tritonserver on
+--triton-port-base .. +2. The worker is benchmarks/e2e_pipeline.py's (same flags). Loopback
+only; every loop is bounded in count and time. Never part of the test suite."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+
+from e2e_pipeline import payload, percentile, start_worker  # noqa: E402 - benchmarks/ is on sys.path
+
+
+def wait_for(what: str, check: Any, timeout: float, interval: float = 0.2) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{what}: not within {timeout:.0f}s")
+        time.sleep(interval)
+
+
+def publish_models(args: argparse.Namespace, env: dict[str, str]) -> None:
+    args.repository.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "publish_models",
+            "--text",
+            str(args.text),
+            "--tabular",
+            str(args.tabular),
+            "--repository",
+            str(args.repository),
+            "--no-load",
+            "-v",
+            "0",
+        ],
+        cwd=REPO,
+        env=env,
+        check=True,
+        timeout=900,
+    )
+
+
+def start_web(env: dict[str, str], port: int, workers: int, log_path: Path) -> subprocess.Popen[bytes]:
+    import requests
+
+    log = log_path.open("wb")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "config.wsgi:application",
+            "-b",
+            f"127.0.0.1:{port}",
+            "-w",
+            str(workers),
+            "-k",
+            "gthread",
+            "--threads",
+            "4",
+            "--timeout",
+            "30",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+    def up() -> bool:
+        if proc.poll() is not None:
+            raise SystemExit(f"gunicorn exited: {log_path.read_text()[-2000:]}")
+        try:
+            return requests.get(f"http://127.0.0.1:{port}/api/v1/posts/none", timeout=2).status_code == 401
+        except requests.RequestException:
+            return False
+
+    wait_for("gunicorn", up, 60)
+    return proc
+
+
+class OpenLoop:
+    """Sends `count` requests at `rate`/s on schedule from a thread pool (open loop), bounded by
+    `max_s` seconds; records (status, client-side ms) per request."""
+
+    def __init__(self, send: Any, rate: float, count: int, max_s: float, threads: int = 16) -> None:
+        self.send, self.rate, self.count, self.max_s, self.threads = send, rate, count, max_s, threads
+        self.results: list[tuple[int, float]] = []
+        self.lock = threading.Lock()
+
+    def _one(self, i: int) -> None:
+        t = time.perf_counter()
+        try:
+            status = self.send(i)
+        except Exception:
+            status = 0
+        with self.lock:
+            self.results.append((status, (time.perf_counter() - t) * 1000))
+
+    def run(self) -> float:
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=self.threads) as pool:
+            for i in range(self.count):
+                delay = started + i / self.rate - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+                if time.perf_counter() - started > self.max_s:
+                    break
+                pool.submit(self._one, i)
+        return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rates", default="10,20,40,80", help="ingest rates in posts/s, ascending")
+    parser.add_argument("--seconds", type=float, default=10.0, help="ingest duration per rate")
+    parser.add_argument("--sync-rate", type=float, default=20.0, help="wait_ms=50 requests/s")
+    parser.add_argument("--sync-seconds", type=float, default=10.0)
+    parser.add_argument("--batch-size", type=int, default=16, help="SCORING_BATCH_SIZE for the worker")
+    parser.add_argument("--concurrency", type=int, default=2, help="worker processes")
+    parser.add_argument("--prefetch", type=int, default=4, help="worker --prefetch-multiplier")
+    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn worker processes (4 threads each)")
+    parser.add_argument("--web-port", type=int, default=8710)
+    parser.add_argument("--triton-port-base", type=int, default=8610)
+    parser.add_argument("--text", type=Path, default=Path("/work/artifacts/text/current"))
+    parser.add_argument("--tabular", type=Path, default=Path("/work/artifacts/tabular/current"))
+    parser.add_argument("--repository", type=Path, default=Path("/tmp/faults-repo"))
+    parser.add_argument("--drain-timeout", type=float, default=120.0, help="max wait for a rate's posts to score")
+    parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "e2e_load.json")
+    args = parser.parse_args()
+    rates = [float(r) for r in args.rates.split(",") if r]
+
+    port = args.triton_port_base
+    os.environ.update(
+        {
+            "TRITON_MODEL_REPOSITORY": str(args.repository),
+            "TRITON_HTTP_PORT": str(port),
+            "TRITON_GRPC_PORT": str(port + 1),
+            "TRITON_METRICS_PORT": str(port + 2),
+            "TRITON_URL": f"127.0.0.1:{port + 1}",
+            "TRITON_PROTOCOL": "grpc",
+            "TRITON_LOG_DIR": str(args.repository.parent / f"{args.repository.name}-log"),
+        }
+    )
+    import django
+
+    django.setup()
+    import redis
+    import requests
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db.models import Max, Min
+
+    from moderation.models import Post, PostStatus, Source
+    from moderation.services.api_keys import api_key_create
+    from scoring import triton_server as server_control
+
+    call_command("migrate", verbosity=0)
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+    env = dict(os.environ)
+    env.update({"SCORING_BATCH_SIZE": str(args.batch_size), "PYTHONUNBUFFERED": "1"})
+    workdir = Path(tempfile.mkdtemp(prefix="e2e-load-"))
+    print(f"publishing {args.text} + {args.tabular} into {args.repository}", flush=True)
+    publish_models(args, env)
+    triton = server_control.ServerConfig.from_settings()
+    print(f"starting Triton on {triton.grpc_url}", flush=True)
+    server_control.start(triton, wait_s=300)
+    procs: list[subprocess.Popen[bytes]] = []
+    rows: list[dict[str, Any]] = []
+    sync: dict[str, Any] = {}
+    try:
+        procs.append(start_worker(env, args, workdir / "worker.log"))
+        procs.append(start_web(env, args.web_port, args.web_workers, workdir / "web.log"))
+        url = f"http://127.0.0.1:{args.web_port}/api/v1/posts"
+        session_local = threading.local()
+
+        def session(raw_key: str) -> requests.Session:
+            s = getattr(session_local, "s", None)
+            if s is None or s.headers.get("Authorization") != f"Api-Key {raw_key}":
+                s = session_local.s = requests.Session()
+                s.headers["Authorization"] = f"Api-Key {raw_key}"
+            return s
+
+        for rate in rates:
+            run = uuid.uuid4().hex[:8]
+            source = Source.objects.create(name=f"e2e load {run}", slug=f"e2e-load-{run}")
+            _, raw_key = api_key_create(source=source, name="bench")
+            count = int(rate * args.seconds)
+
+            def send(i: int, run: str = run, raw_key: str = raw_key) -> int:
+                return session(raw_key).post(url, json=payload(i, run), timeout=30).status_code
+
+            loop = OpenLoop(send, rate, count, max_s=args.seconds * 3)
+            sent_s = loop.run()
+            posts = Post.objects.filter(source=source)
+            deadline = time.monotonic() + args.drain_timeout
+            while posts.filter(status=PostStatus.RECEIVED).exists() and time.monotonic() < deadline:
+                time.sleep(0.25)
+            unscored = posts.filter(status=PostStatus.RECEIVED).count()
+            done = list(posts.exclude(scored_at=None).values_list("received_at", "scored_at"))
+            latencies = [(b - a).total_seconds() * 1000 for a, b in done]
+            span = posts.aggregate(first=Min("received_at"), last=Max("scored_at"))
+            wall = (span["last"] - span["first"]).total_seconds() if done else float("nan")
+            statuses = [s for s, _ in loop.results]
+            row = {
+                "offered_posts_per_s": rate,
+                "sent": len(loop.results),
+                "achieved_ingest_per_s": round(len(loop.results) / sent_s, 1),
+                "ingest_2xx": sum(1 for s in statuses if 200 <= s < 300),
+                "ingest_errors": sum(1 for s in statuses if not 200 <= s < 300),
+                "ingest_ms_p50": round(percentile([ms for _, ms in loop.results], 0.5), 1),
+                "ingest_ms_p99": round(percentile([ms for _, ms in loop.results], 0.99), 1),
+                "scored": len(done),
+                "unscored_after_timeout": unscored,
+                "scored_posts_per_s": round(len(done) / wall, 1) if done and wall > 0 else 0.0,
+                "to_scored_ms_p50": round(percentile(latencies, 0.5), 1),
+                "to_scored_ms_p95": round(percentile(latencies, 0.95), 1),
+                "to_scored_ms_p99": round(percentile(latencies, 0.99), 1),
+            }
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            if unscored or row["scored_posts_per_s"] < 0.9 * rate:
+                print(f"saturated at {rate} posts/s offered", flush=True)
+                break
+
+        # The synchronous pre-publish check at a fixed rate.
+        run = uuid.uuid4().hex[:8]
+        source = Source.objects.create(name=f"e2e sync {run}", slug=f"e2e-sync-{run}")
+        _, raw_key = api_key_create(source=source, name="bench")
+
+        def send_sync(i: int) -> int:
+            return session(raw_key).post(f"{url}?wait_ms=50", json=payload(i, run), timeout=30).status_code
+
+        loop = OpenLoop(send_sync, args.sync_rate, int(args.sync_rate * args.sync_seconds), args.sync_seconds * 3)
+        loop.run()
+        ms = [m for _, m in loop.results]
+        answers: dict[str, int] = {}
+        for status, _ in loop.results:
+            answers[str(status)] = answers.get(str(status), 0) + 1
+        sync = {
+            "rate": args.sync_rate,
+            "requests": len(loop.results),
+            "ms_p50": round(percentile(ms, 0.5), 1),
+            "ms_p99": round(percentile(ms, 0.99), 1),
+            "answers": answers,  # 201: scored within the budget; 202: left to the worker
+        }
+    finally:
+        for proc in procs:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=30)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                os.killpg(proc.pid, signal.SIGKILL)
+        server_control.stop(triton)
+
+    header = ["offered/s", "sent", "2xx", "err", "ingest p50", "scored/s", "p50 ms", "p95 ms", "p99 ms", "unscored"]
+    print("\n" + "  ".join(f"{h:>10}" for h in header))
+    for r in rows:
+        cells = [
+            r["offered_posts_per_s"],
+            r["sent"],
+            r["ingest_2xx"],
+            r["ingest_errors"],
+            r["ingest_ms_p50"],
+            r["scored_posts_per_s"],
+            r["to_scored_ms_p50"],
+            r["to_scored_ms_p95"],
+            r["to_scored_ms_p99"],
+            r["unscored_after_timeout"],
+        ]
+        print("  ".join(f"{c:>10}" for c in cells))
+    print(
+        f"\nwait_ms=50 at {sync.get('rate')} req/s: p50 {sync.get('ms_p50')} ms, p99 {sync.get('ms_p99')} ms, "
+        f"answers {sync.get('answers')}"
+    )
+    result = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "models": {"text": str(args.text), "tabular": str(args.tabular)},
+        "cpu_count": os.cpu_count(),
+        "load_average_1m": os.getloadavg()[0],
+        "worker": {"concurrency": args.concurrency, "batch_size": args.batch_size, "prefetch": args.prefetch},
+        "web_workers": args.web_workers,
+        "rates": rows,
+        "sync_check": sync,
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
