@@ -309,6 +309,7 @@ def test_postgres_restarted(api, start_worker, triton_server, private_postgres: 
         load.wait_for(20)
         load.stop()
         load.assert_no_5xx_but_503()
+        assert any(o.status == 503 for o in load.outcomes), "no request saw the database down"
         ids = load.accepted
         assert ids
 
