@@ -25,6 +25,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import sys
 import time
@@ -141,11 +142,16 @@ def find_hf_checkpoint(text_dir: Path) -> Path | None:
     return None
 
 
-def pytorch_baseline(model_dir: Path, texts: Sequence[str], *, max_length: int, warmup: int = 10) -> dict[str, Any]:
-    """The naive baseline: transformers, PyTorch fp32, one message per call, in-process."""
+def pytorch_baseline(
+    model_dir: Path, texts: Sequence[str], *, max_length: int, threads: int = 0, warmup: int = 10
+) -> dict[str, Any]:
+    """The naive baseline: transformers, PyTorch fp32, one message per call, in-process.
+    threads=0 keeps torch's default (one per core); on a busy machine one thread is faster."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+    default_threads = torch.get_num_threads()
+    torch.set_num_threads(threads or default_threads)
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     model = AutoModelForSequenceClassification.from_pretrained(str(model_dir)).eval()
 
@@ -169,7 +175,14 @@ def pytorch_baseline(model_dir: Path, texts: Sequence[str], *, max_length: int, 
         "torch_threads": torch.get_num_threads(),
         "throughput": len(texts) / wall,
         **percentiles(latencies),
-    }
+    } | _restore_threads(default_threads)
+
+
+def _restore_threads(threads: int) -> dict[str, Any]:
+    import torch
+
+    torch.set_num_threads(threads)
+    return {}
 
 
 def percentiles(latencies_ms: Sequence[float]) -> dict[str, float]:
@@ -189,21 +202,23 @@ def percentiles(latencies_ms: Sequence[float]) -> dict[str, float]:
 
 # --- report ---------------------------------------------------------------------------------
 def table(results: dict[str, Any]) -> str:
-    base = results.get("baseline")
-    base_tput = base["throughput"] if base else None
+    baselines = results.get("baselines", [])
+    # Ratios against the faster baseline: the conservative comparison.
+    base_tput = max((b["throughput"] for b in baselines), default=None)
     lines = [
         "| contender | conc | infer/s | x baseline | p50 ms | p95 ms | p99 ms "
         "| send | net+srv | queue | in | infer | out | recv |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    if base:
+    for base in baselines:
+        ratio = f"{base['throughput'] / base_tput:.2f}" if base_tput else "-"
         lines.append(
-            f"| baseline: PyTorch fp32 in-process | 1 | {base['throughput']:.1f} | 1.00 | {base['p50_ms']:.1f} "
-            f"| {base['p95_ms']:.1f} | {base['p99_ms']:.1f} | | | | | | | |"
+            f"| baseline: PyTorch fp32 in-process, {base['torch_threads']} thread(s) | 1 | {base['throughput']:.1f} "
+            f"| {ratio} | {base['p50_ms']:.1f} | {base['p95_ms']:.1f} | {base['p99_ms']:.1f} | | | | | | | |"
         )
     for run in results["runs"]:
-        if run.get("error"):
-            lines.append(f"| {run['name']} | - | failed: {run['error'].splitlines()[-1][:80]} | | | | | | | | | | | |")
+        for level, error in run.get("errors", {}).items():
+            lines.append(f"| {run['name']} | {level} | unstable: {error[:60]} | | | | | | | | | | | |")
         for row in run["rows"]:
             ratio = f"{row['throughput'] / base_tput:.2f}" if base_tput else "-"
             lines.append(
@@ -226,19 +241,28 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tiny", action="store_true", help="tiny random models (checks the harness, not speed)")
     p.add_argument("--baseline-model", type=Path, default=None, help="transformers checkpoint for the baseline")
     p.add_argument("--skip-baseline", action="store_true")
+    p.add_argument("--baseline-only", action="store_true", help="measure only the PyTorch baseline")
+    p.add_argument(
+        "--baseline-threads", default="0,1", help="torch thread counts for the baseline (0 = torch's default)"
+    )
     p.add_argument("--models", nargs="+", default=["text_classifier", "spam_pipeline"])
     p.add_argument("--variants", action="store_true", help="also text_classifier without batching / 2 instances")
     p.add_argument("--texts", type=int, default=300, help="SMS messages used by every contender")
     p.add_argument("--concurrency", default="1:8")
     p.add_argument("--request-count", type=int, default=300, help="requests per count window")
-    p.add_argument("--stability", type=int, default=20, help="perf_analyzer --stability-percentage")
+    p.add_argument("--stability", type=int, default=25, help="perf_analyzer --stability-percentage")
     p.add_argument("--port", type=int, default=8410, help="Triton HTTP port; gRPC +1, metrics +2")
     p.add_argument("--out", type=Path, default=None)
     return p.parse_args(argv)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)  # stop Triton on `kill` too (see the finally below)
     lo, hi = (int(x) for x in args.concurrency.split(":"))
     WORK.mkdir(parents=True, exist_ok=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -279,18 +303,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "texts": {"count": len(texts), "source": "UCI SMS Spam Collection, test split (seed 42)"},
         "runs": [],
     }
-    print(f"[bench] starting Triton on {cfg.grpc_url} (repository {repository})", flush=True)
-    triton_server.start(cfg)
-    try:
-        plan = [Contender(m, m, inputs[m], "repository config") for m in args.models]
-        for contender in plan:
-            results["runs"].append(measure(contender, cfg, lo, hi, args.request_count, stamp, args.stability))
-        if args.variants:
-            results["runs"].extend(
-                variants(cfg, inputs["text_classifier"], lo, hi, args.request_count, stamp, args.stability)
-            )
-    finally:
-        triton_server.stop(cfg)
+    results["load_average_start"] = os.getloadavg()
+    if not args.baseline_only:
+        run_triton(args, cfg, inputs, results, (lo, hi), stamp)
 
     if not args.skip_baseline:
         model_dir = args.baseline_model or find_hf_checkpoint(text_dir)
@@ -298,8 +313,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("[bench] no transformers checkpoint found for the baseline: pass --baseline-model", flush=True)
         else:
             max_length = int(json.loads((text_dir / "serving.json").read_text()).get("max_length", 128))
-            print(f"[bench] baseline: PyTorch fp32 per message from {model_dir}", flush=True)
-            results["baseline"] = pytorch_baseline(model_dir, texts, max_length=max_length)
+            results["baselines"] = []
+            for threads in (int(t) for t in args.baseline_threads.split(",")):
+                print(f"[bench] baseline: PyTorch fp32 per message, threads={threads or 'default'}", flush=True)
+                results["baselines"].append(pytorch_baseline(model_dir, texts, max_length=max_length, threads=threads))
+    results["load_average_end"] = os.getloadavg()
 
     out = args.out or RESULTS / f"serving-{stamp}.json"
     out.write_text(json.dumps(results, indent=2) + "\n")
@@ -309,40 +327,75 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def run_triton(
+    args: argparse.Namespace,
+    cfg: Any,
+    inputs: dict[str, Path],
+    results: dict[str, Any],
+    levels: tuple[int, int],
+    stamp: str,
+) -> None:
+    lo, hi = levels
+    print(f"[bench] starting Triton on {cfg.grpc_url} (repository {cfg.repository})", flush=True)
+    triton_server.start(cfg)
+    try:
+        for model in args.models:
+            contender = Contender(model, model, inputs[model], "repository config")
+            results["runs"].append(measure(contender, cfg, lo, hi, args.request_count, stamp, args.stability))
+        if args.variants:
+            results["runs"].extend(
+                variants(cfg, inputs["text_classifier"], lo, hi, args.request_count, stamp, args.stability)
+            )
+    finally:
+        triton_server.stop(cfg)
+
+
 def measure(
     contender: Contender, cfg: Any, lo: int, hi: int, request_count: int, stamp: str, stability: int = 20
 ) -> dict[str, Any]:
-    """perf_analyzer over the concurrency range. On a shared machine a window may not
-    stabilise: retry once with twice the requests per window and a looser criterion, then
-    record the failure instead of aborting the whole run."""
-    attempts = [(request_count, stability), (request_count * 2, min(100, stability + 20))]
-    error = ""
-    for attempt, (count, stab) in enumerate(attempts, start=1):
-        print(f"[bench] perf_analyzer {contender.name} concurrency {lo}..{hi} (attempt {attempt})", flush=True)
-        csv_path = WORK / f"{contender.name}-{stamp}-{attempt}.csv"
-        try:
-            cmd, rows = perf_analyzer.run(
-                model=contender.model,
-                url=cfg.grpc_url,
-                input_data=contender.input_file,
-                csv_path=csv_path,
-                concurrency=(lo, hi),
-                request_count=count,
-                stability_percentage=stab,
-                log_path=WORK / f"{contender.name}-{stamp}-{attempt}.log",
-            )
-        except perf_analyzer.PerfAnalyzerError as exc:
-            error = str(exc)
-            print(f"[bench] {error.splitlines()[-1]}", flush=True)
-            continue
-        return {
-            "name": contender.name,
-            "model": contender.model,
-            "note": contender.note,
-            "command": " ".join(cmd),
-            "rows": [r.as_dict() for r in rows],
-        }
-    return {"name": contender.name, "model": contender.model, "note": contender.note, "error": error, "rows": []}
+    """perf_analyzer at each concurrency level in turn. On a shared machine a window may not
+    stabilise: a level is retried once with twice the requests per window and a looser
+    criterion, and a level that still fails is recorded as such without losing the others."""
+    rows: list[dict[str, Any]] = []
+    commands: list[str] = []
+    errors: dict[int, str] = {}
+    for level in range(lo, hi + 1):
+        attempts = [(request_count, stability), (request_count * 2, min(100, stability + 20))]
+        for attempt, (count, stab) in enumerate(attempts, start=1):
+            print(f"[bench] {contender.name} concurrency {level} (attempt {attempt}, stability {stab}%)", flush=True)
+            tag = f"{contender.name}-c{level}-{stamp}-{attempt}"
+            try:
+                cmd, found = perf_analyzer.run(
+                    model=contender.model,
+                    url=cfg.grpc_url,
+                    input_data=contender.input_file,
+                    csv_path=WORK / f"{tag}.csv",
+                    concurrency=(level, level),
+                    request_count=count,
+                    stability_percentage=stab,
+                    log_path=WORK / f"{tag}.log",
+                )
+            except perf_analyzer.PerfAnalyzerError as exc:
+                errors[level] = str(exc).splitlines()[-1]
+                continue
+            match = [r for r in found if r.concurrency == level]
+            if not match:
+                errors[level] = "no stable measurement"
+                continue
+            errors.pop(level, None)
+            rows.append({**match[0].as_dict(), "request_count": count, "stability_percentage": stab})
+            commands.append(" ".join(cmd))
+            break
+        if level in errors:
+            print(f"[bench] {contender.name} concurrency {level} failed: {errors[level]}", flush=True)
+    return {
+        "name": contender.name,
+        "model": contender.model,
+        "note": contender.note,
+        "commands": commands,
+        "rows": rows,
+        "errors": {str(k): v for k, v in errors.items()},
+    }
 
 
 def variants(
@@ -375,6 +428,7 @@ def variants(
                     hi,
                     request_count,
                     stamp,
+                    stability,
                 )
             )
             client.load_model("text_classifier", config=json.dumps(original))

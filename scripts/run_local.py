@@ -110,6 +110,7 @@ class Child:
         return self.proc.poll() is None
 
     def stop(self, timeout: float) -> None:
+        """SIGTERM the child's process group, SIGKILL it after `timeout`; never raises."""
         if not self.alive():
             return
         with contextlib.suppress(ProcessLookupError):
@@ -120,7 +121,10 @@ class Child:
             say(f"{self.name} did not stop in {timeout:.0f}s; killing it")
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=5)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                say(f"{self.name} (pid {self.proc.pid}) still not reaped after SIGKILL")
         self._pump.join(timeout=2)
 
 
@@ -297,7 +301,7 @@ class Stack:
             if child.name == "redis" and self.triton_started:
                 continue  # the broker goes last
             say(f"stopping {child.name}")
-            child.stop(timeout=20 if child.name == "worker" else 10)
+            child.stop(timeout=30 if child.name == "worker" else 20)
         if self.triton_started:
             say("stopping Triton (manage.py triton stop)")
             self.manage("triton", "stop", check=False)
@@ -305,7 +309,7 @@ class Stack:
         for child in self.children:
             if child.alive():
                 say(f"stopping {child.name}")
-                child.stop(timeout=10)
+                child.stop(timeout=20)
 
 
 def _redis_ping(url: str) -> bool:
