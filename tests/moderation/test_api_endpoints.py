@@ -204,6 +204,15 @@ def test_schema_and_docs_are_served(client):
     assert client.get("/api/docs/").status_code == 200
 
 
+def test_docs_page_loads_swagger_ui_from_this_server_not_a_cdn(client):
+    from django.contrib.staticfiles import finders
+
+    html = client.get("/api/docs/").content.decode()
+    assert "cdn.jsdelivr.net" not in html
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in html
+    assert finders.find("drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js")
+
+
 def test_migrations_are_applied_and_complete():
     executor = MigrationExecutor(connection)
     assert connection.vendor == "postgresql"
