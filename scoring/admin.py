@@ -40,9 +40,18 @@ class ScoreAdmin(ReadOnlyAdmin):
 class DecisionPolicyAdmin(admin.ModelAdmin):
     """Saving the form never edits a row: it creates the next version and activates it."""
 
-    list_display = ("version", "is_active", "remove_threshold", "approve_threshold", "note", "created_by", "created_at")
+    list_display = (
+        "version",
+        "is_active",
+        "remove_threshold",
+        "approve_threshold",
+        "escalate_threshold",
+        "note",
+        "created_by",
+        "created_at",
+    )
     list_filter = ("is_active",)
-    fields = ("remove_threshold", "approve_threshold", "note")
+    fields = ("remove_threshold", "approve_threshold", "escalate_threshold", "note")
     readonly_fields = ("version", "is_active", "created_by", "created_at")
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -54,6 +63,7 @@ class DecisionPolicyAdmin(admin.ModelAdmin):
             new = policy_create_version(
                 remove_threshold=obj.remove_threshold,
                 approve_threshold=obj.approve_threshold,
+                escalate_threshold=obj.escalate_threshold,
                 note=obj.note,
                 actor=user,
             )

@@ -51,6 +51,12 @@ class DecisionPolicy(models.Model):
     version = models.PositiveIntegerField(unique=True)
     remove_threshold = models.FloatField(default=0.9, help_text="final >= this: auto-remove")
     approve_threshold = models.FloatField(default=0.2, help_text="final < this: auto-approve")
+    # The fusion tree can be outvoted by one confident sub-model (a benign text with a fresh
+    # shortener link from a throw-away account): a human looks instead of auto-approving.
+    escalate_threshold = models.FloatField(
+        default=0.9,
+        help_text="any sub-score (text, preview, link, behaviour) >= this: never auto-approve; 1 disables",
+    )
     is_active = models.BooleanField(default=False)
     note = models.CharField(max_length=255, blank=True)
     created_by = models.ForeignKey(

@@ -5,12 +5,17 @@ Version 1 (data migration scoring.0002_default_decision_policy):
 - final <  0.20  -> APPROVE (auto_approved)
 - otherwise      -> QUEUE   (a moderator looks at it)
 A post with at least one report is never auto-approved: it is queued instead (somebody
-complained, so a human should look), unless the score removes it outright.
+complained, so a human should look), unless the score removes it outright. Likewise a post
+whose text, preview, link or behaviour sub-score reaches escalate_threshold (0.90 in v1) is
+queued rather than auto-approved: one confident angle of the blueprint is worth a human look
+even when the fusion tree outvotes it.
 
 Policies are append-only: an edit creates a new version, makes it the active one and writes
 an AuditLog row, so every Score points at the exact thresholds that decided it."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -22,6 +27,7 @@ from scoring.models import Action, DecisionPolicy
 
 DEFAULT_REMOVE_THRESHOLD = 0.9
 DEFAULT_APPROVE_THRESHOLD = 0.2
+DEFAULT_ESCALATE_THRESHOLD = 0.9
 
 
 def policy_active() -> DecisionPolicy:
@@ -38,6 +44,7 @@ def policy_active() -> DecisionPolicy:
             defaults={
                 "remove_threshold": DEFAULT_REMOVE_THRESHOLD,
                 "approve_threshold": DEFAULT_APPROVE_THRESHOLD,
+                "escalate_threshold": DEFAULT_ESCALATE_THRESHOLD,
                 "is_active": True,
                 "note": "Default: auto-remove >= 0.90, auto-approve < 0.20, queue in between.",
             },
@@ -45,17 +52,25 @@ def policy_active() -> DecisionPolicy:
     return policy
 
 
-def policy_decide(*, policy: DecisionPolicy, final_score: float, report_count: int) -> Action:
+def policy_decide(
+    *, policy: DecisionPolicy, final_score: float, report_count: int, sub_scores: Iterable[float | None] = ()
+) -> Action:
     if final_score >= policy.remove_threshold:
         return Action.REMOVE
-    if final_score < policy.approve_threshold and report_count == 0:
+    strongest = max((s for s in sub_scores if s is not None), default=0.0)
+    escalates = policy.escalate_threshold < 1.0 and strongest >= policy.escalate_threshold
+    if final_score < policy.approve_threshold and report_count == 0 and not escalates:
         return Action.APPROVE
     return Action.QUEUE
 
 
-def _validate(remove_threshold: float, approve_threshold: float) -> None:
+def _validate(remove_threshold: float, approve_threshold: float, escalate_threshold: float) -> None:
     fields: dict[str, list[str]] = {}
-    for name, value in (("remove_threshold", remove_threshold), ("approve_threshold", approve_threshold)):
+    for name, value in (
+        ("remove_threshold", remove_threshold),
+        ("approve_threshold", approve_threshold),
+        ("escalate_threshold", escalate_threshold),
+    ):
         if not 0.0 <= value <= 1.0:
             fields[name] = ["must be between 0 and 1"]
     if not fields and approve_threshold > remove_threshold:
@@ -71,6 +86,7 @@ def _snapshot(policy: DecisionPolicy | None) -> dict[str, object]:
         "version": policy.version,
         "remove_threshold": policy.remove_threshold,
         "approve_threshold": policy.approve_threshold,
+        "escalate_threshold": policy.escalate_threshold,
         "note": policy.note,
     }
 
@@ -82,11 +98,16 @@ def policy_create_version(
     approve_threshold: float,
     note: str = "",
     actor: User | None = None,
+    escalate_threshold: float | None = None,
 ) -> DecisionPolicy:
-    """A new active policy version; the previous one stays for the scores that used it."""
-    _validate(remove_threshold, approve_threshold)
+    """A new active policy version; the previous one stays for the scores that used it.
+    escalate_threshold=None keeps the active version's value (editors that only know the two
+    main thresholds, such as the calibration page, do not reset it)."""
     # Serialise concurrent edits: the active row is the lock.
     previous = DecisionPolicy.objects.select_for_update().filter(is_active=True).first()
+    if escalate_threshold is None:
+        escalate_threshold = previous.escalate_threshold if previous is not None else DEFAULT_ESCALATE_THRESHOLD
+    _validate(remove_threshold, approve_threshold, escalate_threshold)
     latest = DecisionPolicy.objects.aggregate(v=Max("version"))["v"] or 0
     if previous is not None:
         previous.is_active = False
@@ -95,6 +116,7 @@ def policy_create_version(
         version=latest + 1,
         remove_threshold=remove_threshold,
         approve_threshold=approve_threshold,
+        escalate_threshold=escalate_threshold,
         note=note,
         is_active=True,
         created_by=actor if actor is not None and actor.pk else None,

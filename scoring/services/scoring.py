@@ -188,7 +188,9 @@ def _final(item: _Item) -> float:
 def _action(item: _Item, policy: DecisionPolicy, report_count: int) -> Action:
     if item.reason is not None:
         return Action.REMOVE
-    return policy_decide(policy=policy, final_score=_final(item), report_count=report_count)
+    out = item.output
+    sub_scores = (out.text_prob, out.preview_prob, out.link_prob, out.behaviour_prob) if out else ()
+    return policy_decide(policy=policy, final_score=_final(item), report_count=report_count, sub_scores=sub_scores)
 
 
 def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_ms: float) -> Score:

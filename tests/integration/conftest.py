@@ -211,5 +211,8 @@ def api(pipeline_db: None) -> Api:
     return Api(client=client, source=source)
 
 
-def set_policy(*, remove: float, approve: float) -> DecisionPolicy:
-    return policy_create_version(remove_threshold=remove, approve_threshold=approve, note="integration test")
+def set_policy(*, remove: float, approve: float, escalate: float = 1.0) -> DecisionPolicy:
+    # Escalation off by default: these tests pin the two main thresholds' outcomes.
+    return policy_create_version(
+        remove_threshold=remove, approve_threshold=approve, escalate_threshold=escalate, note="integration test"
+    )

@@ -76,7 +76,12 @@ def test_ingest_to_scored_end_to_end(api, worker):
         assert 0.0 <= score.final_score <= 1.0 and score.text_score is not None
         assert score.latency_ms > 0
         assert post.final_score == score.final_score and post.scored_at is not None
-        expected = policy_decide(policy=policy, final_score=score.final_score, report_count=0)
+        expected = policy_decide(
+            policy=policy,
+            final_score=score.final_score,
+            report_count=0,
+            sub_scores=(score.text_score, score.preview_score, score.link_score, score.behaviour_score),
+        )
         assert score.action == expected
         assert (
             post.status

@@ -32,6 +32,30 @@ def test_thresholds(final, reports, action):
     assert policy_decide(policy=policy_active(), final_score=final, report_count=reports) == action
 
 
+@pytest.mark.parametrize(
+    ("sub_scores", "action"),
+    [
+        ((0.05, None, 0.96, 0.04), Action.QUEUE),  # a confident link model outvoted by the fusion tree
+        ((0.95, None, 0.1, 0.1), Action.QUEUE),
+        ((0.05, None, 0.89, 0.2), Action.APPROVE),
+        ((), Action.APPROVE),
+    ],
+)
+def test_a_confident_sub_model_is_never_auto_approved(sub_scores, action):
+    policy = policy_active()
+    assert policy.escalate_threshold == 0.9
+    assert policy_decide(policy=policy, final_score=0.01, report_count=0, sub_scores=sub_scores) == action
+
+
+def test_escalation_at_one_is_off_and_edits_keep_it_unless_given():
+    policy = policy_create_version(remove_threshold=0.9, approve_threshold=0.2, escalate_threshold=1.0)
+    assert policy_decide(policy=policy, final_score=0.01, report_count=0, sub_scores=(1.0,)) == Action.APPROVE
+    kept = policy_create_version(remove_threshold=0.8, approve_threshold=0.1)  # e.g. the calibration page
+    assert kept.escalate_threshold == 1.0
+    with pytest.raises(ApplicationError):
+        policy_create_version(remove_threshold=0.9, approve_threshold=0.2, escalate_threshold=1.5)
+
+
 def test_an_edit_creates_a_new_audited_active_version():
     user = User.objects.create_user("admin")
     old = policy_active()

@@ -78,12 +78,14 @@ def test_admin_policy_save_creates_a_new_version(client):
     client.force_login(admin)
     current = DecisionPolicy.objects.get(is_active=True)
     url = reverse("admin:scoring_decisionpolicy_change", args=[current.pk])
-    response = client.post(url, {"remove_threshold": "0.8", "approve_threshold": "0.1", "note": "tighter"})
+    response = client.post(
+        url, {"remove_threshold": "0.8", "approve_threshold": "0.1", "escalate_threshold": "0.85", "note": "tighter"}
+    )
     assert response.status_code == 302
     current.refresh_from_db()
     assert current.remove_threshold == 0.9 and not current.is_active  # old version untouched
     new = DecisionPolicy.objects.get(is_active=True)
-    assert (new.version, new.remove_threshold, new.created_by) == (2, 0.8, admin)
+    assert (new.version, new.remove_threshold, new.escalate_threshold, new.created_by) == (2, 0.8, 0.85, admin)
 
 
 @pytest.mark.django_db
