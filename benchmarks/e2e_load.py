@@ -12,7 +12,7 @@ the saturation point. Then the synchronous pre-publish check: POST /api/v1/posts
     CACHE_URL=redis://127.0.0.1:6379/13 CELERY_BROKER_URL=redis://127.0.0.1:6379/14 \\
     python benchmarks/e2e_load.py --rates 10,20,40,80 --seconds 10
 
-Triton: the models in --text/--tabular (default /work/artifacts/{text,tabular}/current) are
+Triton: the models in --text/--tabular (default $ARTIFACTS_DIR or var/models, {text,tabular}/current) are
 published into a PRIVATE repository (--repository, default /tmp/faults-repo; `manage.py
 publish_models --repository ... --no-load`) and served by a private tritonserver on
 --triton-port-base .. +2. The worker is benchmarks/e2e_pipeline.py's (same flags). Loopback
@@ -207,8 +207,10 @@ def main() -> None:
     parser.add_argument("--web-workers", type=int, default=2, help="gunicorn worker processes (4 threads each)")
     parser.add_argument("--web-port", type=int, default=8710)
     parser.add_argument("--triton-port-base", type=int, default=8610)
-    parser.add_argument("--text", type=Path, default=Path("/work/artifacts/text/current"))
-    parser.add_argument("--tabular", type=Path, default=Path("/work/artifacts/tabular/current"))
+    # Default: what `make run` / bootstrap_models trained (settings.ARTIFACTS_DIR's default).
+    artifacts = Path(os.environ.get("ARTIFACTS_DIR", REPO / "var" / "models"))
+    parser.add_argument("--text", type=Path, default=artifacts / "text" / "current")
+    parser.add_argument("--tabular", type=Path, default=artifacts / "tabular" / "current")
     parser.add_argument("--repository", type=Path, default=Path("/tmp/faults-repo"))
     parser.add_argument("--drain-timeout", type=float, default=120.0, help="max wait for a rate's posts to score")
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "e2e_load.json")
