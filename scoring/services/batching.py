@@ -66,6 +66,10 @@ def score_post_batch(
     row = Post.objects.filter(id=post_id).values("status", "report_count").first()
     if row is None:
         return [ScoreResult(post_id=post_id, status="", skipped="gone")]
+    if row["status"] != PostStatus.RECEIVED and not (row["status"] in RESCORE_FROM and row["report_count"] > 0):
+        # Scored already (by an earlier batch or the inline check) and nothing to bring up to
+        # date: the common case of a task whose post another batch took. No claim needed.
+        return [ScoreResult(post_id=post_id, status=row["status"], skipped="not_pending")]
     if not claim_post(post_id, token):
         if row["status"] == PostStatus.RECEIVED:
             raise PostClaimed(f"post {post_id} is being scored by another worker")

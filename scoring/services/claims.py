@@ -13,7 +13,11 @@ CLAIM_PREFIX = "scoring:claim:"
 
 
 def claim_post(post_id: int, token: str) -> bool:
-    return bool(cache.add(f"{CLAIM_PREFIX}{post_id}", token, timeout=settings.SCORING_CLAIM_TTL_S))
+    return claim_post_for(post_id, token, ttl_s=settings.SCORING_CLAIM_TTL_S)
+
+
+def claim_post_for(post_id: int, token: str, *, ttl_s: int) -> bool:
+    return bool(cache.add(f"{CLAIM_PREFIX}{post_id}", token, timeout=ttl_s))
 
 
 def release_posts(post_ids: Iterable[int]) -> None:

@@ -63,6 +63,7 @@ class ScoreResult:
     action: str | None = None
     final_score: float | None = None
     skipped: str = ""  # why nothing was written: "not_pending", "no_new_reports", "gone", ...
+    score: Score | None = field(default=None, repr=False, compare=False)  # the row written
 
 
 @dataclass
@@ -270,10 +271,11 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
                 ScoreResult(post_id=post.id, status=post.status, action=action, final_score=score.final_score)
             )
         Score.objects.bulk_create(scores)
-        by_post = {s.post_id: s.pk for s in scores}
+        by_post = {s.post_id: s for s in scores}
         for r in results:
             if r.post_id in by_post:
-                r.score_id = by_post[r.post_id]
+                r.score = by_post[r.post_id]
+                r.score_id = r.score.pk
         if changed:
             Post.objects.bulk_update(
                 changed, ["status", "status_changed_at", "final_score", "model_version", "scored_at"]
