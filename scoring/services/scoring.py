@@ -229,7 +229,14 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
             .values("id", "status", "report_count")
             .order_by("id")  # lock in a fixed order: no deadlock between overlapping batches
         }
-        existing = set(Score.objects.filter(post_id__in=ids).values_list("post_id", "model_set", "revision").order_by())
+        # A post still in `received` has no Score: the one transaction that writes a post's first
+        # Score also moves it out of `received`, and the row lock above orders us after it. So
+        # only a re-score needs to look (the unique key on Score stays the backstop).
+        existing = (
+            set()
+            if allowed_from == INITIAL_FROM
+            else set(Score.objects.filter(post_id__in=ids).values_list("post_id", "model_set", "revision").order_by())
+        )
         scores: list[Score] = []
         changed: list[Post] = []
         removed_now: list[Post] = []
