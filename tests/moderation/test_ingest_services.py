@@ -285,13 +285,16 @@ def test_batch_chunk_conflict_falls_back_to_single_ingest(monkeypatch):
     from moderation.services import ingest
 
     source = SourceFactory()
-    real = ingest._bulk_create_chunk
+    real = ingest._posts_create
+    raced = []
 
     def sneak_in(**kwargs):
-        post_ingest(source=source, payload=payload("b"))  # a concurrent request wins "b"
+        if not raced:  # post_ingest goes through _posts_create too
+            raced.append(True)
+            post_ingest(source=source, payload=payload("b"))  # a concurrent request wins "b"
         return real(**kwargs)
 
-    monkeypatch.setattr(ingest, "_bulk_create_chunk", sneak_in)
+    monkeypatch.setattr(ingest, "_posts_create", sneak_in)
     results = posts_ingest_batch(source=source, payloads=[payload("a"), payload("b")])
     assert [(p.external_id, created) for p, created in results] == [("a", True), ("b", False)]
     assert Post.objects.filter(source=source).count() == 2
