@@ -12,6 +12,7 @@ from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from moderation.models import ApiKey
+from moderation.selectors.api_keys import api_key_active, api_key_cache_store
 
 
 def hash_key(raw_key: str) -> str:
@@ -45,16 +46,18 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             raw = value.strip()
         if not raw:
             return None
-        try:
-            key = ApiKey.objects.select_related("source").get(hashed_key=hash_key(raw), revoked_at__isnull=True)
-        except ApiKey.DoesNotExist as exc:
-            raise exceptions.AuthenticationFailed("Invalid or revoked API key.") from exc
+        key = api_key_active(hashed_key=hash_key(raw))
+        if key is None:
+            raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
         if not key.source.is_active:
             raise exceptions.AuthenticationFailed("This source is disabled.")
         now = timezone.now()
         # Touch last_used_at at most once a minute: one write per request would cost throughput.
+        # QuerySet.update (no post_save): the cached copy is refreshed here instead of dropped.
         if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
             ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+            key.last_used_at = now
+            api_key_cache_store(api_key=key)
         return SourcePrincipal(key), key
 
     def authenticate_header(self, request: Request) -> str:

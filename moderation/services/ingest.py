@@ -15,11 +15,11 @@ from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, OperationalError, transaction
-from django.db.models import F
 
-from moderation.links import link_get_or_create, link_identity, url_hash
-from moderation.models import Author, Domain, IpAddress, Link, Post, PostStatus, Source
-from moderation.services.authors import author_upsert
+from moderation.links import link_identity, url_hash
+from moderation.models import Domain, IpAddress, Link, Post, PostStatus, Source
+from moderation.services.authors import authors_upsert_counting_posts
+from moderation.services.counters import counters_add, upsert_counting
 
 logger = logging.getLogger(__name__)
 
@@ -76,13 +76,6 @@ def rescore_enqueue(*, post: Post) -> None:
         _publish_on_commit(task_name="rescore_post", post_id=post.pk)
 
 
-def ip_get_or_create(*, address: str) -> IpAddress:
-    ip = IpAddress.objects.filter(address=address).first()
-    if ip is None:
-        ip, _ = IpAddress.objects.get_or_create(address=address)
-    return ip
-
-
 def _journey_json(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for step in steps:
@@ -92,43 +85,25 @@ def _journey_json(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _build_post(
-    *, source: Source, payload: Mapping[str, Any], author: Author, link: Link | None, ip: IpAddress | None
+    *, source: Source, payload: Mapping[str, Any], author_id: int, link: Link | None, ip_id: int | None
 ) -> Post:
     preview = payload.get("preview") or {}
     return Post(
         source=source,
         external_id=payload["external_id"],
-        author=author,
+        author_id=author_id,
         text=payload.get("text", ""),
         url=link.url if link else "",
         link=link,
         preview_title=preview.get("title", ""),
         preview_description=preview.get("description", ""),
         preview_text=preview.get("text", ""),
-        ip=ip,
+        ip_id=ip_id,
         journey=_journey_json(payload.get("journey") or []),
         share_count=payload.get("share_count", 0),
         comment_count=payload.get("comment_count", 0),
         created_at=payload["created_at"],
     )
-
-
-def _post_create(*, source: Source, payload: Mapping[str, Any]) -> Post:
-    author_data = dict(payload["author"])
-    author, _ = author_upsert(source=source, external_id=author_data.pop("external_id"), profile=author_data)
-    url = payload.get("url") or ""
-    link = link_get_or_create(url=url) if url else None
-    ip = ip_get_or_create(address=payload["ip"]) if payload.get("ip") else None
-    post = _build_post(source=source, payload=payload, author=author, link=link, ip=ip)
-    post.save(force_insert=True)
-    # Counters last: the row locks they take are held only until the commit right after.
-    Author.objects.filter(pk=author.pk).update(post_count=F("post_count") + 1)
-    if link is not None:
-        Link.objects.filter(pk=link.pk).update(post_count=F("post_count") + 1)
-        Domain.objects.filter(pk=link.domain_id).update(post_count=F("post_count") + 1)
-    if ip is not None:
-        IpAddress.objects.filter(pk=ip.pk).update(post_count=F("post_count") + 1)
-    return post
 
 
 def _stored_post(*, source: Source, external_id: str) -> Post | None:
@@ -141,19 +116,16 @@ def post_ingest(
     """Store one validated post payload (see PostInputSerializer). Returns (post, created).
 
     Idempotent on (source, external_id): a repeat, or the loser of a concurrent insert race,
-    gets the stored post and ``created=False`` and changes nothing. `inline_budget_ms`: the
-    caller scores a new post inline right after (?wait_ms); the post is held for that check."""
+    gets the stored post and ``created=False`` and changes nothing. A new post is the batch
+    path with one item: the same fixed number of statements (see _posts_create).
+    `inline_budget_ms`: the caller scores a new post inline right after (?wait_ms); the post is
+    held for that check and its task delayed past the budget (scoring.services.inline)."""
     external_id = payload["external_id"]
     existing = _stored_post(source=source, external_id=external_id)
     if existing is not None:
         return existing, False
     try:
-        with transaction.atomic():
-            post = _post_create(source=source, payload=payload)
-            if inline_budget_ms is None:
-                score_enqueue(post_id=post.pk)
-            else:
-                _score_enqueue_after_inline(post_id=post.pk, budget_ms=inline_budget_ms)
+        (post,) = _posts_create(source=source, payloads=[payload], inline_budget_ms=inline_budget_ms)
     except IntegrityError:
         existing = _stored_post(source=source, external_id=external_id)
         if existing is None:
@@ -186,7 +158,7 @@ def posts_ingest_batch(*, source: Source, payloads: Sequence[Mapping[str, Any]])
     for start in range(0, len(pending), BATCH_CHUNK):
         chunk = pending[start : start + BATCH_CHUNK]
         try:
-            posts = _bulk_create_chunk(source=source, payloads=chunk)
+            posts = _posts_create(source=source, payloads=chunk)
         except (IntegrityError, OperationalError) as exc:
             if isinstance(exc, OperationalError) and getattr(exc.__cause__, "sqlstate", None) != "40P01":
                 raise
@@ -208,67 +180,54 @@ def posts_ingest_batch(*, source: Source, payloads: Sequence[Mapping[str, Any]])
     return results
 
 
-def _bulk_create_chunk(*, source: Source, payloads: Sequence[Mapping[str, Any]]) -> list[Post]:
-    with transaction.atomic():
-        authors = _authors_bulk_upsert(source=source, payloads=payloads)
-        links = _links_bulk_get_or_create(urls={p["url"] for p in payloads if p.get("url")})
-        ips = _ips_bulk_get_or_create(addresses={p["ip"] for p in payloads if p.get("ip")})
-        posts = [
-            _build_post(
-                source=source,
-                payload=payload,
-                author=authors[payload["author"]["external_id"]],
-                link=links[payload["url"]] if payload.get("url") else None,
-                ip=ips[payload["ip"]] if payload.get("ip") else None,
-            )
-            for payload in payloads
-        ]
-        Post.objects.bulk_create(posts)
-        counts: dict[type[Any], Counter[int]] = {
-            Author: Counter(),
-            Link: Counter(),
-            Domain: Counter(),
-            IpAddress: Counter(),
-        }
-        for post in posts:
-            counts[Author][post.author_id] += 1
-            if post.link is not None:
-                counts[Link][post.link.pk] += 1
-                counts[Domain][post.link.domain_id] += 1
-            if post.ip_id is not None:
-                counts[IpAddress][post.ip_id] += 1
-        # Same table order as post_ingest (author, link, domain, ip) so the two never deadlock.
-        for model, counter in counts.items():
-            by_increment: dict[int, list[int]] = {}
-            for pk, increment in counter.items():
-                by_increment.setdefault(increment, []).append(pk)
-            for increment, pks in sorted(by_increment.items()):
-                model.objects.filter(pk__in=sorted(pks)).update(post_count=F("post_count") + increment)
-        for post in posts:
-            score_enqueue(post_id=post.pk)
-    return posts
+def _posts_create(
+    *, source: Source, payloads: Sequence[Mapping[str, Any]], inline_budget_ms: int | None = None
+) -> list[Post]:
+    """New posts (distinct external_ids) and everything they reference in one transaction, in a
+    number of statements that does not grow with len(payloads): authors upserted with their
+    counter, links (and their domains) found or created, IPs upserted with their counter, one
+    multi-row post insert. Raises IntegrityError when one of the posts exists (a concurrent
+    insert won); everything rolls back with it, counters included.
 
-
-def _authors_bulk_upsert(*, source: Source, payloads: Sequence[Mapping[str, Any]]) -> dict[str, Author]:
+    Every writer locks rows in one order, authors -> links -> IPs -> domains, sorted within a
+    table, so concurrent ingests wait for each other rather than deadlock. Domains come last,
+    right before the commit: one domain row is shared by many posts, its lock is the hot one."""
     profiles: dict[str, dict[str, Any]] = {}
     for payload in payloads:
         data = dict(payload["author"])
         profiles.setdefault(data.pop("external_id"), {}).update(data)  # later posts carry fresher profiles
-    found = {a.external_id: a for a in Author.objects.filter(source=source, external_id__in=list(profiles))}
-    missing = sorted(set(profiles) - set(found))
-    if missing:
-        Author.objects.bulk_create(
-            [Author(source=source, external_id=e, **profiles[e]) for e in missing], ignore_conflicts=True
-        )
-        found.update({a.external_id: a for a in Author.objects.filter(source=source, external_id__in=missing)})
-    for external_id in sorted(profiles):
-        author = found[external_id]
-        changed = [field for field, value in profiles[external_id].items() if getattr(author, field) != value]
-        if changed:
-            for field in changed:
-                setattr(author, field, profiles[external_id][field])
-            author.save(update_fields=[*changed, "updated_at"])
-    return found
+    author_posts = Counter(p["author"]["external_id"] for p in payloads)
+    ip_posts = Counter(p["ip"] for p in payloads if p.get("ip"))
+    addresses = sorted(ip_posts)
+    with transaction.atomic():
+        authors = authors_upsert_counting_posts(source=source, profiles=profiles, new_posts=author_posts)
+        links = _links_bulk_get_or_create(urls={p["url"] for p in payloads if p.get("url")})
+        link_posts = Counter(links[p["url"]].pk for p in payloads if p.get("url"))
+        counters_add(model=Link, increments=link_posts)
+        ip_rows = [IpAddress(address=a, post_count=ip_posts[a]) for a in addresses]
+        ips = dict(zip(addresses, upsert_counting(rows=ip_rows, unique=["address"]), strict=True))
+        posts = [
+            _build_post(
+                source=source,
+                payload=payload,
+                author_id=authors[payload["author"]["external_id"]],
+                link=links[payload["url"]] if payload.get("url") else None,
+                ip_id=ips[payload["ip"]] if payload.get("ip") else None,
+            )
+            for payload in payloads
+        ]
+        Post.objects.bulk_create(posts)
+        domain_of = {link.pk: link.domain_id for link in links.values()}
+        domain_posts: Counter[int] = Counter()
+        for link_id, count in link_posts.items():
+            domain_posts[domain_of[link_id]] += count
+        counters_add(model=Domain, increments=domain_posts)
+        for post in posts:
+            if inline_budget_ms is None:
+                score_enqueue(post_id=post.pk)
+            else:  # last statement before the commit: the hold is taken before the post is visible
+                _score_enqueue_after_inline(post_id=post.pk, budget_ms=inline_budget_ms)
+    return posts
 
 
 def _links_bulk_get_or_create(*, urls: set[str]) -> dict[str, Link]:
@@ -294,14 +253,3 @@ def _links_bulk_get_or_create(*, urls: set[str]) -> dict[str, Link]:
         )
         found.update({link.url_hash: link for link in Link.objects.filter(url_hash__in=list(missing))})
     return {url: found[hashes[url]] for url in urls}
-
-
-def _ips_bulk_get_or_create(*, addresses: set[str]) -> dict[str, IpAddress]:
-    if not addresses:
-        return {}
-    found = {ip.address: ip for ip in IpAddress.objects.filter(address__in=addresses)}
-    missing = sorted(addresses - set(found))
-    if missing:
-        IpAddress.objects.bulk_create([IpAddress(address=a) for a in missing], ignore_conflicts=True)
-        found.update({ip.address: ip for ip in IpAddress.objects.filter(address__in=missing)})
-    return found

@@ -32,6 +32,9 @@ TREE_MAX_BATCH = 64
 # execution run concurrently, and the classifier's batcher still merges chunks of concurrent
 # executions; one big request would serialise a 32-row batch behind its longest text.
 TEXT_CHUNK = 8
+# spam_pipeline's LRU of text-model scores, entries per instance (0 = off). An entry is a
+# token-id string plus a float (~0.5 KB for an SMS): 8192 entries cost ~4 MB per instance.
+TEXT_CACHE_SIZE = 8192
 
 # GPU: the tokenizer pads to these widths so requests of similar length share a TensorRT
 # shape and batch together (TensorRT needs one shape per batch; no ragged inputs).
@@ -61,6 +64,7 @@ class ModelSpec:
     preferred_batch_sizes: tuple[int, ...] = ()
     max_queue_delay_us: int = 0
     parameters: dict[str, str] = field(default_factory=dict)
+    parameters_comment: str = ""
     backend: str = "python"
     platform: str = ""
     kind: str = "KIND_CPU"
@@ -139,12 +143,19 @@ def specs(profile: Profile) -> dict[str, ModelSpec]:
                 "Preferred sizes are the batch widths ORT handles efficiently on 2 cores; " + _ZERO_DELAY
             ),
             preferred_batch_sizes=(4, 8, 16),
+            instances=2,
             instance_comment=(
-                "one instance with 2 intra-op threads: there are 2 cores; a second instance would "
-                "only fight the first for them, while one instance fed whole batches keeps both busy. "
+                "two instances x 1 intra-op thread (the served model is the static-int8 export). "
+                "Measured by benchmarks/serving.py --variants on these 2 cores (shared, load ~3.5), "
+                "one run, perf_analyzer on 300 SMS texts, infer/s at concurrency 1/2/3/4: "
+                "2 x 1 thread 197/381/461/475 (p99 10-20 ms); 1 x 2 threads 197/218/229/244 "
+                "(the int8 forward pass of one SMS, 4.4 ms, gains nothing from a second thread, "
+                "so requests queue behind it); 2 x 1 without dynamic batching 198/236/284/275. "
+                "Each instance runs its own request on its own core with no intra-op "
+                "synchronisation; two cores, two instances, the ceiling is ~2 x 1000/4.4 ms. "
                 "No thread spinning: idle ORT threads would burn the cores the other stubs need."
             ),
-            parameters={"INTRA_OP_THREADS": "2", "ALLOW_SPINNING": "0", "LENGTH_GROUP_RATIO": "1.25"},
+            parameters={"INTRA_OP_THREADS": "1", "ALLOW_SPINNING": "0", "LENGTH_GROUP_RATIO": "1.25"},
         )
     else:
         text = ModelSpec(
@@ -211,6 +222,12 @@ def specs(profile: Profile) -> dict[str, ModelSpec]:
                 "two instances: the BLS mostly awaits sub-models, so a second one lets the next "
                 "batch tokenize while the current one is in the text model."
             ),
+            parameters={"TEXT_CACHE_SIZE": str(TEXT_CACHE_SIZE)},
+            parameters_comment=(
+                "TEXT_CACHE_SIZE: LRU entries per instance of text-model scores keyed by "
+                "(text_classifier version, token ids); spam campaigns repeat themselves, a hit "
+                "skips the classifier and returns the bit-identical score. 0 turns it off."
+            ),
         ),
     }
 
@@ -270,6 +287,8 @@ def render_spec(spec: ModelSpec, profile: Profile) -> str:
         out += _wrap_comment(spec.instance_comment)
     out.append(f"instance_group [ {{ count: {spec.instances}, kind: {spec.kind} }} ]")
     if spec.parameters:
+        if spec.parameters_comment:
+            out += _wrap_comment(spec.parameters_comment)
         for key, value in spec.parameters.items():
             out.append(f'parameters: {{ key: "{key}", value: {{ string_value: "{value}" }} }}')
     return "\n".join(out) + "\n"

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import Case, F, IntegerField, Max, Value, When
 from django.utils import timezone
 
-from moderation.models import POST_TRANSITIONS, Author, Domain, IpAddress, Post, PostStatus
+from moderation.models import POST_TRANSITIONS, RESCORABLE_STATUSES, Author, Domain, IpAddress, Post, PostStatus
 from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from scoring.features.extract import PostFeatures, features_for_loaded_posts, posts_for_scoring
 from scoring.models import Action, DecisionPolicy, Score
@@ -43,9 +43,10 @@ ACTION_STATUS: dict[str, str] = {
     Action.APPROVE: PostStatus.AUTO_APPROVED,
 }
 # Statuses a first score may leave; statuses a re-score may touch. Moderator decisions
-# (REMOVED, APPROVED) are in neither: scoring never overrides a human.
+# (REMOVED, APPROVED) are in neither: scoring never overrides a human. Nor is AUTO_REMOVED: a new
+# score could not move it anywhere, only rewrite the score a moderator sees next to the removal.
 INITIAL_FROM = frozenset({PostStatus.RECEIVED})
-RESCORE_FROM = frozenset({PostStatus.QUEUED, PostStatus.AUTO_APPROVED, PostStatus.AUTO_REMOVED})
+RESCORE_FROM = RESCORABLE_STATUSES - INITIAL_FROM
 POST_SCORE_FIELDS = ["status", "status_changed_at", "final_score", "model_version", "scored_at"]
 # Model output failed for this post alone (TritonError on its own): a human looks at it.
 MODEL_ERROR_VERSION = "model_error"

@@ -17,12 +17,26 @@ text_classifier request (the classifier trims the padding and groups rows by len
 whole [rows, n] matrix in one request per tree model. The sub-models' own dynamic batchers
 merge the requests of concurrent executions.
 
+Text-score cache (spam campaigns repeat themselves): a bounded LRU per instance of spam
+probabilities keyed by (text_classifier version, the token ids the tokenizer produced). The
+ids are exactly what the classifier sees, so the key is the most that can be normalised
+without changing a score: case, whitespace and anything else the uncased tokenizer folds, and
+text past max_length, map to one entry; nothing that changes the ids does. A hit therefore
+returns the bit-identical probability (the served int8 model is batch-invariant; an fp32
+model's scores may already differ by ~1e-6 with batch composition). Tokenizing still runs
+(~0.1 ms); a hit skips the classifier. The classifier is asked for the very version the
+tokenizer reported, so an entry can only hold that version's score; while a publish has
+loaded the new tokenizer but not yet the classifier, that request fails and the chunk falls
+back to the unpinned classifier without caching. TEXT_CACHE_SIZE (config parameter, entries
+per instance; 0 = off).
+
 The version folder carries schema.json, a copy of the feature lists written by publish (no
 import of the Django project here).
 """
 
 import asyncio
 import json
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +59,36 @@ def _bytes_column(request, name, rows):
     return [v if isinstance(v, bytes) else str(v).encode() for v in values]
 
 
+class ScoreCache:
+    """Bounded LRU: key -> spam probability (a Python float, i.e. the float64 computed)."""
+
+    def __init__(self, size):
+        self.size = size
+        self.entries = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key):
+        value = self.entries.get(key)
+        if value is None:
+            self.misses += 1
+            return None
+        self.entries.move_to_end(key)
+        self.hits += 1
+        return value
+
+    def put(self, key, value):
+        self.entries[key] = value
+        self.entries.move_to_end(key)
+        while len(self.entries) > self.size:
+            self.entries.popitem(last=False)
+
+
+def _param(config, name, default):
+    value = config.get("parameters", {}).get(name, {}).get("string_value")
+    return default if value in (None, "") else value
+
+
 class TritonPythonModel:
     def initialize(self, args):
         version_dir = Path(args["model_repository"]) / args["model_version"]
@@ -56,6 +100,9 @@ class TritonPythonModel:
         self.spam_index = int(schema.get("TEXT_SPAM_INDEX", 1))
         # Texts per tokenizer/text_classifier request (<= their max_batch_size).
         self.text_chunk = int(schema.get("TEXT_CHUNK", 8))
+        config = json.loads(args["model_config"])
+        cache_size = int(_param(config, "TEXT_CACHE_SIZE", "0"))
+        self.cache = ScoreCache(cache_size) if cache_size > 0 else None
         # Where each fusion input comes from: a computed sub-score or a raw feature by name.
         self.fusion_sources = []
         computed = {"text_prob", "preview_prob", "link_prob", "behaviour_prob"}
@@ -71,26 +118,70 @@ class TritonPythonModel:
                     f"fusion feature {name!r} is neither computed nor in an input vector"
                 )
 
-    async def _infer(self, model, inputs, outputs):
-        request = pb_utils.InferenceRequest(model_name=model, requested_output_names=outputs, inputs=inputs)
+    async def _infer(self, model, inputs, outputs, version=-1):
+        request = pb_utils.InferenceRequest(
+            model_name=model, requested_output_names=outputs, inputs=inputs, model_version=version
+        )
         response = await request.async_exec()
         if response.has_error():
             raise SubModelError(f"{model}: {response.error().message()}")
         return {name: pb_utils.get_output_tensor_by_name(response, name) for name in outputs}
 
+    def _probs(self, logits, rows):
+        logits = logits.astype(np.float64).reshape(rows, -1)
+        exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return exp[:, self.spam_index] / exp.sum(axis=1)
+
     async def _text_chunk(self, texts):
-        """One tokenizer request and one text_classifier request for up to text_chunk texts."""
+        """One tokenizer request and (unless every text is cached) one text_classifier request
+        for up to text_chunk texts."""
         tok = await self._infer(
             "tokenizer",
             [pb_utils.Tensor("TEXT", np.array([[t] for t in texts], dtype=np.object_))],
             ["input_ids", "attention_mask", "VERSION"],
         )
-        out = await self._infer("text_classifier", [tok["input_ids"], tok["attention_mask"]], ["logits"])
-        logits = out["logits"].as_numpy().astype(np.float64).reshape(len(texts), -1)
-        exp = np.exp(logits - logits.max(axis=1, keepdims=True))
-        probs = exp[:, self.spam_index] / exp.sum(axis=1)
-        version = tok["VERSION"].as_numpy().reshape(-1)[0]
-        return probs, version.decode() if isinstance(version, bytes) else str(version)
+        raw_version = tok["VERSION"].as_numpy().reshape(-1)[0]
+        version = raw_version.decode() if isinstance(raw_version, bytes) else str(raw_version)
+        if self.cache is None:
+            out = await self._infer("text_classifier", [tok["input_ids"], tok["attention_mask"]], ["logits"])
+            return self._probs(out["logits"].as_numpy(), len(texts)), version
+        ids = tok["input_ids"].as_numpy()
+        mask = tok["attention_mask"].as_numpy()
+        lengths = [max(int(m.sum()), 1) for m in mask]
+        keys = [(version, ids[i, : lengths[i]].tobytes()) for i in range(len(texts))]
+        probs = np.zeros(len(texts), dtype=np.float64)
+        missing = {}  # key -> rows of this chunk (repeats within a chunk are classified once)
+        for i, key in enumerate(keys):
+            cached = self.cache.get(key)
+            if cached is None:
+                missing.setdefault(key, []).append(i)
+            else:
+                probs[i] = cached
+        if not missing:
+            return probs, version
+        first = [rows[0] for rows in missing.values()]
+        # The tokenizer's padded width is kept: the GPU profile pads to length buckets so the
+        # TensorRT batcher sees few shapes (the CPU classifier trims each row to its mask).
+        feeds = [
+            pb_utils.Tensor("input_ids", np.ascontiguousarray(ids[first])),
+            pb_utils.Tensor("attention_mask", np.ascontiguousarray(mask[first])),
+        ]
+        pinned = version.isdigit()
+        try:
+            out = await self._infer("text_classifier", feeds, ["logits"], int(version) if pinned else -1)
+        except SubModelError:
+            if not pinned:
+                raise
+            # A publish is between loading the new tokenizer and the new classifier: answer
+            # from whatever classifier is loaded, but do not file that under `version`.
+            out = await self._infer("text_classifier", feeds, ["logits"])
+            pinned = False
+        fresh = self._probs(out["logits"].as_numpy(), len(first))
+        for (key, rows), prob in zip(missing.items(), fresh, strict=True):
+            probs[rows] = prob
+            if pinned:
+                self.cache.put(key, float(prob))
+        return probs, version
 
     async def _text_probs(self, texts):
         """Spam probability of every text, in chunks sent concurrently (the classifier's
