@@ -205,7 +205,7 @@ def main() -> None:
         "--only-sync", action="store_true", help="skip the model-alone run and the rates: only the wait_ms=50 phase"
     )
     parser.add_argument("--no-publish", action="store_true", help="serve --repository as already published")
-    parser.add_argument("--batch-size", type=int, default=16, help="SCORING_BATCH_SIZE for the worker")
+    parser.add_argument("--batch-size", type=int, default=32, help="SCORING_BATCH_SIZE for the worker")
     parser.add_argument("--concurrency", type=int, default=2, help="worker processes")
     parser.add_argument("--prefetch", type=int, default=4, help="worker --prefetch-multiplier")
     parser.add_argument("--web-workers", type=int, default=2, help="gunicorn worker processes (4 threads each)")

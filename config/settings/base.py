@@ -147,7 +147,7 @@ CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 CELERY_TASK_ROUTES = {"feedback.*": {"queue": "training"}}
 
 # --- Scoring pipeline (scoring/tasks.py documents the choices) ------------------------------
-SCORING_BATCH_SIZE = env.int("SCORING_BATCH_SIZE", default=16)
+SCORING_BATCH_SIZE = env.int("SCORING_BATCH_SIZE", default=32)
 SCORING_CLAIM_TTL_S = env.int("SCORING_CLAIM_TTL_S", default=90)  # > the task's hard time limit
 SCORING_SWEEP_AFTER_S = env.float("SCORING_SWEEP_AFTER_S", default=300.0)
 SCORING_SWEEP_REQUEUE_TTL_S = env.int("SCORING_SWEEP_REQUEUE_TTL_S", default=900)  # one re-enqueue per post per 15 min
