@@ -163,9 +163,9 @@ def _posts_create(*, source: Source, payloads: Sequence[Mapping[str, Any]]) -> l
     multi-row post insert. Raises IntegrityError when one of the posts exists (a concurrent
     insert won); everything rolls back with it, counters included.
 
-    Every writer locks rows in one order, authors -> links -> IPs -> domains, sorted within a
-    table, so concurrent ingests wait for each other rather than deadlock. Domains come last,
-    right before the commit: one domain row is shared by many posts, its lock is the hot one."""
+    Rows are locked in the order every writer of these counters uses, authors -> links ->
+    domains -> IPs (the scoring worker's spam counters: authors -> domains -> IPs), sorted
+    within a table, so concurrent writers wait for each other rather than deadlock."""
     profiles: dict[str, dict[str, Any]] = {}
     for payload in payloads:
         data = dict(payload["author"])
@@ -176,6 +176,7 @@ def _posts_create(*, source: Source, payloads: Sequence[Mapping[str, Any]]) -> l
     with transaction.atomic():
         authors = authors_upsert_counting_posts(source=source, profiles=profiles, new_posts=author_posts)
         links = _links_upsert_counting(url_posts=Counter(p["url"] for p in payloads if p.get("url")))
+        counters_add(model=Domain, increments=Counter(links[p["url"]].domain_id for p in payloads if p.get("url")))
         ip_rows = [IpAddress(address=a, post_count=ip_posts[a]) for a in addresses]
         ips = dict(zip(addresses, upsert_counting(rows=ip_rows, unique=["address"]), strict=True))
         posts = [
@@ -189,7 +190,6 @@ def _posts_create(*, source: Source, payloads: Sequence[Mapping[str, Any]]) -> l
             for payload in payloads
         ]
         Post.objects.bulk_create(posts)
-        counters_add(model=Domain, increments=Counter(links[p["url"]].domain_id for p in payloads if p.get("url")))
         for post in posts:
             score_enqueue(post_id=post.pk)
     return posts

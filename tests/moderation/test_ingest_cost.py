@@ -36,8 +36,8 @@ def _key_queries(ctx: CaptureQueriesContext) -> list[str]:
 
 def test_single_new_post_query_count(api: ApiCaller, django_assert_num_queries):
     api.post("/api/v1/posts", post_payload("warm"))  # key cached, author/link/domain/IP exist
-    # SELECT post, BEGIN, author upsert+count, SELECT domain, link upsert+count, IP
-    # upsert+count, INSERT post, domain count, COMMIT. Authentication: none (cached key).
+    # SELECT post, BEGIN, author upsert+count, SELECT domain, link upsert+count, domain count,
+    # IP upsert+count, INSERT post, COMMIT. Authentication: none (cached key).
     with django_assert_num_queries(9):
         assert api.post("/api/v1/posts", post_payload("p-2")).status_code == 201
     with django_assert_num_queries(1):
@@ -64,7 +64,7 @@ def test_single_post_without_link_or_ip(api: ApiCaller, django_assert_num_querie
 def test_batch_query_count_does_not_grow_with_the_batch(api: ApiCaller, size, django_assert_num_queries):
     api.post("/api/v1/posts", post_payload("warm"))
     # Everything new: SELECT posts, BEGIN, authors, SELECT domains, INSERT domains, SELECT
-    # domains, links, IPs, INSERT posts, domain counts, COMMIT.
+    # domains, links, domain counts, IPs, INSERT posts, COMMIT.
     with django_assert_num_queries(11):
         response = api.post("/api/v1/posts/batch", {"posts": [_fresh(i) for i in range(size)]})
     assert response.json()["created"] == size
