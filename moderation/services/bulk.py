@@ -125,7 +125,11 @@ def bulk_undo(*, bulk: BulkAction, moderator: Any) -> BulkAction:
     target = LABEL_TO_STATUS[bulk.label]
     now = timezone.now()
     decisions = list(Decision.objects.filter(bulk_action=bulk, undone_at__isnull=True))
-    posts = Post.objects.select_for_update(of=("self",)).in_bulk([int(i) for i in bulk.previous_statuses])
+    posts = (
+        Post.objects.select_for_update(of=("self",))
+        .select_related("source")
+        .in_bulk([int(i) for i in bulk.previous_statuses])
+    )
     restored: dict[str, str] = {}
     skipped: list[str] = []
     for post_id, old_status in bulk.previous_statuses.items():
@@ -151,5 +155,7 @@ def bulk_undo(*, bulk: BulkAction, moderator: Any) -> BulkAction:
         before={"status": target, "count": len(bulk.previous_statuses)},
         after={"statuses": restored, "skipped": skipped},
     )
-    decisions_undone.send(sender=BulkAction, decisions=undone, bulk_action=bulk)
+    decisions_undone.send(
+        sender=BulkAction, decisions=undone, bulk_action=bulk, posts=[posts[int(i)] for i in restored]
+    )
     return bulk

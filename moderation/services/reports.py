@@ -1,8 +1,10 @@
 """Reports: a platform user's complaint about a post. A complaint is a behaviour signal, so a
-new report re-scores the post."""
+new report re-scores the post - unless no score could change it any more (auto-removed, or
+decided by a moderator): then the report is only recorded and counted."""
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
@@ -10,8 +12,10 @@ from django.db.models import F
 from django.utils import timezone
 
 from moderation.errors import NotFound
-from moderation.models import Domain, Link, Post, Report, Source
+from moderation.models import RESCORABLE_STATUSES, Domain, Link, Post, Report, Source
 from moderation.services.ingest import rescore_enqueue
+
+logger = logging.getLogger(__name__)
 
 
 def report_create(
@@ -25,8 +29,8 @@ def report_create(
 ) -> tuple[Report, bool]:
     """Record a report; idempotent on (post, reporter, reason). Returns (report, created).
 
-    A new report bumps the post's, link's and domain's report counters in SQL and enqueues a
-    re-score after commit."""
+    A new report bumps the post's, link's and domain's report counters in SQL and, while a score
+    can still change the post's status, enqueues a re-score after commit."""
     post = Post.objects.filter(source=source, external_id=post_external_id).select_related("link").first()
     if post is None:
         raise NotFound(
@@ -48,7 +52,10 @@ def report_create(
             if post.link_id is not None and post.link is not None:
                 Link.objects.filter(pk=post.link_id).update(report_count=F("report_count") + 1)
                 Domain.objects.filter(pk=post.link.domain_id).update(report_count=F("report_count") + 1)
-            rescore_enqueue(post=post)
+            if post.status in RESCORABLE_STATUSES:
+                rescore_enqueue(post=post)
+            else:
+                logger.info("moderation.report_not_rescored post_id=%s status=%s", post.pk, post.status)
     except IntegrityError:
         return Report.objects.get(post=post, reporter_id=reporter_id, reason=reason), False
     report.post.refresh_from_db(fields=["report_count"])

@@ -145,14 +145,15 @@ def specs(profile: Profile) -> dict[str, ModelSpec]:
             preferred_batch_sizes=(4, 8, 16),
             instances=2,
             instance_comment=(
-                "two instances x 1 intra-op thread (the served model is the static-int8 export): "
-                "measured with benchmarks/serving.py on these 2 cores, same run, perf_analyzer on "
-                "300 SMS texts: 1 x 2 threads gave 196 / 201 / 229 infer/s at concurrency 1 / 2 / 3 "
-                "(the int8 forward pass of one SMS gains nothing from a second thread: 4.4 ms "
-                "compute either way), 2 x 1 thread 225 / 373 / 467 infer/s with p99 9 / 13 / 14 ms: "
-                "each instance runs its own request on its own core with no intra-op "
-                "synchronisation. No thread spinning: idle ORT threads would burn the cores the "
-                "other stubs need."
+                "two instances x 1 intra-op thread (the served model is the static-int8 export). "
+                "Measured by benchmarks/serving.py --variants on these 2 cores (shared, load ~3.5), "
+                "one run, perf_analyzer on 300 SMS texts, infer/s at concurrency 1/2/3/4: "
+                "2 x 1 thread 197/381/461/475 (p99 10-20 ms); 1 x 2 threads 197/218/229/244 "
+                "(the int8 forward pass of one SMS, 4.4 ms, gains nothing from a second thread, "
+                "so requests queue behind it); 2 x 1 without dynamic batching 198/236/284/275. "
+                "Each instance runs its own request on its own core with no intra-op "
+                "synchronisation; two cores, two instances, the ceiling is ~2 x 1000/4.4 ms. "
+                "No thread spinning: idle ORT threads would burn the cores the other stubs need."
             ),
             parameters={"INTRA_OP_THREADS": "1", "ALLOW_SPINNING": "0", "LENGTH_GROUP_RATIO": "1.25"},
         )

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import Case, F, IntegerField, Max, Value, When
 from django.utils import timezone
 
-from moderation.models import POST_TRANSITIONS, Author, Domain, IpAddress, Post, PostStatus
+from moderation.models import POST_TRANSITIONS, RESCORABLE_STATUSES, Author, Domain, IpAddress, Post, PostStatus
 from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from scoring.features.extract import PostFeatures, features_for_loaded_posts, posts_for_scoring
 from scoring.models import Action, DecisionPolicy, Score
@@ -43,9 +43,10 @@ ACTION_STATUS: dict[str, str] = {
     Action.APPROVE: PostStatus.AUTO_APPROVED,
 }
 # Statuses a first score may leave; statuses a re-score may touch. Moderator decisions
-# (REMOVED, APPROVED) are in neither: scoring never overrides a human.
+# (REMOVED, APPROVED) are in neither: scoring never overrides a human. Nor is AUTO_REMOVED: a new
+# score could not move it anywhere, only rewrite the score a moderator sees next to the removal.
 INITIAL_FROM = frozenset({PostStatus.RECEIVED})
-RESCORE_FROM = frozenset({PostStatus.QUEUED, PostStatus.AUTO_APPROVED, PostStatus.AUTO_REMOVED})
+RESCORE_FROM = RESCORABLE_STATUSES - INITIAL_FROM
 POST_SCORE_FIELDS = ["status", "status_changed_at", "final_score", "model_version", "scored_at"]
 # Model output failed for this post alone (TritonError on its own): a human looks at it.
 MODEL_ERROR_VERSION = "model_error"
@@ -63,6 +64,7 @@ class ScoreResult:
     action: str | None = None
     final_score: float | None = None
     skipped: str = ""  # why nothing was written: "not_pending", "no_new_reports", "gone", ...
+    score: Score | None = field(default=None, repr=False, compare=False)  # the row written
 
 
 @dataclass
@@ -228,7 +230,14 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
             .values("id", "status", "report_count")
             .order_by("id")  # lock in a fixed order: no deadlock between overlapping batches
         }
-        existing = set(Score.objects.filter(post_id__in=ids).values_list("post_id", "model_set", "revision").order_by())
+        # A post still in `received` has no Score: the one transaction that writes a post's first
+        # Score also moves it out of `received`, and the row lock above orders us after it. So
+        # only a re-score needs to look (the unique key on Score stays the backstop).
+        existing = (
+            set()
+            if allowed_from == INITIAL_FROM
+            else set(Score.objects.filter(post_id__in=ids).values_list("post_id", "model_set", "revision").order_by())
+        )
         scores: list[Score] = []
         changed: list[Post] = []
         removed_now: list[Post] = []
@@ -270,10 +279,11 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
                 ScoreResult(post_id=post.id, status=post.status, action=action, final_score=score.final_score)
             )
         Score.objects.bulk_create(scores)
-        by_post = {s.post_id: s.pk for s in scores}
+        by_post = {s.post_id: s for s in scores}
         for r in results:
             if r.post_id in by_post:
-                r.score_id = by_post[r.post_id]
+                r.score = by_post[r.post_id]
+                r.score_id = r.score.pk
         if changed:
             Post.objects.bulk_update(
                 changed, ["status", "status_changed_at", "final_score", "model_version", "scored_at"]

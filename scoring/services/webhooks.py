@@ -11,6 +11,10 @@ minutes (replay protection); `verify_signature` does exactly that. Each event ha
 (X-Moderation-Event-Id, also in the body) so receivers can drop the duplicates that
 at-least-once delivery implies.
 
+An undone decision (moderation.services.bulk.bulk_undo) sends the same event type with the
+restored status - whatever it is, `queued` included - and `data.undo` set, so a platform that
+hid a post on the moderator's word shows it again.
+
 Delivery never blocks scoring: rows are written in the scoring transaction, the HTTP POST
 happens in the deliver_webhook task after commit, with short timeouts and backoff."""
 
@@ -29,7 +33,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from moderation.models import Decision, Post, PostStatus
+from moderation.models import BulkAction, Decision, Post, PostStatus
 from scoring.models import WebhookDelivery
 
 logger = logging.getLogger(__name__)
@@ -113,20 +117,34 @@ def webhooks_enqueue_for_posts(posts: Iterable[Post]) -> list[WebhookDelivery]:
     """Delivery rows for the posts whose source has a callback URL and whose status is a
     decision; the POSTs are sent by the deliver_webhook task after the transaction commits.
     Expects post.source loaded (select_related) to stay at two queries for any batch."""
-    rows: list[WebhookDelivery] = []
-    for post in posts:
-        if post.status not in DECISION_STATUSES or not post.source.callback_url:
-            continue
-        event_id = _event_id(post)
-        rows.append(
-            WebhookDelivery(
-                source_id=post.source_id,
-                post=post,
-                event_id=event_id,
-                event_type=EVENT_DECISION,
-                payload=_payload(post, event_id, None),
-            )
-        )
+    return _enqueue_rows([_row(post) for post in posts if post.status in DECISION_STATUSES])
+
+
+def webhooks_enqueue_for_undo(posts: Iterable[Post], *, bulk_action: BulkAction) -> list[WebhookDelivery]:
+    """Delivery rows telling each post's platform that a moderator's decision was undone and
+    the post is back in its restored status (call inside the undo's transaction, after the
+    statuses were restored). Expects post.source loaded, like webhooks_enqueue_for_posts."""
+    undo = {
+        "bulk_action_id": bulk_action.pk,
+        "undone_at": (bulk_action.undone_at or timezone.now()).isoformat(),
+    }
+    return _enqueue_rows([_row(post, undo=undo) for post in posts])
+
+
+def _row(post: Post, *, undo: dict[str, Any] | None = None) -> WebhookDelivery | None:
+    if not post.source.callback_url:
+        return None
+    event_id = _event_id(post)
+    payload = _payload(post, event_id, None)
+    if undo is not None:
+        payload["data"]["undo"] = undo
+    return WebhookDelivery(
+        source_id=post.source_id, post=post, event_id=event_id, event_type=EVENT_DECISION, payload=payload
+    )
+
+
+def _enqueue_rows(candidates: Iterable[WebhookDelivery | None]) -> list[WebhookDelivery]:
+    rows = [row for row in candidates if row is not None]
     if not rows:
         return []
     WebhookDelivery.objects.bulk_create(rows, ignore_conflicts=True)

@@ -250,6 +250,28 @@ def test_report_on_a_scored_post_enqueues_rescore(django_capture_on_commit_callb
     score.assert_not_called()
 
 
+@pytest.mark.parametrize("status", ["auto_removed", "removed", "approved"])
+def test_report_on_a_post_no_score_can_change_is_recorded_without_rescore(status, django_capture_on_commit_callbacks):
+    source = SourceFactory()
+    post, _ = post_ingest(source=source, payload=payload(url="https://x.example.com/1"))
+    Post.objects.filter(pk=post.pk).update(status=status)
+    with (
+        mock.patch("scoring.tasks.rescore_post.delay") as rescore,
+        mock.patch("scoring.tasks.score_post.delay") as score,
+        django_capture_on_commit_callbacks(execute=True) as callbacks,
+    ):
+        report, created = report_create(source=source, post_external_id="p-1", reporter_id="r1", reason="spam")
+    assert created and report.post_id == post.pk
+    rescore.assert_not_called()
+    score.assert_not_called()
+    assert callbacks == []
+    post.refresh_from_db()
+    assert post.status == status
+    assert post.report_count == 1
+    assert Link.objects.get().report_count == 1
+    assert Domain.objects.get().report_count == 1
+
+
 def test_batch_matches_sequential_ingest():
     """The set-based batch path leaves the same rows and counters as one-by-one ingest."""
     items = [

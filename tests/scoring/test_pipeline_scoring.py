@@ -178,13 +178,17 @@ def test_rescore_on_a_new_report_adds_revision_one():
     assert Score.objects.filter(post=post).count() == 2
 
 
-def test_rescore_never_un_removes_an_auto_removed_post():
+def test_rescore_leaves_an_auto_removed_post_and_its_score_alone():
     post = make_post(text="spam")
     score_posts(post_ids=[post.id], client=FakeClient())
+    removed_score = Post.objects.get(pk=post.pk).final_score
     Report.objects.create(post=post, reporter_id="r", reason="spam")
-    rescore_post(post_id=post.id, client=FakeClient(lambda _: 0.5))
+    client = FakeClient(lambda _: 0.5)
+    assert rescore_post(post_id=post.id, client=client).skipped == "not_rescorable"
     assert _status(post) == PostStatus.AUTO_REMOVED
-    assert Score.objects.filter(post=post).count() == 2
+    assert Post.objects.get(pk=post.pk).final_score == removed_score
+    assert Score.objects.filter(post=post).count() == 1
+    assert client.calls == []
 
 
 def test_unknown_posts_are_reported_gone():

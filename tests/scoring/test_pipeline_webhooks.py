@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from moderation.models import PostStatus
+from moderation.models import Post, PostStatus
+from moderation.services.bulk import bulk_decide, bulk_undo
 from scoring.models import WebhookDelivery
 from scoring.services.scoring import score_posts
 from scoring.services.webhooks import (
@@ -17,6 +18,7 @@ from scoring.services.webhooks import (
     webhook_deliver,
     webhook_enqueue_for_decision,
 )
+from tests.moderation.dashboard_factories import UserFactory
 from tests.scoring.pipeline_support import FakeClient, make_post, make_source
 from tests.scoring.webhook_receiver import start_receiver
 
@@ -135,3 +137,55 @@ def test_a_recorded_moderator_decision_enqueues_a_webhook():
     delivery = WebhookDelivery.objects.get(post=post)
     assert delivery.payload["data"]["automatic"] is False
     assert delivery.payload["data"]["decision"]["reason_code"] == "scam"
+
+
+@pytest.mark.django_db
+def test_a_bulk_undo_tells_the_platform_the_restored_status(receiver, django_capture_on_commit_callbacks, monkeypatch):
+    source = make_source(callback_url=receiver.url, webhook_secret=SECRET)
+    queued, approved = make_post(source=source, text="maybe"), make_post(source=source, text="fine")
+    Post.objects.filter(pk=queued.pk).update(status=PostStatus.QUEUED)
+    Post.objects.filter(pk=approved.pk).update(status=PostStatus.AUTO_APPROVED)
+    moderator = UserFactory(username="undoer", role="moderator")
+    sent: list[int] = []
+    monkeypatch.setattr("scoring.tasks.deliver_webhook.delay", lambda delivery_id: sent.append(delivery_id))
+    with django_capture_on_commit_callbacks(execute=True):
+        bulk = bulk_decide(moderator=moderator, label="spam", reason_code="scam", post_ids=[queued.pk, approved.pk])
+    decided = set(WebhookDelivery.objects.values_list("pk", flat=True))
+    assert len(decided) == 2 and set(sent) == decided
+
+    sent.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        bulk_undo(bulk=bulk, moderator=moderator)
+
+    undo_rows = WebhookDelivery.objects.exclude(pk__in=decided).order_by("post_id")
+    assert [d.post_id for d in undo_rows] == [queued.pk, approved.pk]
+    assert sorted(sent) == sorted(d.pk for d in undo_rows)
+    for delivery in undo_rows:
+        webhook_deliver(delivery_id=delivery.pk)
+    got = receiver.wait_for(2)
+    events = {}
+    for request in got:
+        assert verify_signature(secret=SECRET, header=request.headers[SIGNATURE_HEADER], body=request.body)
+        event = json.loads(request.body)
+        events[event["data"]["post"]["id"]] = event
+    assert events[queued.pk]["type"] == "post.decision"
+    assert events[queued.pk]["data"]["post"]["status"] == PostStatus.QUEUED
+    assert events[approved.pk]["data"]["post"]["status"] == PostStatus.AUTO_APPROVED
+    for event in events.values():
+        assert event["data"]["undo"]["bulk_action_id"] == bulk.pk
+        assert "decision" not in event["data"]
+    # the undo's events are new events, not replays of the decision's
+    assert {e["id"] for e in events.values()}.isdisjoint(
+        WebhookDelivery.objects.filter(pk__in=decided).values_list("event_id", flat=True)
+    )
+
+
+@pytest.mark.django_db
+def test_a_bulk_undo_without_callback_url_sends_nothing(django_capture_on_commit_callbacks):
+    post = make_post(text="maybe")
+    Post.objects.filter(pk=post.pk).update(status=PostStatus.QUEUED)
+    moderator = UserFactory(username="undoer2", role="moderator")
+    bulk = bulk_decide(moderator=moderator, label="spam", reason_code="scam", post_ids=[post.pk])
+    bulk_undo(bulk=bulk, moderator=moderator)
+    assert Post.objects.get(pk=post.pk).status == PostStatus.QUEUED
+    assert not WebhookDelivery.objects.exists()

@@ -160,10 +160,11 @@ class TritonPythonModel:
         if not missing:
             return probs, version
         first = [rows[0] for rows in missing.values()]
-        width = max(lengths[i] for i in first)
+        # The tokenizer's padded width is kept: the GPU profile pads to length buckets so the
+        # TensorRT batcher sees few shapes (the CPU classifier trims each row to its mask).
         feeds = [
-            pb_utils.Tensor("input_ids", np.ascontiguousarray(ids[first, :width])),
-            pb_utils.Tensor("attention_mask", np.ascontiguousarray(mask[first, :width])),
+            pb_utils.Tensor("input_ids", np.ascontiguousarray(ids[first])),
+            pb_utils.Tensor("attention_mask", np.ascontiguousarray(mask[first])),
         ]
         pinned = version.isdigit()
         try:
