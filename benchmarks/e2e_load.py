@@ -210,6 +210,10 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=30, help="unmeasured posts sent first")
     parser.add_argument("--sync-rate", type=float, default=20.0, help="wait_ms=50 requests/s")
     parser.add_argument("--sync-seconds", type=float, default=10.0)
+    parser.add_argument(
+        "--only-sync", action="store_true", help="skip the model-alone run and the rates: only the wait_ms=50 phase"
+    )
+    parser.add_argument("--no-publish", action="store_true", help="serve --repository as already published")
     parser.add_argument("--batch-size", type=int, default=16, help="SCORING_BATCH_SIZE for the worker")
     parser.add_argument("--concurrency", type=int, default=2, help="worker processes")
     parser.add_argument("--prefetch", type=int, default=4, help="worker --prefetch-multiplier")
@@ -256,8 +260,9 @@ def main() -> None:
     env = dict(os.environ)
     env.update({"SCORING_BATCH_SIZE": str(args.batch_size), "PYTHONUNBUFFERED": "1"})
     workdir = Path(tempfile.mkdtemp(prefix="e2e-load-"))
-    print(f"publishing {args.text} + {args.tabular} into {args.repository}", flush=True)
-    publish_models(args, env)
+    if not args.no_publish:
+        print(f"publishing {args.text} + {args.tabular} into {args.repository}", flush=True)
+        publish_models(args, env)
     triton = server_control.ServerConfig.from_settings()
     print(f"starting Triton on {triton.grpc_url}", flush=True)
     server_control.start(triton, wait_s=300)
@@ -278,8 +283,9 @@ def main() -> None:
                 s.headers["Authorization"] = f"Api-Key {raw_key}"
             return s
 
-        model = model_throughput(args.model_seconds, args.batch_size, args.concurrency)
-        print(f"served model alone: {model}", flush=True)
+        if not args.only_sync:
+            model = model_throughput(args.model_seconds, args.batch_size, args.concurrency)
+            print(f"served model alone: {model}", flush=True)
 
         # Warm-up (not measured): first requests load Python modules, connections, Triton models.
         warm = Source.objects.create(name=f"e2e warm {uuid.uuid4().hex[:8]}", slug=f"e2e-warm-{uuid.uuid4().hex[:8]}")
@@ -290,7 +296,7 @@ def main() -> None:
             "warm-up scored", lambda: not Post.objects.filter(source=warm, status=PostStatus.RECEIVED).exists(), 120
         )
 
-        for rate in rates:
+        for rate in [] if args.only_sync else rates:
             run = uuid.uuid4().hex[:8]
             source = Source.objects.create(name=f"e2e load {run}", slug=f"e2e-load-{run}")
             _, raw_key = api_key_create(source=source, name="bench")
@@ -352,6 +358,7 @@ def main() -> None:
             "rate": args.sync_rate,
             "requests": len(loop.results),
             "ms_p50": round(percentile(ms, 0.5), 1),
+            "ms_p95": round(percentile(ms, 0.95), 1),
             "ms_p99": round(percentile(ms, 0.99), 1),
             "answers": answers,  # 201: scored within the budget; 202: left to the worker
         }
@@ -381,7 +388,8 @@ def main() -> None:
         ]
         print("  ".join(f"{c:>10}" for c in cells))
     print(
-        f"\nwait_ms=50 at {sync.get('rate')} req/s: p50 {sync.get('ms_p50')} ms, p99 {sync.get('ms_p99')} ms, "
+        f"\nwait_ms=50 at {sync.get('rate')} req/s: p50 {sync.get('ms_p50')} ms, p95 {sync.get('ms_p95')} ms, "
+        f"p99 {sync.get('ms_p99')} ms, "
         f"answers {sync.get('answers')}"
     )
     best = max((r["scored_posts_per_s"] for r in rows), default=0.0)

@@ -97,6 +97,27 @@ def start_worker(env: dict[str, str], args: argparse.Namespace, log_path: Path) 
     raise SystemExit("worker did not become ready within 60 s")
 
 
+def session_cpu_s(sid: int) -> float:
+    """User + system CPU seconds of the live processes of session `sid` (the worker and its pool
+    children, or tritonserver and its python-backend stubs: each runs in its own session)."""
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == sid:  # fields after "pid (comm)": state ppid pgrp session ...
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def start_py_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    """Sample the worker and its pool processes (raw collapsed stacks) until SIGINT."""
+    spy = str(Path(sys.executable).with_name("py-spy"))
+    cmd = [spy, "record", "--pid", str(pid), "--subprocesses", "--format", "raw", "--rate", "200", "-o", str(out)]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def payload(i: int, run: str) -> dict[str, Any]:
     spammy = i % 3 == 0
     return {
@@ -137,6 +158,7 @@ def main() -> None:
     parser.add_argument("--triton-port-base", type=int, default=8210)
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--json", type=Path, default=REPO / "var" / "benchmarks" / "e2e_pipeline.json")
+    parser.add_argument("--py-spy", type=Path, default=None, help="py-spy record the worker (raw stacks) to this file")
     args = parser.parse_args()
 
     import django
@@ -151,6 +173,7 @@ def main() -> None:
 
     from moderation.models import Post, PostStatus, Source
     from moderation.services.api_keys import api_key_create
+    from scoring import triton_server as server_control
     from scoring.models import Score
 
     call_command("migrate", verbosity=0)
@@ -200,6 +223,9 @@ def main() -> None:
         if worker is None:
             worker = start_worker(env, args, workdir / "worker.log")
             drain_started = timezone.now()  # from "worker ready", not counting its start-up
+        spy = start_py_spy(worker.pid, args.py_spy) if args.py_spy else None
+        triton_pid = server_control.read_pid(triton_config) if triton_config is not None else None
+        cpu_before = (session_cpu_s(worker.pid), session_cpu_s(triton_pid) if triton_pid else 0.0)
 
         posts = Post.objects.filter(source=source)
         deadline = time.monotonic() + args.timeout
@@ -207,6 +233,11 @@ def main() -> None:
             if time.monotonic() > deadline:
                 raise SystemExit(f"timeout: {posts.filter(status=PostStatus.RECEIVED).count()} posts unscored")
             time.sleep(0.2)
+        worker_cpu_s = session_cpu_s(worker.pid) - cpu_before[0]
+        triton_cpu_s = (session_cpu_s(triton_pid) - cpu_before[1]) if triton_pid else float("nan")
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=60)
 
         rows = list(posts.values_list("received_at", "scored_at"))
         latencies = [(scored - received).total_seconds() * 1000 for received, scored in rows]
@@ -234,6 +265,9 @@ def main() -> None:
             "ingest_to_scored_ms_p95": round(percentile(latencies, 0.95), 1),
             "ingest_to_scored_ms_max": round(max(latencies), 1),
             "worker_processing_ms_p50": round(percentile(model_ms, 0.5), 1),
+            # CPU while draining (backlog mode: the worker alone; live mode includes idle waits)
+            "worker_cpu_ms_per_post": round(1000 * worker_cpu_s / args.posts, 2),
+            "triton_cpu_ms_per_post": round(1000 * triton_cpu_s / args.posts, 2),
             "extra_score_rows": duplicate,
             "statuses": {s: posts.filter(status=s).count() for s in PostStatus.values if s != PostStatus.RECEIVED},
         }
@@ -242,8 +276,6 @@ def main() -> None:
             os.killpg(worker.pid, signal.SIGTERM)
             worker.wait(timeout=30)
         if triton_config is not None:
-            from scoring import triton_server as server_control
-
             server_control.stop(triton_config)
 
     width = max(len(k) for k in result)

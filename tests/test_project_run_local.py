@@ -42,8 +42,9 @@ def _listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-@pytest.mark.integration
-def test_run_local_serves_and_scores_on_embedded_defaults(tmp_path: Path) -> None:
+def _stack_env(tmp_path: Path) -> tuple[dict[str, str], tuple[int, int, int]]:
+    """The environment of a user with nothing configured, plus tiny models published into a
+    repository of the test's own and free ports; returns it and the (web, http, grpc) ports."""
     repository = tmp_path / "repository"
     repository.mkdir()
     publish(cached_tiny_artifacts(), repository=repository)
@@ -58,6 +59,12 @@ def test_run_local_serves_and_scores_on_embedded_defaults(tmp_path: Path) -> Non
         "TRITON_GRPC_PORT": str(grpc),
         "TRITON_METRICS_PORT": str(metrics),
     }
+    return env, (web, http, grpc)
+
+
+@pytest.mark.integration
+def test_run_local_serves_and_scores_on_embedded_defaults(tmp_path: Path) -> None:
+    env, (web, http, grpc) = _stack_env(tmp_path)
     # Like a user at a terminal: run until the smoke post is scored, then Ctrl-C (SIGINT to
     # the foreground process group).
     proc = subprocess.Popen(
@@ -190,20 +197,7 @@ def _pid_running(pid: int) -> bool:
 
 @pytest.mark.integration
 def test_run_local_restarts_a_killed_worker_and_keeps_scoring(tmp_path: Path) -> None:
-    repository = tmp_path / "repository"
-    repository.mkdir()
-    publish(cached_tiny_artifacts(), repository=repository)
-    web, http, grpc, metrics = _free_ports(4)
-    scrub = ("DJANGO_", "CELERY_", "CACHE_", "REDIS_", "TRITON_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(scrub)}
-    env |= {
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "TRITON_MODEL_REPOSITORY": str(repository),
-        "TRITON_LOG_DIR": str(tmp_path / "log"),
-        "TRITON_HTTP_PORT": str(http),
-        "TRITON_GRPC_PORT": str(grpc),
-        "TRITON_METRICS_PORT": str(metrics),
-    }
+    env, (web, http, grpc) = _stack_env(tmp_path)
     proc = subprocess.Popen(
         [sys.executable, "scripts/run_local.py", "--no-models", "--port", str(web), "-c", "1"],
         cwd=ROOT,

@@ -5,6 +5,11 @@ Guarded metrics (the auto-promotion rule in feedback.services.promotion reads th
 - f1: spam F1 at 0.5;
 - at_remove.precision / at_remove.fpr: of the posts the current policy would auto-remove
   (final >= remove_threshold), how many are spam, and which share of all ham gets removed.
+
+at_approve counts what the pipeline would auto-approve: scoring.services.policy.policy_actions,
+the rule live scoring applies, so reported posts and posts with a sub-score at the policy's
+escalate_threshold are not counted as approved when the caller passes report counts and
+sub-scores.
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from typing import Any
 
 import numpy as np
 from sklearn.metrics import average_precision_score, precision_recall_fscore_support
+
+from scoring.models import Action, DecisionPolicy
+from scoring.services.policy import policy_actions
 
 
 def _safe(value: float) -> float | None:
@@ -45,15 +53,30 @@ def classification_metrics(
     *,
     remove_threshold: float,
     approve_threshold: float,
+    escalate_threshold: float = 1.0,
+    report_counts: Sequence[float] | np.ndarray | None = None,
+    strongest_sub_scores: Sequence[float] | np.ndarray | None = None,
 ) -> dict[str, Any]:
+    """Metrics of `probs` as the final score. report_counts / strongest_sub_scores (per row)
+    let at_approve apply the whole decision policy; without them no row is reported or
+    escalated (the right view of a sub-model scored on its own)."""
     y = np.asarray(labels, dtype=np.int64)
     p = np.asarray(probs, dtype=np.float64)
     if len(y) == 0:
         return {"n": 0}
+    policy = DecisionPolicy(
+        remove_threshold=remove_threshold, approve_threshold=approve_threshold, escalate_threshold=escalate_threshold
+    )
+    actions = policy_actions(
+        policy=policy,
+        final_scores=p,
+        report_counts=None if report_counts is None else np.asarray(report_counts, dtype=np.float64),
+        strongest_sub_scores=None if strongest_sub_scores is None else np.asarray(strongest_sub_scores, np.float64),
+    )
     pred = (p >= 0.5).astype(np.int64)
     precision, recall, f1, _ = precision_recall_fscore_support(y, pred, average="binary", pos_label=1, zero_division=0)
     has_both = 0 < int(y.sum()) < len(y)
-    approve = p < approve_threshold
+    approve = actions == Action.APPROVE
     return {
         "n": len(y),
         "spam": int(y.sum()),
@@ -66,6 +89,7 @@ def classification_metrics(
         "at_remove": band_metrics(y, p, remove_threshold),
         "at_approve": {
             "threshold": round(float(approve_threshold), 6),
+            "escalate_threshold": round(float(escalate_threshold), 6),
             "approved": int(approve.sum()),
             # Spam the policy would let through without review.
             "spam_approved": int(np.sum(approve & (y == 1))),

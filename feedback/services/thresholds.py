@@ -6,6 +6,11 @@ By default only examples scored by the fusion version being served now count ("t
 model"); if there are fewer than MIN_CURRENT_MODEL examples, all examples are used and the page
 says so.
 
+The what-if counts what the pipeline would do, not what the final score alone says: each post
+goes through scoring.services.policy.policy_actions, the rule live scoring applies (reported
+posts and posts with a sub-score at escalate_threshold are never auto-approved), with the
+proposed remove/approve thresholds and the active policy's escalate_threshold.
+
 Saving goes through scoring.services.policy.policy_create_version: a new DecisionPolicy version
 becomes active and an AuditLog row records before/after.
 """
@@ -13,22 +18,29 @@ becomes active and an AuditLog row records before/after.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from django.db.models import Count, Q
+from django.db.models import FloatField, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from feedback.models import ExampleOrigin
 from feedback.permissions import check_ml_admin
 from feedback.selectors import effective_examples
 from moderation.models import Post
-from scoring.models import DecisionPolicy
-from scoring.services.policy import policy_create_version
+from scoring.models import Action, DecisionPolicy, Score
+from scoring.services.policy import (
+    DEFAULT_ESCALATE_THRESHOLD,
+    policy_actions,
+    policy_create_version,
+    strongest_sub_score,
+)
 
 STEPS = 101  # thresholds 0.00, 0.01, ..., 1.00
 MIN_CURRENT_MODEL = 30
+SUB_SCORE_FIELDS = ("text_score", "preview_score", "link_score", "behaviour_score")
 
 
 @dataclass(frozen=True)
@@ -36,6 +48,9 @@ class Outcomes:
     scores: np.ndarray
     labels: np.ndarray  # 1 spam, 0 ham
     scope: str  # what the outcomes cover, for the page
+    # What else the policy looks at, as the post was when it was decided (None: not known).
+    report_counts: np.ndarray | None = None
+    strongest_sub_scores: np.ndarray | None = None
 
 
 def _served_fusion_version() -> str | None:
@@ -65,6 +80,12 @@ def reviewer_outcomes(*, days: int | None = None, current_model_only: bool = Tru
         scores=np.asarray([float(e.final_score or 0.0) for e in examples], dtype=np.float64),
         labels=np.asarray([1 if e.label == "spam" else 0 for e in examples], dtype=np.int64),
         scope=scope,
+        report_counts=np.asarray(
+            [float((e.features.get("behaviour") or {}).get("report_count", 0.0)) for e in examples], dtype=np.float64
+        ),
+        strongest_sub_scores=np.asarray(
+            [strongest_sub_score((e.sub_scores or {}).values()) for e in examples], dtype=np.float64
+        ),
     )
 
 
@@ -96,24 +117,81 @@ def _at(table: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
     return table[index]
 
 
+@dataclass(frozen=True)
+class RecentPosts:
+    final_scores: np.ndarray
+    report_counts: np.ndarray
+    strongest_sub_scores: np.ndarray
+
+
+def recent_posts(*, since: datetime) -> RecentPosts:
+    """Scored posts received since `since`: final score, reports and the strongest sub-score of
+    the Score row the final score came from (the latest one). One query."""
+    latest = Score.objects.filter(post=OuterRef("pk")).order_by("-created_at", "-id")
+    strongest = latest.annotate(
+        strongest=Greatest(*(Coalesce(name, Value(0.0)) for name in SUB_SCORE_FIELDS), output_field=FloatField())
+    ).values("strongest")[:1]
+    rows = list(
+        Post.objects.filter(received_at__gte=since, final_score__isnull=False)
+        .annotate(strongest=Subquery(strongest, output_field=FloatField()))
+        .values_list("final_score", "report_count", "strongest")
+    )
+    columns = np.asarray(rows, dtype=np.float64).reshape(len(rows), 3)
+    return RecentPosts(
+        final_scores=columns[:, 0], report_counts=columns[:, 1], strongest_sub_scores=np.nan_to_num(columns[:, 2])
+    )
+
+
+def action_counts(posts: RecentPosts, policy: DecisionPolicy) -> dict[str, int]:
+    actions = policy_actions(
+        policy=policy,
+        final_scores=posts.final_scores,
+        report_counts=posts.report_counts,
+        strongest_sub_scores=posts.strongest_sub_scores,
+    )
+    return {
+        "total": len(actions),
+        "remove": int(np.sum(actions == Action.REMOVE)),
+        "queue": int(np.sum(actions == Action.QUEUE)),
+        "approve": int(np.sum(actions == Action.APPROVE)),
+    }
+
+
+def approve_outcomes(outcomes: Outcomes, policy: DecisionPolicy) -> dict[str, Any]:
+    """Among the reviewed posts: how many `policy` would auto-approve, and which share of the
+    spam among them would go through unreviewed."""
+    actions = policy_actions(
+        policy=policy,
+        final_scores=outcomes.scores,
+        report_counts=outcomes.report_counts,
+        strongest_sub_scores=outcomes.strongest_sub_scores,
+    )
+    approved = actions == Action.APPROVE
+    spam = int(outcomes.labels.sum())
+    spam_approved = int(np.sum(approved & (outcomes.labels == 1)))
+    return {
+        "threshold": policy.approve_threshold,
+        "approved": int(approved.sum()),
+        "spam_approved": spam_approved,
+        "spam_below": spam_approved / spam if spam else None,
+    }
+
+
 def whatif(
     *, remove_threshold: float, approve_threshold: float, days: int = 7, outcomes: Outcomes | None = None
 ) -> dict[str, Any]:
     """How many posts of the last `days` days each setting would have auto-removed, queued or
-    approved (the pipeline's rule: reported posts are never auto-approved), next to what the
-    active policy would do with the same posts. One aggregate query per policy."""
+    approved, next to what the active policy would do with the same posts. Both go through the
+    pipeline's own rule (policy_actions); the proposal keeps the active escalate_threshold, as
+    saving it would (policy_create_version)."""
     since = timezone.now() - timedelta(days=days)
     active = DecisionPolicy.objects.filter(is_active=True).first()
-
-    def counts(remove: float, approve: float) -> dict[str, int]:
-        agg = Post.objects.filter(received_at__gte=since, final_score__isnull=False).aggregate(
-            total=Count("id"),
-            remove=Count("id", filter=Q(final_score__gte=remove)),
-            approve=Count("id", filter=Q(final_score__lt=approve, report_count=0)),
-        )
-        agg["queue"] = agg["total"] - agg["remove"] - agg["approve"]
-        return {k: int(v) for k, v in agg.items()}
-
+    proposed = DecisionPolicy(
+        remove_threshold=remove_threshold,
+        approve_threshold=approve_threshold,
+        escalate_threshold=active.escalate_threshold if active is not None else DEFAULT_ESCALATE_THRESHOLD,
+    )
+    posts = recent_posts(since=since)
     outcomes = outcomes or reviewer_outcomes(days=None)
     table = calibration_table(outcomes)
     return {
@@ -121,18 +199,20 @@ def whatif(
         "proposed": {
             "remove_threshold": remove_threshold,
             "approve_threshold": approve_threshold,
-            **counts(remove_threshold, approve_threshold),
+            "escalate_threshold": proposed.escalate_threshold,
+            **action_counts(posts, proposed),
             "at_remove": _at(table, remove_threshold),
-            "at_approve": _at(table, approve_threshold),
+            "at_approve": approve_outcomes(outcomes, proposed),
         },
         "active": (
             {
                 "version": active.version,
                 "remove_threshold": active.remove_threshold,
                 "approve_threshold": active.approve_threshold,
-                **counts(active.remove_threshold, active.approve_threshold),
+                "escalate_threshold": active.escalate_threshold,
+                **action_counts(posts, active),
                 "at_remove": _at(table, active.remove_threshold),
-                "at_approve": _at(table, active.approve_threshold),
+                "at_approve": approve_outcomes(outcomes, active),
             }
             if active
             else None

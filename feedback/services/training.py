@@ -26,6 +26,8 @@ from feedback.services.datasets import artifacts_dir, dataset_load
 from feedback.services.evaluation import classification_metrics
 from feedback.services.tabular import (
     TabularModels,
+    flat_features,
+    frozen_text_prob,
     labels_of,
     predict_final,
     train_tabular,
@@ -34,11 +36,13 @@ from feedback.services.tabular import (
 )
 from moderation.errors import ApplicationError, Conflict
 from scoring.models import DecisionPolicy
+from scoring.services.policy import strongest_sub_score
 
 logger = logging.getLogger(__name__)
 
+SUB_SCORE_KEYS = ("text", "preview", "link", "behaviour")  # LabelledExample.sub_scores
 MIN_TEST_ROWS = 10  # below this, metrics are noise: the run fails and says so
-DEFAULT_THRESHOLDS = {"remove": 0.9, "approve": 0.2}
+DEFAULT_THRESHOLDS = {"remove": 0.9, "approve": 0.2, "escalate": 0.9}
 
 
 class TrainingFailed(Exception):
@@ -100,7 +104,12 @@ def current_thresholds() -> dict[str, float]:
     policy = DecisionPolicy.objects.filter(is_active=True).first()
     if policy is None:
         return dict(DEFAULT_THRESHOLDS)
-    return {"remove": policy.remove_threshold, "approve": policy.approve_threshold, "policy_version": policy.version}
+    return {
+        "remove": policy.remove_threshold,
+        "approve": policy.approve_threshold,
+        "escalate": policy.escalate_threshold,
+        "policy_version": policy.version,
+    }
 
 
 def training_run_execute(*, run_id: int) -> TrainingRun:
@@ -214,27 +223,65 @@ def _evaluate_tabular(
 ) -> dict[str, Any]:
     y = labels_of(rows)
     pred = predict_final(models, rows)
-    kw = {"remove_threshold": thresholds["remove"], "approve_threshold": thresholds["approve"]}
+    kw: dict[str, Any] = {"remove_threshold": thresholds["remove"], "approve_threshold": thresholds["approve"]}
+    # The final score is judged by the whole policy, as live scoring would act on it.
+    policy_kw: dict[str, Any] = {
+        **kw,
+        "escalate_threshold": thresholds.get("escalate", 1.0),
+        "report_counts": _report_counts(rows),
+        "strongest_sub_scores": _strongest(
+            rows, text=frozen_text_prob(rows), link=pred["link"], behaviour=pred["behaviour"]
+        ),
+    }
     sources = sorted({str(r.get("source")) for r in rows})
     by_source = {}
     if len(sources) > 1:
         for source in sources:
             mask = np.asarray([str(r.get("source")) == source for r in rows])
-            by_source[source] = classification_metrics(y[mask], pred["final"][mask], **kw)
+            masked = {k: v[mask] if isinstance(v, np.ndarray) else v for k, v in policy_kw.items()}
+            by_source[source] = classification_metrics(y[mask], pred["final"][mask], **masked)
     return {
-        "final": classification_metrics(y, pred["final"], **kw),
+        "final": classification_metrics(y, pred["final"], **policy_kw),
         "link": classification_metrics(y, pred["link"], **kw),
         "behaviour": classification_metrics(y, pred["behaviour"], **kw),
         "by_source": by_source,
-        "frozen_production_score": _frozen_metrics(rows, y, kw),
+        "frozen_production_score": _frozen_metrics(rows, y, policy_kw),
     }
 
 
-def _frozen_metrics(rows: Sequence[Mapping[str, Any]], y: np.ndarray, kw: Mapping[str, float]) -> dict[str, Any] | None:
+def _report_counts(rows: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    return np.asarray([flat_features(r.get("features") or {}).get("report_count", 0.0) for r in rows], dtype=np.float64)
+
+
+def _strongest(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    text: np.ndarray | None = None,
+    link: np.ndarray | None = None,
+    behaviour: np.ndarray | None = None,
+) -> np.ndarray:
+    """Per row, the strongest sub-score the policy's escalation sees: the given predictions,
+    the frozen sub-scores for the rest (preview is never re-predicted)."""
+    given = {"text": text, "link": link, "behaviour": behaviour}
+    out = np.zeros(len(rows), dtype=np.float64)
+    for i, row in enumerate(rows):
+        frozen = row.get("sub_scores") or {}
+        values = []
+        for key in SUB_SCORE_KEYS:
+            predicted = given.get(key)
+            values.append(float(predicted[i]) if predicted is not None else frozen.get(key))
+        out[i] = strongest_sub_score(values)
+    return out
+
+
+def _frozen_metrics(
+    rows: Sequence[Mapping[str, Any]], y: np.ndarray, policy_kw: Mapping[str, Any]
+) -> dict[str, Any] | None:
     """The scores the rows actually got when they were scored (a sanity line for the report)."""
     scores = [r.get("final_score") for r in rows]
     if any(s is None for s in scores):
         return None
+    kw = {**policy_kw, "strongest_sub_scores": _strongest(rows)}
     return classification_metrics(y, [float(s) for s in scores if s is not None], **kw)
 
 

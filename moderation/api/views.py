@@ -120,21 +120,21 @@ def _inline_scorer() -> Callable[..., Any] | None:
     return getattr(module, "score_inline", None)
 
 
-def _score_within(post: Post, budget_ms: int) -> Score | None:
-    """The post's latest score if inline scoring answered within the budget, else None."""
+def _score_within(post: Post, budget_ms: int, *, held: bool) -> Score | None:
+    """The post's latest score if inline scoring answered within the budget, else None.
+    `held`: ingest held the new post for this check (post_ingest's inline_budget_ms)."""
     scorer = _inline_scorer()
     if scorer is None:
         return None
     if post.status == PostStatus.RECEIVED:
         try:
-            outcome = scorer(post=post, budget_ms=budget_ms)
+            # The scorer brings `post` up to date with the score it returns.
+            outcome: Score | None = scorer(post=post, budget_ms=budget_ms, held=held)
         except Exception:
             # Inline scoring is best effort: the queued task scores the post anyway.
             logger.warning("moderation.inline_score_failed post_id=%s", post.pk, exc_info=True)
             return None
-        if outcome is None:
-            return None
-        post.refresh_from_db(fields=["status", "final_score", "model_version", "scored_at", "status_changed_at"])
+        return outcome
     return Score.objects.filter(post=post).order_by("-created_at", "-id").first()
 
 
@@ -186,12 +186,14 @@ class PostCreateView(JsonApiView):
         query.is_valid(raise_exception=True)
         serializer = s.PostInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        post, created = post_ingest(source=request_source(request), payload=serializer.validated_data)
+        wait_ms = query.validated_data.get("wait_ms")
+        post, created = post_ingest(
+            source=request_source(request), payload=serializer.validated_data, inline_budget_ms=wait_ms
+        )
         code: int = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         score = None
-        wait_ms = query.validated_data.get("wait_ms")
         if wait_ms is not None:
-            score = _score_within(post, wait_ms)
+            score = _score_within(post, wait_ms, held=created)
             if score is None:
                 code = status.HTTP_202_ACCEPTED
         return Response(s.PostIngestOutputSerializer(post, context={"score": score}).data, status=code)

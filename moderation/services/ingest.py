@@ -7,6 +7,7 @@ the ingest: the post stays in `received` and the pipeline's sweeper re-enqueues 
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -23,7 +24,7 @@ from moderation.services.counters import counters_add, upsert_counting
 logger = logging.getLogger(__name__)
 
 
-def _publish_on_commit(*, task_name: str, post_id: int) -> None:
+def _publish_on_commit(*, task_name: str, post_id: int, countdown: float = 0.0) -> None:
     """Publish ``task_name(post_id)`` once the current transaction commits; never raises.
 
     Same effect as ``task.delay_on_commit(post_id)``, but the publish is wrapped so a broker
@@ -33,7 +34,11 @@ def _publish_on_commit(*, task_name: str, post_id: int) -> None:
         from scoring import tasks
 
         try:
-            getattr(tasks, task_name).delay(post_id)
+            task = getattr(tasks, task_name)
+            if countdown > 0:
+                task.apply_async((post_id,), countdown=countdown)
+            else:
+                task.delay(post_id)
         except Exception:
             logger.warning("moderation.score_enqueue_failed task=%s post_id=%s", task_name, post_id, exc_info=True)
 
@@ -43,6 +48,21 @@ def _publish_on_commit(*, task_name: str, post_id: int) -> None:
 def score_enqueue(*, post_id: int) -> None:
     """Enqueue the first scoring of a post after commit (scoring.tasks.score_post)."""
     _publish_on_commit(task_name="score_post", post_id=post_id)
+
+
+def _score_enqueue_after_inline(*, post_id: int, budget_ms: int) -> None:
+    """The new post is about to get the caller's inline check (?wait_ms): hold it for that
+    check before the commit makes it visible, and publish its score_post task with a countdown
+    past the budget, so a worker does not race the check for it (scoring.services.inline)."""
+    try:
+        module = importlib.import_module("scoring.services.inline")
+    except ModuleNotFoundError as exc:  # a deployment without the pipeline (as the API view)
+        if exc.name != "scoring.services.inline":
+            raise
+        module = None
+    hold = getattr(module, "inline_hold", None)
+    countdown = float(hold(post_id=post_id, budget_ms=budget_ms)) if hold is not None else 0.0
+    _publish_on_commit(task_name="score_post", post_id=post_id, countdown=countdown)
 
 
 def rescore_enqueue(*, post: Post) -> None:
@@ -90,18 +110,22 @@ def _stored_post(*, source: Source, external_id: str) -> Post | None:
     return Post.objects.filter(source=source, external_id=external_id).first()
 
 
-def post_ingest(*, source: Source, payload: Mapping[str, Any]) -> tuple[Post, bool]:
+def post_ingest(
+    *, source: Source, payload: Mapping[str, Any], inline_budget_ms: int | None = None
+) -> tuple[Post, bool]:
     """Store one validated post payload (see PostInputSerializer). Returns (post, created).
 
     Idempotent on (source, external_id): a repeat, or the loser of a concurrent insert race,
     gets the stored post and ``created=False`` and changes nothing. A new post is the batch
-    path with one item: the same fixed number of statements (see _posts_create)."""
+    path with one item: the same fixed number of statements (see _posts_create).
+    `inline_budget_ms`: the caller scores a new post inline right after (?wait_ms); the post is
+    held for that check and its task delayed past the budget (scoring.services.inline)."""
     external_id = payload["external_id"]
     existing = _stored_post(source=source, external_id=external_id)
     if existing is not None:
         return existing, False
     try:
-        (post,) = _posts_create(source=source, payloads=[payload])
+        (post,) = _posts_create(source=source, payloads=[payload], inline_budget_ms=inline_budget_ms)
     except IntegrityError:
         existing = _stored_post(source=source, external_id=external_id)
         if existing is None:
@@ -156,7 +180,9 @@ def posts_ingest_batch(*, source: Source, payloads: Sequence[Mapping[str, Any]])
     return results
 
 
-def _posts_create(*, source: Source, payloads: Sequence[Mapping[str, Any]]) -> list[Post]:
+def _posts_create(
+    *, source: Source, payloads: Sequence[Mapping[str, Any]], inline_budget_ms: int | None = None
+) -> list[Post]:
     """New posts (distinct external_ids) and everything they reference in one transaction, in a
     number of statements that does not grow with len(payloads): authors upserted with their
     counter, links (and their domains) found or created, IPs upserted with their counter, one
@@ -197,7 +223,10 @@ def _posts_create(*, source: Source, payloads: Sequence[Mapping[str, Any]]) -> l
             domain_posts[domain_of[link_id]] += count
         counters_add(model=Domain, increments=domain_posts)
         for post in posts:
-            score_enqueue(post_id=post.pk)
+            if inline_budget_ms is None:
+                score_enqueue(post_id=post.pk)
+            else:  # last statement before the commit: the hold is taken before the post is visible
+                _score_enqueue_after_inline(post_id=post.pk, budget_ms=inline_budget_ms)
     return posts
 
 

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from moderation.models import Post, PostStatus
 from scoring.models import WebhookDelivery
-from scoring.services.claims import claim_post, release_posts
+from scoring.services.claims import claim_post, claim_posts, release_posts
 from scoring.services.inference import ScoringClient, TritonUnavailable
 from scoring.services.scoring import RESCORE_FROM, ScoreResult, rescore_post, score_posts
 
@@ -66,6 +66,10 @@ def score_post_batch(
     row = Post.objects.filter(id=post_id).values("status", "report_count").first()
     if row is None:
         return [ScoreResult(post_id=post_id, status="", skipped="gone")]
+    if row["status"] != PostStatus.RECEIVED and not (row["status"] in RESCORE_FROM and row["report_count"] > 0):
+        # Scored already (by an earlier batch or the inline check) and nothing to bring up to
+        # date: the common case of a task whose post another batch took. No claim needed.
+        return [ScoreResult(post_id=post_id, status=row["status"], skipped="not_pending")]
     if not claim_post(post_id, token):
         if row["status"] == PostStatus.RECEIVED:
             raise PostClaimed(f"post {post_id} is being scored by another worker")
@@ -79,11 +83,12 @@ def score_post_batch(
             if row["status"] in RESCORE_FROM and row["report_count"] > 0:
                 return [rescore_post(post_id=post_id, client=client)]
             return [ScoreResult(post_id=post_id, status=row["status"], skipped="not_pending")]
-        for other in _candidates(post_id, size - 1):
-            if len(claimed) >= size:
-                break
-            if claim_post(other, token):
-                claimed.append(other)
+        # Claims in one round trip (two when other workers hold some of the first candidates:
+        # _candidates returns twice the posts needed for that).
+        candidates = _candidates(post_id, size - 1)
+        claimed += claim_posts(candidates[: size - 1], token)
+        if len(claimed) < size and len(candidates) > size - 1:
+            claimed += claim_posts(candidates[size - 1 :][: size - len(claimed)], token)
         try:
             return score_posts(post_ids=claimed, client=client, started=started)
         except RETRYABLE_ERRORS:

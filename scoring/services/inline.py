@@ -3,13 +3,24 @@
 A chat platform wants the decision before the message is shown, so POST /api/v1/posts?wait_ms=N
 calls score_inline after the post is committed. If features + the model call fit in the
 budget, the Score is written at once (same write path as the worker) and returned; otherwise
-it returns None, the API answers 202, and the post's score_post task (already enqueued on
-commit) scores it asynchronously as usual. Nothing is lost either way: the write is
-idempotent, so the task finds the post scored and does nothing."""
+it returns None, the API answers 202, and the post's score_post task scores it asynchronously.
+
+The inline check and the worker must not race for the post (the loser would wait for the
+winner and blow the budget). So ingest calls `inline_hold` inside its transaction, before the
+commit makes the post visible: the post's claim is taken for the inline check (no worker batch
+can pick the post up as a candidate), and its score_post task is published with a countdown
+just past the budget (`inline_hold` returns it), so the task normally runs once the inline
+check is over and finds the post scored (a no-op), or scores it when the check gave up.
+The hold is a short-lived claim (INLINE_HOLD_TTL_S past the budget): if the web process dies
+mid-check, the task meets the claim, retries (PostClaimed) and scores the post once the claim
+has expired, seconds later. A post accepted is never lost and never waits for the sweeper.
+The writes are idempotent (row lock + unique Score key), so even a claim that expired under a
+slow inline check cannot produce two scores."""
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 import uuid
 from collections.abc import Callable
@@ -17,13 +28,35 @@ from collections.abc import Callable
 from moderation.models import Post
 from scoring.features.extract import posts_for_scoring
 from scoring.models import Score
-from scoring.services.claims import claim_post, release_posts
+from scoring.services.claims import claim_post, claim_post_for, release_posts
 from scoring.services.inference import ScoringClient, TritonError, get_client_with_timeout
-from scoring.services.scoring import INITIAL_FROM, infer, persist, prepare
+from scoring.services.scoring import INITIAL_FROM, POST_SCORE_FIELDS, infer, persist, prepare
 
 logger = logging.getLogger(__name__)
 
 WAIT_POLL_S = 0.005
+# The task runs this long after the budget: the inline check's write lands in between.
+INLINE_TASK_MARGIN_S = 0.1
+# The hold outlives the budget by this much (whole seconds: a Redis TTL), then frees itself.
+INLINE_HOLD_TTL_S = 2
+
+
+def inline_hold(*, post_id: int, budget_ms: float) -> float:
+    """Reserve a post being ingested for the caller's inline check; call it in the ingest
+    transaction, before the commit. Returns the countdown (seconds) to publish the post's
+    score_post task with: just past the budget when held, 0 when the hold failed (Redis
+    down: the worker scores the post as usual and the inline check claims or waits)."""
+    budget_s = max(budget_ms, 0.0) / 1000.0
+    try:
+        held = claim_post_for(post_id, _hold_token(post_id), ttl_s=math.ceil(budget_s) + INLINE_HOLD_TTL_S)
+    except Exception:  # the claim store is best effort here; ingest must not fail on it
+        logger.warning("scoring.inline_hold_failed post_id=%s", post_id, exc_info=True)
+        return 0.0
+    return round(budget_s + INLINE_TASK_MARGIN_S, 3) if held else 0.0
+
+
+def _hold_token(post_id: int) -> str:
+    return f"inline-{post_id}"
 
 
 def _client_for(client: ScoringClient | None, timeout_s: float) -> ScoringClient:
@@ -41,21 +74,23 @@ def _wait_for_worker(post: Post, remaining_s: Callable[[], float]) -> Score | No
         if left <= 0:
             return None
         time.sleep(min(WAIT_POLL_S, left))
-    post.refresh_from_db(fields=["status", "status_changed_at", "final_score", "model_version", "scored_at"])
+    post.refresh_from_db(fields=POST_SCORE_FIELDS)
     return _latest(post)
 
 
-def score_inline(*, post: Post, budget_ms: float, client: ScoringClient | None = None) -> Score | None:
-    """The post's Score if it was decided within `budget_ms`, else None (the task scores it)."""
+def score_inline(
+    *, post: Post, budget_ms: float, held: bool = False, client: ScoringClient | None = None
+) -> Score | None:
+    """The post's Score if it was decided within `budget_ms`, else None (the task scores it).
+
+    `held`: ingest took the post's claim for this check (`inline_hold`); otherwise the check
+    claims the post like a worker would, and waits for the worker when one has it."""
     started = time.perf_counter()
 
     def remaining_s() -> float:
         return budget_ms / 1000.0 - (time.perf_counter() - started)
 
-    # The post's own task is already on the broker: claim the post like a worker would, so the
-    # two never call the model for the same post; the task then finds it scored.
-    token = uuid.uuid4().hex
-    if not claim_post(post.pk, token):
+    if not held and not claim_post(post.pk, uuid.uuid4().hex):
         # A worker took the post's task first and is scoring it: its answer is as fast as ours.
         return _wait_for_worker(post, remaining_s)
     try:
@@ -63,6 +98,7 @@ def score_inline(*, post: Post, budget_ms: float, client: ScoringClient | None =
         if loaded is None:
             return None
         if loaded.status not in INITIAL_FROM:
+            _copy_score_fields(loaded, to=post)
             return _latest(post)
         (item,) = prepare([loaded])
         if item.reason is None:
@@ -84,7 +120,13 @@ def score_inline(*, post: Post, budget_ms: float, client: ScoringClient | None =
         release_posts([post.pk])
     if overran:
         return None
-    post.refresh_from_db(fields=["status", "status_changed_at", "final_score", "model_version", "scored_at"])
-    if result.score_id is None:
+    if result.score is None:  # another writer got there first (a moderator, a duplicate request)
+        post.refresh_from_db(fields=POST_SCORE_FIELDS)
         return _latest(post)
-    return Score.objects.get(pk=result.score_id)
+    _copy_score_fields(item.post, to=post)  # persist wrote these fields from item.post
+    return result.score
+
+
+def _copy_score_fields(source: Post, *, to: Post) -> None:
+    for name in POST_SCORE_FIELDS:
+        setattr(to, name, getattr(source, name))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
@@ -55,13 +56,40 @@ def policy_active() -> DecisionPolicy:
 def policy_decide(
     *, policy: DecisionPolicy, final_score: float, report_count: int, sub_scores: Iterable[float | None] = ()
 ) -> Action:
-    if final_score >= policy.remove_threshold:
-        return Action.REMOVE
-    strongest = max((s for s in sub_scores if s is not None), default=0.0)
-    escalates = policy.escalate_threshold < 1.0 and strongest >= policy.escalate_threshold
-    if final_score < policy.approve_threshold and report_count == 0 and not escalates:
-        return Action.APPROVE
-    return Action.QUEUE
+    """The action for one scored post (live scoring); the same rule as policy_actions."""
+    (action,) = policy_actions(
+        policy=policy,
+        final_scores=np.asarray([final_score], dtype=np.float64),
+        report_counts=np.asarray([report_count], dtype=np.float64),
+        strongest_sub_scores=np.asarray([strongest_sub_score(sub_scores)], dtype=np.float64),
+    )
+    return Action(action)
+
+
+def strongest_sub_score(sub_scores: Iterable[float | None]) -> float:
+    """The highest text/preview/link/behaviour probability; 0 when there is none (a
+    short-circuited post, a missing preview)."""
+    return max((float(s) for s in sub_scores if s is not None), default=0.0)
+
+
+def policy_actions(
+    *,
+    policy: DecisionPolicy,
+    final_scores: np.ndarray,
+    report_counts: np.ndarray | None = None,
+    strongest_sub_scores: np.ndarray | None = None,
+) -> np.ndarray:
+    """The action (Action values) for each of many posts: the one rule behind live scoring
+    (policy_decide), the threshold what-if and the training evaluation, so a preview or a
+    metric can never count differently from what the pipeline does. Missing report counts or
+    sub-scores count as none."""
+    final = np.asarray(final_scores, dtype=np.float64)
+    reports = np.zeros_like(final) if report_counts is None else np.asarray(report_counts, dtype=np.float64)
+    strongest = np.zeros_like(final) if strongest_sub_scores is None else np.asarray(strongest_sub_scores, np.float64)
+    escalates = (policy.escalate_threshold < 1.0) & (np.nan_to_num(strongest) >= policy.escalate_threshold)
+    approve = (final < policy.approve_threshold) & (reports == 0) & ~escalates
+    remove = final >= policy.remove_threshold
+    return np.where(remove, Action.REMOVE.value, np.where(approve, Action.APPROVE.value, Action.QUEUE.value))
 
 
 def _validate(remove_threshold: float, approve_threshold: float, escalate_threshold: float) -> None:

@@ -64,6 +64,7 @@ class ScoreResult:
     action: str | None = None
     final_score: float | None = None
     skipped: str = ""  # why nothing was written: "not_pending", "no_new_reports", "gone", ...
+    score: Score | None = field(default=None, repr=False, compare=False)  # the row written
 
 
 @dataclass
@@ -229,7 +230,14 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
             .values("id", "status", "report_count")
             .order_by("id")  # lock in a fixed order: no deadlock between overlapping batches
         }
-        existing = set(Score.objects.filter(post_id__in=ids).values_list("post_id", "model_set", "revision").order_by())
+        # A post still in `received` has no Score: the one transaction that writes a post's first
+        # Score also moves it out of `received`, and the row lock above orders us after it. So
+        # only a re-score needs to look (the unique key on Score stays the backstop).
+        existing = (
+            set()
+            if allowed_from == INITIAL_FROM
+            else set(Score.objects.filter(post_id__in=ids).values_list("post_id", "model_set", "revision").order_by())
+        )
         scores: list[Score] = []
         changed: list[Post] = []
         removed_now: list[Post] = []
@@ -271,10 +279,11 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
                 ScoreResult(post_id=post.id, status=post.status, action=action, final_score=score.final_score)
             )
         Score.objects.bulk_create(scores)
-        by_post = {s.post_id: s.pk for s in scores}
+        by_post = {s.post_id: s for s in scores}
         for r in results:
             if r.post_id in by_post:
-                r.score_id = by_post[r.post_id]
+                r.score = by_post[r.post_id]
+                r.score_id = r.score.pk
         if changed:
             Post.objects.bulk_update(
                 changed, ["status", "status_changed_at", "final_score", "model_version", "scored_at"]

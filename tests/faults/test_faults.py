@@ -296,7 +296,9 @@ def test_postgres_restarted(api, start_worker, triton_server, private_postgres: 
     raw_key = create_api_key(api.source)
     copy_test_database(private_postgres, "faults", tmp_path)
     db_url = private_postgres.url("faults")
-    worker = start_worker(concurrency=2, DATABASE_URL=db_url)
+    # The worker keeps its connections across tasks as in production (CELERY_DB_REUSE_MAX,
+    # CONN_MAX_AGE): the restart cuts them under it, and it must reconnect, not stay broken.
+    worker = start_worker(concurrency=2, DATABASE_URL=db_url, CONN_MAX_AGE="60")
     web_env = {**worker_environment(triton_server), "DATABASE_URL": db_url, "CONN_MAX_AGE": "60"}
     web = start_web(web_env, tmp_path / "web.log")
     load = IngestLoad(send=http_sender(raw_key), rate=RATE)

@@ -204,6 +204,26 @@ def test_inline_pre_publish_check_within_and_past_the_budget(api, worker):
     assert_scored_exactly_once([post_id, body["id"]])
 
 
+def test_inline_check_and_worker_do_not_race_and_a_dead_check_loses_nothing(api, worker, triton_server):
+    # The inline check owns the post: one model call in all (the worker's delayed task finds
+    # the post scored), whatever the worker is doing.
+    before = pipeline_inferences(triton_server)
+    response = api.post("posts?wait_ms=1000", payload(3))
+    assert response.status_code == 201, response.content
+    inline_id = response.json()["id"]
+    assert response.json()["score"] is not None
+
+    # The web process dies between the commit and the inline check: the post is held, its task
+    # delayed; the worker scores it once the short hold expires, without the sweeper.
+    from moderation.services.ingest import post_ingest
+
+    post, created = post_ingest(source=api.source, payload=payload(4), inline_budget_ms=50)
+    assert created and post.status == PostStatus.RECEIVED
+    wait_until(lambda: all_scored([post.pk]), timeout=SCORED_TIMEOUT, message=f"scored\n{worker.log_tail()}")
+    assert_scored_exactly_once([inline_id, post.pk])
+    assert pipeline_inferences(triton_server) - before == 2
+
+
 def test_posts_whose_enqueue_was_lost_are_swept_and_scored(api, worker, monkeypatch):
     # The broker was down at ingest: the post is stored, its task never published.
     monkeypatch.setattr("moderation.services.ingest.score_enqueue", lambda *, post_id: None)

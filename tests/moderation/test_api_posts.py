@@ -207,11 +207,12 @@ def test_wait_ms_is_validated(api: ApiCaller, value: str):
 def test_wait_ms_uses_the_pipelines_inline_scorer(api: ApiCaller, monkeypatch):
     calls = []
 
-    def score_inline(*, post, budget_ms):
-        calls.append(budget_ms)
-        ScoreFactory(post=post, final_score=0.97, action=Action.REMOVE)
+    def score_inline(*, post, budget_ms, held):
+        calls.append((budget_ms, held))
+        score = ScoreFactory(post=post, final_score=0.97, action=Action.REMOVE)
         Post.objects.filter(pk=post.pk).update(status="auto_removed", final_score=0.97)
-        return "remove"
+        post.refresh_from_db()
+        return score
 
     module = types.ModuleType("scoring.services.inline")
     module.score_inline = score_inline  # type: ignore[attr-defined]
@@ -219,17 +220,17 @@ def test_wait_ms_uses_the_pipelines_inline_scorer(api: ApiCaller, monkeypatch):
     response = api.post("/api/v1/posts?wait_ms=300", post_payload())
     assert response.status_code == 201
     body = response.json()
-    assert calls == [300]
+    assert calls == [(300, True)]
     assert body["status"] == "auto_removed" and body["score"]["action"] == "remove"
 
 
 def test_wait_ms_timeout_and_scorer_failure_answer_202(api: ApiCaller, monkeypatch):
     module = types.ModuleType("scoring.services.inline")
-    module.score_inline = lambda *, post, budget_ms: None  # type: ignore[attr-defined]
+    module.score_inline = lambda *, post, budget_ms, held: None  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "scoring.services.inline", module)
     assert api.post("/api/v1/posts?wait_ms=1", post_payload("a")).status_code == 202
 
-    def boom(*, post, budget_ms):
+    def boom(*, post, budget_ms, held):
         raise RuntimeError("triton down")
 
     module.score_inline = boom  # type: ignore[attr-defined]

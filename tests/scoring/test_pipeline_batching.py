@@ -187,3 +187,27 @@ def test_the_sweeper_requeues_a_stuck_post_once_per_ttl():
     stuck = make_post(text="hi", received_at=timezone.now() - timedelta(minutes=10))
     assert posts_to_requeue(older_than_s=300) == [stuck.id]
     assert posts_to_requeue(older_than_s=300) == []
+
+
+# What one batch costs, whatever its size: the task's own post (1), the candidates (1), the
+# posts with author/link/domain/IP (1), report stats, link and text counts (3), then the write
+# transaction: policy (1), row locks (1), Score insert (1), Post update (1), spam counters
+# (author, domain, IP: 3), webhook rows (insert + read back: 2); 15, plus the SAVEPOINT and
+# RELEASE that the test's own transaction turns the write transaction into.
+BATCH_QUERIES = 15 + 2
+
+
+@pytest.mark.parametrize("size", [2, 16])
+def test_a_batch_costs_the_same_queries_whatever_its_size(size, django_assert_num_queries):
+    from tests.scoring.pipeline_support import make_ip, make_link, make_source
+
+    source = make_source(callback_url="https://hooks.example/decisions")
+    posts = [
+        make_post(source=source, text=f"spam {i}" if i % 2 else f"hi {i}", link=make_link(), ip=make_ip())
+        for i in range(size)
+    ]
+    client = FakeClient()
+    with django_assert_num_queries(BATCH_QUERIES):
+        results = score_post_batch(post_id=posts[0].id, batch_size=size, client=client)
+    assert sorted(r.post_id for r in results if r.score_id is not None) == sorted(p.id for p in posts)
+    assert [len(c) for c in client.calls] == [size]

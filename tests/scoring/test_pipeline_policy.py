@@ -76,3 +76,26 @@ def test_invalid_thresholds_are_refused(remove, approve):
     with pytest.raises(ApplicationError):
         policy_create_version(remove_threshold=remove, approve_threshold=approve)
     assert policy_active().version == 1
+
+
+@pytest.mark.django_db
+def test_the_batch_policy_is_the_live_policy():
+    """policy_actions (what-if, training evaluation) and policy_decide (live scoring) agree on
+    every combination, thresholds and ties included."""
+    import itertools
+
+    import numpy as np
+
+    from scoring.services.policy import policy_actions
+
+    policy = DecisionPolicy(remove_threshold=0.9, approve_threshold=0.2, escalate_threshold=0.9)
+    grid = list(itertools.product([0.0, 0.19, 0.2, 0.5, 0.9, 1.0], [0, 1], [None, 0.0, 0.89, 0.9, 1.0]))
+    batch = policy_actions(
+        policy=policy,
+        final_scores=np.asarray([f for f, _, _ in grid]),
+        report_counts=np.asarray([r for _, r, _ in grid]),
+        strongest_sub_scores=np.asarray([0.0 if s is None else s for _, _, s in grid]),
+    )
+    live = [policy_decide(policy=policy, final_score=f, report_count=r, sub_scores=[s]) for f, r, s in grid]
+    assert list(batch) == live
+    assert set(live) == {Action.REMOVE, Action.QUEUE, Action.APPROVE}

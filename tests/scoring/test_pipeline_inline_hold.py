@@ -1,0 +1,117 @@
+"""The pre-publish check and the worker do not race for a post: ingest with ?wait_ms holds
+the post for the inline check before the commit and delays its score_post task past the budget
+(scoring.services.inline.inline_hold)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+
+from moderation.models import PostStatus
+from moderation.services.ingest import post_ingest
+from scoring import tasks
+from scoring.models import Score
+from scoring.services.batching import PostClaimed, score_post_batch
+from scoring.services.claims import CLAIM_PREFIX
+from scoring.services.inline import INLINE_TASK_MARGIN_S, score_inline
+from tests.scoring.pipeline_support import FakeClient, down_client, make_source
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _clean_claims():
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def published(monkeypatch) -> list[tuple[str, tuple[Any, ...], float]]:
+    """score_post publishes, recorded instead of sent: (how, args, countdown)."""
+    sent: list[tuple[str, tuple[Any, ...], float]] = []
+    monkeypatch.setattr(tasks.score_post, "delay", lambda *a: sent.append(("delay", a, 0.0)))
+    monkeypatch.setattr(
+        tasks.score_post, "apply_async", lambda args, countdown=0.0: sent.append(("apply_async", args, countdown))
+    )
+    return sent
+
+
+def payload(n: int) -> dict[str, Any]:
+    return {
+        "external_id": f"hold-{n}",
+        "text": "win a free phone, spam",
+        "author": {"external_id": "u-1"},
+        "created_at": "2026-11-21T10:00:03Z",
+    }
+
+
+def _ingest(n: int, budget_ms: int | None, capture) -> Any:
+    source = make_source()
+    with capture(execute=True):
+        post, created = post_ingest(source=source, payload=payload(n), inline_budget_ms=budget_ms)
+    assert created
+    return post
+
+
+def test_without_wait_ms_the_task_is_published_at_once_and_nothing_is_held(
+    published, django_capture_on_commit_callbacks
+):
+    post = _ingest(1, None, django_capture_on_commit_callbacks)
+    assert published == [("delay", (post.pk,), 0.0)]
+    assert cache.get(f"{CLAIM_PREFIX}{post.pk}") is None
+
+
+def test_the_held_post_is_the_inline_checks_and_the_late_task_finds_it_scored(
+    published, django_capture_on_commit_callbacks
+):
+    post = _ingest(2, 50, django_capture_on_commit_callbacks)
+    # held before the commit, task delayed past the 50 ms budget
+    assert cache.get(f"{CLAIM_PREFIX}{post.pk}") is not None
+    assert published == [("apply_async", (post.pk,), pytest.approx(0.05 + INLINE_TASK_MARGIN_S))]
+
+    # a worker meeting the post now (its task, or a batch looking for candidates) keeps off it
+    worker_client = FakeClient()
+    with pytest.raises(PostClaimed):
+        score_post_batch(post_id=post.pk, client=worker_client)
+    assert worker_client.calls == []
+
+    inline_client = FakeClient()
+    score = score_inline(post=post, budget_ms=1000, held=True, client=inline_client)
+    assert score is not None and score.post_id == post.pk
+    assert post.status == PostStatus.AUTO_REMOVED and post.final_score == score.final_score
+    assert Score.objects.get(post=post).pk == score.pk
+    assert [len(c) for c in inline_client.calls] == [1]
+    assert cache.get(f"{CLAIM_PREFIX}{post.pk}") is None  # released
+
+    # the delayed task: nothing left to do, no model call, no claim round trip
+    (result,) = score_post_batch(post_id=post.pk, client=worker_client)
+    assert result.skipped == "not_pending"
+    assert worker_client.calls == [] and Score.objects.filter(post=post).count() == 1
+
+
+def test_when_the_inline_check_gives_up_the_delayed_task_scores_the_post(published, django_capture_on_commit_callbacks):
+    post = _ingest(3, 50, django_capture_on_commit_callbacks)
+    assert score_inline(post=post, budget_ms=50, held=True, client=down_client()) is None
+    assert cache.get(f"{CLAIM_PREFIX}{post.pk}") is None  # the hold is released on the way out
+    worker_client = FakeClient()
+    score_post_batch(post_id=post.pk, client=worker_client)
+    assert [len(c) for c in worker_client.calls] == [1]
+    assert Score.objects.filter(post=post).count() == 1
+
+
+def test_a_hold_whose_web_process_died_expires_and_the_task_then_scores_the_post(
+    published, django_capture_on_commit_callbacks
+):
+    post = _ingest(4, 50, django_capture_on_commit_callbacks)
+    key = f"{CLAIM_PREFIX}{post.pk}"
+    # The hold is short-lived: a few seconds, not the worker's SCORING_CLAIM_TTL_S.
+    ttl = cache._cache.get_client(key).ttl(cache.make_key(key))  # type: ignore[attr-defined]
+    assert 0 < ttl <= 3
+    with pytest.raises(PostClaimed):  # the task retries while the hold lasts ...
+        score_post_batch(post_id=post.pk, client=FakeClient())
+    cache.delete(key)  # ... and scores the post once it has expired
+    score_post_batch(post_id=post.pk, client=FakeClient())
+    assert Score.objects.filter(post=post).count() == 1
