@@ -23,6 +23,7 @@ only; every loop is bounded in count and time. Never part of the test suite."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import signal
@@ -156,24 +157,32 @@ def model_throughput(seconds: float, batch: int, threads: int) -> dict[str, Any]
     from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
     from scoring.triton_client import ScoringInput, TritonScoringClient
 
-    inputs = [
-        ScoringInput(
-            text=payload(i, "model")["text"],
-            preview_text="",
-            link=[0.0] * len(LINK_FEATURES),
-            behaviour=[0.0] * len(BEHAVIOUR_FEATURES),
-        )
-        for i in range(batch)
-    ]
+    batches = itertools.count()
+
+    def next_inputs() -> list[ScoringInput]:
+        # New texts every call, like the ingest run's posts: spam_pipeline caches text scores,
+        # so replaying one batch would measure the cache, not the model.
+        n = next(batches)
+        return [
+            ScoringInput(
+                text=payload(n * batch + i, "model")["text"],
+                preview_text="",
+                link=[0.0] * len(LINK_FEATURES),
+                behaviour=[0.0] * len(BEHAVIOUR_FEATURES),
+            )
+            for i in range(batch)
+        ]
+
     done = [0]
     lock = threading.Lock()
     latencies: list[float] = []
 
     def caller() -> None:
         client = TritonScoringClient(settings.TRITON_URL, protocol="grpc", timeout_s=30)
-        client.score(inputs)  # warm
+        client.score(next_inputs())  # warm
         deadline = time.perf_counter() + seconds
         while time.perf_counter() < deadline:
+            inputs = next_inputs()
             t = time.perf_counter()
             client.score(inputs)
             with lock:
