@@ -47,7 +47,7 @@ class InputSerializer(serializers.Serializer):
     def to_internal_value(self, data: Any) -> Any:
         unknown = sorted(str(key) for key in data if key not in self.fields) if isinstance(data, dict) else []
         errors: dict[str, Any] = {
-            key: [ErrorDetail(self.error_messages["unknown_field"], code="unknown_field")] for key in unknown
+            key: [ErrorDetail(str(self.error_messages["unknown_field"]), code="unknown_field")] for key in unknown
         }
         try:
             value = super().to_internal_value(data)
