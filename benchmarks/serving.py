@@ -7,8 +7,9 @@ One run:
    the same texts for every contender): token ids for `text_classifier`, raw text plus link and
    behaviour vectors (synthetic contexts from the tabular generator) for `spam_pipeline`;
 3. runs perf_analyzer at concurrency 1..8 (count windows) on `text_classifier` with the
-   repository's config (the chosen layout), then re-loaded with the alternative layout
-   (1 instance x 2 threads; --variants adds the chosen layout without dynamic batching), then
+   repository's config (the chosen layout) and re-loaded with the alternative layout
+   (1 instance x 2 threads; --variants adds the chosen layout without dynamic batching),
+   interleaved level by level so the machine's load hits both alike, then
    on `spam_pipeline` with its text-score cache OFF (perf_analyzer replays the same 300 texts,
    so a cache would answer nearly all of them: hits never count toward the throughput target);
 4. measures the cache separately (--cache-duplicates): a stream of distinct SMS texts in which
@@ -428,11 +429,9 @@ def run_triton(
                     contender = Contender(model, model, inputs[model], "repository config, TEXT_CACHE_SIZE 0")
                     results["runs"].append(measure(contender, cfg, lo, hi, args.request_count, stamp, args.stability))
                 continue
-            contender = Contender(model, model, inputs[model], "repository config")
-            results["runs"].append(measure(contender, cfg, lo, hi, args.request_count, stamp, args.stability))
             if model == "text_classifier":
                 results["runs"].extend(
-                    variants(
+                    text_classifier_settings(
                         cfg,
                         inputs["text_classifier"],
                         lo,
@@ -444,6 +443,9 @@ def run_triton(
                         no_batching=args.variants,
                     )
                 )
+                continue
+            contender = Contender(model, model, inputs[model], "repository config")
+            results["runs"].append(measure(contender, cfg, lo, hi, args.request_count, stamp, args.stability))
         if args.cache_duplicates > 0:
             results["cache"] = cache_effect(cfg, args, results)
     finally:
@@ -524,7 +526,7 @@ def reloaded(cfg: Any, model: str, change: dict[str, Any]) -> Iterator[dict[str,
         client.load_model(model, config=json.dumps(original))
 
 
-def variants(
+def text_classifier_settings(
     cfg: Any,
     input_file: Path,
     lo: int,
@@ -536,16 +538,18 @@ def variants(
     alternative: bool = True,
     no_batching: bool = False,
 ) -> list[dict[str, Any]]:
-    """text_classifier under other serving settings, to show what the chosen ones buy."""
+    """text_classifier with the repository's config and under other serving settings, to show
+    what the chosen ones buy. Interleaved: at each concurrency level every setting is measured
+    in turn (re-loaded each time), so load from other processes hits them alike."""
     original = _config(cfg, "text_classifier")
     params = original.get("parameters", {})
     threads = int(params.get("INTRA_OP_THREADS", {}).get("string_value", "1"))
     count = int(original["instance_group"][0].get("count", 1))
-    settings_variants: list[tuple[str, dict[str, Any]]] = []
+    settings: list[tuple[str, dict[str, Any] | None]] = [("text_classifier", None)]
     if alternative:
         # The other way to use 2 cores: swap instances and threads (2 x 1 <-> 1 x 2).
         alt_count, alt_threads = (1, 2) if count > 1 else (2, 1)
-        settings_variants.append(
+        settings.append(
             (
                 f"text_classifier:{alt_count}-instance(s)-{alt_threads}-thread(s)",
                 {
@@ -555,13 +559,23 @@ def variants(
             )
         )
     if no_batching:
-        settings_variants.append((f"text_classifier:{count}x{threads}-no-dynamic-batching", {"dynamic_batching": None}))
-    runs = []
-    for name, change in settings_variants:
-        with reloaded(cfg, "text_classifier", change):
-            contender = Contender(name, "text_classifier", input_file, json.dumps(change))
-            runs.append(measure(contender, cfg, lo, hi, request_count, stamp, stability))
-    return runs
+        settings.append((f"text_classifier:{count}x{threads}-no-dynamic-batching", {"dynamic_batching": None}))
+    runs: dict[str, dict[str, Any]] = {}
+    for level in range(lo, hi + 1):
+        for name, change in settings:
+            contender = Contender(
+                name, "text_classifier", input_file, json.dumps(change) if change else "repository config"
+            )
+            if change is None:
+                one = measure(contender, cfg, level, level, request_count, stamp, stability)
+            else:
+                with reloaded(cfg, "text_classifier", change):
+                    one = measure(contender, cfg, level, level, request_count, stamp, stability)
+            run = runs.setdefault(name, {**one, "rows": [], "commands": [], "errors": {}})
+            run["rows"] += one["rows"]
+            run["commands"] += one["commands"]
+            run["errors"].update(one["errors"])
+    return list(runs.values())
 
 
 # --- the text-score cache -------------------------------------------------------------------

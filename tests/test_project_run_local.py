@@ -42,8 +42,22 @@ def _listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-@pytest.mark.integration
-def test_run_local_serves_and_scores_on_embedded_defaults(tmp_path: Path) -> None:
+def _stop_stack(proc: subprocess.Popen[str]) -> None:
+    """After a failure: Ctrl-C first, so run_local stops the children it started in their own
+    sessions (a SIGKILL of run_local alone would leave Redis, Celery and Triton running)."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+def _stack_env(tmp_path: Path) -> tuple[dict[str, str], tuple[int, int, int]]:
+    """The environment of a user with nothing configured, plus tiny models published into a
+    repository of the test's own and free ports; returns it and the (web, http, grpc) ports."""
     repository = tmp_path / "repository"
     repository.mkdir()
     publish(cached_tiny_artifacts(), repository=repository)
@@ -58,6 +72,12 @@ def test_run_local_serves_and_scores_on_embedded_defaults(tmp_path: Path) -> Non
         "TRITON_GRPC_PORT": str(grpc),
         "TRITON_METRICS_PORT": str(metrics),
     }
+    return env, (web, http, grpc)
+
+
+@pytest.mark.integration
+def test_run_local_serves_and_scores_on_embedded_defaults(tmp_path: Path) -> None:
+    env, (web, http, grpc) = _stack_env(tmp_path)
     # Like a user at a terminal: run until the smoke post is scored, then Ctrl-C (SIGINT to
     # the foreground process group).
     proc = subprocess.Popen(
@@ -81,8 +101,7 @@ def test_run_local_serves_and_scores_on_embedded_defaults(tmp_path: Path) -> Non
         os.killpg(proc.pid, signal.SIGINT)
         rest, _ = proc.communicate(timeout=120)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        _stop_stack(proc)
     out = "".join(lines) + rest
     assert proc.returncode == 0, out[-6000:]
     assert "SIGINT: shutting down" in out
@@ -189,21 +208,8 @@ def _pid_running(pid: int) -> bool:
 
 
 @pytest.mark.integration
-def test_run_local_restarts_a_killed_worker_and_keeps_scoring(tmp_path: Path) -> None:
-    repository = tmp_path / "repository"
-    repository.mkdir()
-    publish(cached_tiny_artifacts(), repository=repository)
-    web, http, grpc, metrics = _free_ports(4)
-    scrub = ("DJANGO_", "CELERY_", "CACHE_", "REDIS_", "TRITON_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(scrub)}
-    env |= {
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "TRITON_MODEL_REPOSITORY": str(repository),
-        "TRITON_LOG_DIR": str(tmp_path / "log"),
-        "TRITON_HTTP_PORT": str(http),
-        "TRITON_GRPC_PORT": str(grpc),
-        "TRITON_METRICS_PORT": str(metrics),
-    }
+def test_run_local_restarts_a_killed_worker_and_triton_and_keeps_scoring(tmp_path: Path) -> None:
+    env, (web, http, grpc) = _stack_env(tmp_path)
     proc = subprocess.Popen(
         [sys.executable, "scripts/run_local.py", "--no-models", "--port", str(web), "-c", "1"],
         cwd=ROOT,
@@ -250,29 +256,41 @@ def test_run_local_restarts_a_killed_worker_and_keeps_scoring(tmp_path: Path) ->
 
         base = f"http://127.0.0.1:{web}/api/v1"
         headers = {"Authorization": f"Api-Key {api_key}", "Content-Type": "application/json"}
-        post = {
-            "external_id": "after-restart",
-            "text": "WINNER!! Claim your free prize now, reply YES to 80082",
-            "author": {"external_id": "restart-author", "account_created_at": "2026-01-01T00:00:00Z"},
-            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
-        status, body = _http("POST", f"{base}/posts", headers, post)
-        assert status in (200, 201), body
-        deadline = time.monotonic() + 120
-        seen: dict[str, Any] = {}
-        while time.monotonic() < deadline:
-            _, seen = _http("GET", f"{base}/posts/after-restart", headers)
-            if seen.get("status") != "received" and seen.get("scores"):
-                break
-            time.sleep(0.5)
-        assert seen.get("scores"), seen
-        assert seen["scores"][0]["model_versions"], seen
+
+        def assert_scored(external_id: str) -> None:
+            post = {
+                "external_id": external_id,
+                "text": "WINNER!! Claim your free prize now, reply YES to 80082",
+                "author": {"external_id": "restart-author", "account_created_at": "2026-01-01T00:00:00Z"},
+                "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+            status, body = _http("POST", f"{base}/posts", headers, post)
+            assert status in (200, 201), body
+            deadline = time.monotonic() + 120
+            seen: dict[str, Any] = {}
+            while time.monotonic() < deadline:
+                _, seen = _http("GET", f"{base}/posts/{external_id}", headers)
+                if seen.get("status") != "received" and seen.get("scores"):
+                    break
+                time.sleep(0.5)
+            assert seen.get("scores"), seen
+            assert seen["scores"][0]["model_versions"], seen
+
+        assert_scored("after-worker-restart")
+
+        # Triton runs as a daemon known by its pidfile; an OOM kill brings it back the same way.
+        triton_pid = int((tmp_path / "log" / "triton.pid").read_text())
+        mark = len(lines)
+        os.kill(triton_pid, signal.SIGKILL)
+        wait_for(r"triton exited \(pid \d+ gone\); restarting in", 30, after=mark)
+        wait_for(r"restarted triton \(pid \d+\)", 180, after=mark)
+        assert int((tmp_path / "log" / "triton.pid").read_text()) != triton_pid
+        assert_scored("after-triton-restart")
 
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=120)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        _stop_stack(proc)
         reader.join(timeout=5)
     out = "".join(lines)
     assert proc.returncode == 0, out[-6000:]

@@ -7,7 +7,9 @@ Writes:
   (profile "gpu"): text_classifier is a TensorRT plan (platform tensorrt_plan, KIND_GPU); the
   tokenizer pads to length buckets (TensorRT batches one shape at a time); the XGBoost models
   stay on the python backend (exact pred_contribs, device=cuda); spam_pipeline is the same BLS.
-- the python models' model.py (copies of triton_repository/<model>/model.py);
+- no model.py: publishing copies the python models' source (scoring.model_repository.model_source:
+  triton_repository/<model>/model.py, the XGBoost models' shared xgboost_model.py) into each
+  version folder, for this repository as for the CPU one, so the code has one copy in git;
 - deploy/gpu/build_engine.sh: trtexec --fp16 with an explicit min/opt/max shape profile whose
   max batch equals text_classifier's max_batch_size and whose max length equals the
   tokenizer's truncation length (the published engine we follow declared max_batch_size 128
@@ -19,15 +21,13 @@ parsed and checked by tests/scoring/test_triton_contract.py.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-from scoring.ml.triton_configs import GPU_OPT_BATCH, MAX_TEXT_TOKENS, TEXT_MAX_BATCH, render, specs
+from scoring.ml.triton_configs import GPU_OPT_BATCH, MAX_TEXT_TOKENS, TEXT_MAX_BATCH, render
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 GPU_ROOT = PROJECT_ROOT / "deploy" / "gpu"
 GPU_REPOSITORY = GPU_ROOT / "triton_repository"
-CPU_REPOSITORY = PROJECT_ROOT / "triton_repository"
 
 
 def shapes(tensor: str) -> dict[str, str]:
@@ -75,15 +75,12 @@ trtexec \\
 def write_gpu_profile(root: Path = GPU_ROOT) -> list[Path]:
     repository = root / "triton_repository"
     written = []
-    gpu_specs = specs("gpu")
     for name, text in render("gpu").items():
         folder = repository / name
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "config.pbtxt").write_text(text)
         written.append(folder / "config.pbtxt")
-        if gpu_specs[name].backend == "python":
-            shutil.copy2(CPU_REPOSITORY / name / "model.py", folder / "model.py")
-            written.append(folder / "model.py")
+        (folder / "model.py").unlink(missing_ok=True)  # see the module docstring
     script = root / "build_engine.sh"
     script.write_text(build_engine_script())
     script.chmod(0o755)

@@ -153,6 +153,10 @@ def specs(profile: Profile) -> dict[str, ModelSpec]:
                 "so requests queue behind it); 2 x 1 without dynamic batching 198/236/284/275. "
                 "Each instance runs its own request on its own core with no intra-op "
                 "synchronisation; two cores, two instances, the ceiling is ~2 x 1000/4.4 ms. "
+                "Under heavy load from other processes (load average 5-6, interleaved run) the "
+                "two tie at the peak (232 vs 251) and 1 x 2 is faster alone (c=1: 145 vs 200), "
+                "since one thread then gets a share of one core: the choice is for cores that "
+                "Triton has to itself. "
                 "No thread spinning: idle ORT threads would burn the cores the other stubs need."
             ),
             parameters={"INTRA_OP_THREADS": "1", "ALLOW_SPINNING": "0", "LENGTH_GROUP_RATIO": "1.25"},

@@ -144,16 +144,18 @@ def test_pipeline_schema_copy_matches_feature_schema():
         assert name in computed or name in LINK_FEATURES or name in BEHAVIOUR_FEATURES, name
 
 
-def test_tree_model_sources_are_identical():
-    sources = {(CPU_REPO / name / "model.py").read_bytes() for name in TREES}
-    assert len(sources) == 1
+def test_tree_models_share_one_source():
+    assert {model_repository.model_source(name) for name in TREES} == {model_repository.TREE_MODEL_SOURCE}
+    assert model_repository.TREE_MODEL_SOURCE.is_file()
+    for name in TREES:
+        assert not (CPU_REPO / name / "model.py").exists(), name
 
 
 def test_model_sources_do_not_import_the_project():
     import ast
 
     for name in MODEL_NAMES:
-        tree = ast.parse((CPU_REPO / name / "model.py").read_text())
+        tree = ast.parse(model_repository.model_source(name).read_text())
         imported = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -175,13 +177,9 @@ def test_gpu_engine_shapes_match_the_gpu_config():
     assert max(triton_configs.GPU_PAD_BUCKETS) == max_len
 
 
-def test_gpu_python_models_carry_the_cpu_sources():
-    for name in MODEL_NAMES:
-        gpu = gpu_profile.GPU_REPOSITORY / name / "model.py"
-        if name == "text_classifier":
-            assert not gpu.exists()
-        else:
-            assert gpu.read_bytes() == (CPU_REPO / name / "model.py").read_bytes(), name
+def test_the_gpu_profile_keeps_no_copies_of_the_model_sources():
+    # Publishing copies model_source(<model>) into each version folder (test_triton_repository).
+    assert not list(gpu_profile.GPU_REPOSITORY.glob("**/*.py"))
 
 
 def test_token_cap_matches_settings(settings):

@@ -47,6 +47,11 @@ def test_publish_writes_self_contained_versions(tmp_path: Path, tiny: Artifacts)
     assert [i.version for i in infos] == [1, 2]
     assert infos[0].sha256 == infos[1].sha256 and infos[1].rollback_of is None
     assert not [p for p in (repo / "fusion_model").iterdir() if p.name.startswith(".tmp")]
+    # Every tree version runs the one shared XGBoost backend source.
+    shared = model_repository.TREE_MODEL_SOURCE.read_bytes()
+    for model in ("link_model", "behaviour_model", "fusion_model"):
+        for version in ("1", "2"):
+            assert (repo / model / version / "model.py").read_bytes() == shared, (model, version)
 
 
 def test_rollback_copies_old_files_to_a_new_number(tmp_path: Path, tiny: Artifacts):
@@ -128,6 +133,7 @@ def test_refresh_code_republishes_served_weights_with_new_model_py(tmp_path: Pat
     assert (fresh / "model.py").read_bytes() == (
         model_repository.SOURCE_REPOSITORY / "text_classifier" / "model.py"
     ).read_bytes()
+    assert (repo / "fusion_model" / "2" / "model.py").read_bytes() == model_repository.TREE_MODEL_SOURCE.read_bytes()
     assert model_repository.stale_code(repository=repo) == []
 
 
@@ -141,5 +147,10 @@ def test_publish_into_the_gpu_profile_keeps_its_configs(tmp_path: Path, tiny: Ar
     model_repository.refresh_code(repository=repo)
     assert {p: p.read_text() for p in repo.glob("*/config.pbtxt")} == before
     assert not (repo / "text_classifier" / "model.py").exists()
+    # The profile keeps no code: every python model's version runs the source tree's.
+    for model in ("tokenizer", "link_model", "behaviour_model", "fusion_model", "spam_pipeline"):
+        served = (repo / model / "1" / "model.py").read_bytes()
+        assert served == model_repository.model_source(model).read_bytes(), model
+    assert model_repository.stale_code(repository=repo) == []
     # The engine is built on the GPU host from the fp32 ONNX published next to where it goes.
     assert (repo / "text_classifier" / "1" / "model.onnx").exists()
