@@ -58,8 +58,14 @@ RETRY_OPTIONS = {
 
 
 @shared_task(name="scoring.score_post", **RETRY_OPTIONS)
-def score_post(post_id: int) -> None:
-    batching.score_post_batch(post_id=post_id)
+def score_post(post_id: int, after_report: bool = False) -> None:
+    batching.score_post_batch(post_id=post_id, after_report=after_report)
+
+
+@shared_task(name="scoring.score_posts", **RETRY_OPTIONS)
+def score_posts(post_ids: list[int]) -> None:
+    """One message per ingest chunk of up to SCORING_BATCH_SIZE new posts (batch ingest)."""
+    batching.score_posts_batch(post_ids=post_ids)
 
 
 @shared_task(name="scoring.rescore_post", **RETRY_OPTIONS)

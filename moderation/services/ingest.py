@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, OperationalError, transaction
 
 from moderation.links import link_identity, url_hash
@@ -24,8 +25,8 @@ from moderation.services.counters import counters_add, upsert_counting
 logger = logging.getLogger(__name__)
 
 
-def _publish_on_commit(*, task_name: str, post_id: int, countdown: float = 0.0) -> None:
-    """Publish ``task_name(post_id)`` once the current transaction commits; never raises.
+def _publish_on_commit(*, task_name: str, post_id: int | list[int], countdown: float = 0.0, **kwargs: Any) -> None:
+    """Publish ``task_name(post_id, **kwargs)`` once the current transaction commits; never raises.
 
     Same effect as ``task.delay_on_commit(post_id)``, but the publish is wrapped so a broker
     outage is logged instead of turning a committed write into an error response."""
@@ -38,7 +39,7 @@ def _publish_on_commit(*, task_name: str, post_id: int, countdown: float = 0.0) 
             if countdown > 0:
                 task.apply_async((post_id,), countdown=countdown)
             else:
-                task.delay(post_id)
+                task.delay(post_id, **kwargs)
         except Exception:
             logger.warning("moderation.score_enqueue_failed task=%s post_id=%s", task_name, post_id, exc_info=True)
 
@@ -48,6 +49,15 @@ def _publish_on_commit(*, task_name: str, post_id: int, countdown: float = 0.0) 
 def score_enqueue(*, post_id: int) -> None:
     """Enqueue the first scoring of a post after commit (scoring.tasks.score_post)."""
     _publish_on_commit(task_name="score_post", post_id=post_id)
+
+
+def scores_enqueue(*, post_ids: Sequence[int]) -> None:
+    """Enqueue the first scoring of new posts after commit: one scoring.tasks.score_posts
+    message per SCORING_BATCH_SIZE posts (what one worker batch scores), not one per post."""
+
+    size = max(1, settings.SCORING_BATCH_SIZE)
+    for start in range(0, len(post_ids), size):
+        _publish_on_commit(task_name="score_posts", post_id=list(post_ids[start : start + size]))
 
 
 def _score_enqueue_after_inline(*, post_id: int, budget_ms: int) -> None:
@@ -71,7 +81,8 @@ def rescore_enqueue(*, post: Post) -> None:
     A post still waiting in `received` gets score_post again (idempotent; it reads the reports
     when it runs); a scored one gets rescore_post, which writes the next revision."""
     if post.status == PostStatus.RECEIVED:
-        score_enqueue(post_id=post.pk)
+        # after_report: the task must read the post even when a batch marked it scored.
+        _publish_on_commit(task_name="score_post", post_id=post.pk, after_report=True)
     else:
         _publish_on_commit(task_name="rescore_post", post_id=post.pk)
 
@@ -216,11 +227,13 @@ def _posts_create(
             for payload in payloads
         ]
         Post.objects.bulk_create(posts)
-        for post in posts:
-            if inline_budget_ms is None:
-                score_enqueue(post_id=post.pk)
-            else:  # last statement before the commit: the hold is taken before the post is visible
+        if inline_budget_ms is not None:  # last statement before the commit: the hold is taken
+            for post in posts:  # before the post is visible
                 _score_enqueue_after_inline(post_id=post.pk, budget_ms=inline_budget_ms)
+        elif len(posts) == 1:
+            score_enqueue(post_id=posts[0].pk)
+        else:
+            scores_enqueue(post_ids=[post.pk for post in posts])
     return posts
 
 

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from moderation.models import Post, PostStatus
 from scoring.models import WebhookDelivery
-from scoring.services.claims import claim_post, claim_posts, release_posts
+from scoring.services.claims import claim_post, claim_posts, posts_done, release_posts
 from scoring.services.inference import ScoringClient, TritonUnavailable
 from scoring.services.scoring import RESCORE_FROM, ScoreResult, rescore_post, score_posts
 
@@ -55,12 +55,25 @@ def _candidates(post_id: int, limit: int) -> list[int]:
     return [i for i in ids if f"{POISON_PREFIX}{i}" not in poisoned]
 
 
+def _scored(results: list[ScoreResult]) -> list[int]:
+    return [r.post_id for r in results if r.status and r.status != PostStatus.RECEIVED]
+
+
 def score_post_batch(
-    *, post_id: int, batch_size: int | None = None, client: ScoringClient | None = None
+    *,
+    post_id: int,
+    batch_size: int | None = None,
+    client: ScoringClient | None = None,
+    after_report: bool = False,
 ) -> list[ScoreResult]:
     """Score `post_id` together with other waiting posts. Raises PostClaimed when another
-    worker is scoring `post_id` right now (the task retries)."""
+    worker is scoring `post_id` right now (the task retries).
+
+    A post a batch marked done returns before any query, unless the task came from a new
+    report (`after_report`): that one must see the report count, so it reads the post."""
     started = time.perf_counter()
+    if not after_report and posts_done([post_id]):
+        return [ScoreResult(post_id=post_id, status="", skipped="done")]
     size = settings.SCORING_BATCH_SIZE if batch_size is None else batch_size
     token = uuid.uuid4().hex
     row = Post.objects.filter(id=post_id).values("status", "report_count").first()
@@ -75,6 +88,7 @@ def score_post_batch(
             raise PostClaimed(f"post {post_id} is being scored by another worker")
         return [ScoreResult(post_id=post_id, status=row["status"], skipped="not_pending")]
     claimed = [post_id]
+    done: list[int] = []
     try:
         if row["status"] != PostStatus.RECEIVED:
             # Already scored: the enqueue came from a new report (ingest's report service
@@ -90,7 +104,9 @@ def score_post_batch(
         if len(claimed) < size and len(candidates) > size - 1:
             claimed += claim_posts(candidates[size - 1 :][: size - len(claimed)], token)
         try:
-            return score_posts(post_ids=claimed, client=client, started=started)
+            results = score_posts(post_ids=claimed, client=client, started=started)
+            done = _scored(results)
+            return results
         except RETRYABLE_ERRORS:
             raise
         except Exception:
@@ -101,11 +117,71 @@ def score_post_batch(
             # One bad post must not block the batch: score this task's own post alone; the
             # other posts' own tasks do the same for theirs.
             logger.exception("scoring.batch_failed post_id=%s size=%s; scoring it alone", post_id, len(claimed))
-            release_posts(claimed[1:])
+            release_posts(claimed[1:], token)
             del claimed[1:]
-            return _score_alone(post_id=post_id, client=client, started=started)
+            results = _score_alone(post_id=post_id, client=client, started=started)
+            done = _scored(results)
+            return results
     finally:
-        release_posts(claimed)
+        release_posts(claimed, token, done=done)
+
+
+def score_posts_batch(
+    *, post_ids: list[int], batch_size: int | None = None, client: ScoringClient | None = None
+) -> list[ScoreResult]:
+    """Score the posts of one ingest chunk (the score_posts task): skip those marked done or no
+    longer in `received`, claim the rest in one round trip, fill the batch up to
+    SCORING_BATCH_SIZE with other waiting posts, score them in one Triton call and one write
+    transaction. Raises PostClaimed when some of `post_ids` are claimed by another worker and
+    still waiting (the task retries; the posts scored here are then marked done)."""
+    started = time.perf_counter()
+    size = settings.SCORING_BATCH_SIZE if batch_size is None else batch_size
+    done_before = posts_done(post_ids)
+    wanted = [i for i in dict.fromkeys(post_ids) if i not in done_before]
+    if not wanted:
+        return [ScoreResult(post_id=i, status="", skipped="done") for i in post_ids]
+    pending = set(
+        Post.objects.filter(id__in=wanted, status=PostStatus.RECEIVED).values_list("id", flat=True)
+    )
+    wanted = [i for i in wanted if i in pending]
+    if not wanted:
+        return [ScoreResult(post_id=i, status="", skipped="not_pending") for i in post_ids]
+    token = uuid.uuid4().hex
+    claimed = claim_posts(wanted, token)
+    busy = [i for i in wanted if i not in set(claimed)]
+    done: list[int] = []
+    results: list[ScoreResult] = []
+    try:
+        if claimed and len(claimed) < size:
+            exclude = set(post_ids)
+            candidates = [i for i in _candidates(claimed[0], size - len(claimed) + len(exclude)) if i not in exclude]
+            claimed += claim_posts(candidates[: size - len(claimed)], token)
+        own = [i for i in claimed if i in pending]
+        if claimed:
+            try:
+                results = score_posts(post_ids=claimed, client=client, started=started)
+            except RETRYABLE_ERRORS:
+                raise
+            except Exception:
+                # One bad post must not block the chunk: score the chunk's posts one by one (a
+                # post failing alone is poisoned and left to the sweeper); fillers go back.
+                logger.exception("scoring.batch_failed post_ids=%s size=%s; scoring alone", own, len(claimed))
+                release_posts([i for i in claimed if i not in pending], token)
+                claimed = own
+                results = []
+                for post_id in own:
+                    try:
+                        results += _score_alone(post_id=post_id, client=client, started=started)
+                    except RETRYABLE_ERRORS:
+                        raise
+                    except Exception:
+                        logger.exception("scoring.post_failed post_id=%s", post_id)
+            done = _scored(results)
+    finally:
+        release_posts(claimed, token, done=done)
+    if busy and Post.objects.filter(id__in=busy, status=PostStatus.RECEIVED).exists():
+        raise PostClaimed(f"posts {busy} are being scored by another worker")
+    return results
 
 
 def _score_alone(*, post_id: int, client: ScoringClient | None, started: float) -> list[ScoreResult]:

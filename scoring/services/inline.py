@@ -90,7 +90,8 @@ def score_inline(
     def remaining_s() -> float:
         return budget_ms / 1000.0 - (time.perf_counter() - started)
 
-    if not held and not claim_post(post.pk, uuid.uuid4().hex):
+    token = _hold_token(post.pk) if held else uuid.uuid4().hex
+    if not held and not claim_post(post.pk, token):
         # A worker took the post's task first and is scoring it: its answer is as fast as ours.
         return _wait_for_worker(post, remaining_s)
     try:
@@ -117,7 +118,7 @@ def score_inline(
         overran = remaining_s() < 0
         (result,) = persist([item], allowed_from=INITIAL_FROM, started=started)
     finally:
-        release_posts([post.pk])
+        release_posts([post.pk], token)
     if overran:
         return None
     if result.score is None:  # another writer got there first (a moderator, a duplicate request)

@@ -158,7 +158,7 @@ def test_report_create_is_idempotent_and_bumps_counters(django_capture_on_commit
     with mock.patch("scoring.tasks.score_post.delay") as delay, django_capture_on_commit_callbacks(execute=True):
         report, created = report_create(source=source, post_external_id="p-1", reporter_id="r1", reason="spam")
     assert created and report.post.report_count == 1
-    delay.assert_called_once_with(post.pk)
+    delay.assert_called_once_with(post.pk, after_report=True)
     _, created_again = report_create(source=source, post_external_id="p-1", reporter_id="r1", reason="spam")
     assert not created_again
     report_create(source=source, post_external_id="p-1", reporter_id="r1", reason="abuse")

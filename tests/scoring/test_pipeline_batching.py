@@ -8,8 +8,8 @@ from django.utils import timezone
 
 from moderation.models import Post, PostStatus
 from scoring.models import Score
-from scoring.services.batching import PostClaimed, score_post_batch, stuck_post_ids
-from scoring.services.claims import CLAIM_PREFIX
+from scoring.services.batching import PostClaimed, score_post_batch, score_posts_batch, stuck_post_ids
+from scoring.services.claims import CLAIM_PREFIX, DONE_PREFIX, claim_post, claim_posts, posts_done, release_posts
 from scoring.services.inference import TritonUnavailable
 from scoring.services.inline import score_inline
 from tests.scoring.pipeline_support import FakeClient, down_client, make_post
@@ -36,8 +36,100 @@ def test_a_task_scores_its_post_with_other_waiting_posts():
     assert len(waiting) == 2
     score_post_batch(post_id=waiting[0], batch_size=3, client=client)
     assert Score.objects.count() == 5
-    assert score_post_batch(post_id=posts[1].id, batch_size=3, client=client)[0].skipped == "not_pending"
+    assert score_post_batch(post_id=posts[1].id, batch_size=3, client=client)[0].skipped == "done"
     assert len(client.calls) == 2
+
+
+def test_a_task_whose_post_a_batch_scored_returns_on_the_marker_without_a_query(django_assert_num_queries):
+    posts = [make_post(text="hi") for _ in range(3)]
+    score_post_batch(post_id=posts[0].id, batch_size=3, client=FakeClient())
+    assert posts_done([p.id for p in posts]) == {p.id for p in posts}
+    with django_assert_num_queries(0):
+        assert score_post_batch(post_id=posts[2].id, client=FakeClient())[0].skipped == "done"
+    # without the marker (expired, Redis flushed) the database answers
+    cache.delete(f"{DONE_PREFIX}{posts[2].id}")
+    with django_assert_num_queries(1):
+        assert score_post_batch(post_id=posts[2].id, client=FakeClient())[0].skipped == "not_pending"
+
+
+def test_a_task_after_a_report_reads_the_post_despite_the_marker():
+    post = make_post(text="hi")
+    score_post_batch(post_id=post.id, client=FakeClient())
+    assert posts_done([post.id]) == {post.id}
+    from moderation.models import Report
+
+    Report.objects.create(post=post, reporter_id="r", reason="spam")
+    Post.objects.filter(pk=post.pk).update(report_count=1)
+    assert score_post_batch(post_id=post.id, client=FakeClient())[0].skipped == "done"
+    client = FakeClient()
+    result = score_post_batch(post_id=post.id, client=client, after_report=True)[0]
+    assert result.skipped != "done"
+    assert len(client.calls) == 1  # re-scored with the report
+
+
+def test_a_failed_batch_marks_nothing_done():
+    post = make_post(text="hi")
+    with pytest.raises(TritonUnavailable):
+        score_post_batch(post_id=post.id, client=down_client())
+    assert posts_done([post.id]) == set()
+
+
+def test_release_leaves_a_claim_another_holder_took_after_expiry():
+    post = make_post(text="hi")
+    assert claim_post(post.id, "slow-worker")
+    cache.delete(f"{CLAIM_PREFIX}{post.id}")  # the slow worker's claim expired...
+    assert claim_post(post.id, "new-worker")  # ...and another worker took the post
+    assert release_posts([post.id], "slow-worker") == 0
+    assert cache.get(f"{CLAIM_PREFIX}{post.id}") == "new-worker"
+    assert release_posts([post.id], "new-worker") == 1
+    assert cache.get(f"{CLAIM_PREFIX}{post.id}") is None
+
+
+def test_release_compares_each_claim_of_a_batch():
+    a, b, c = (make_post(text="hi") for _ in range(3))
+    assert claim_posts([a.id, b.id], "mine") == [a.id, b.id]
+    assert claim_post(c.id, "theirs")
+    assert release_posts([a.id, b.id, c.id], "mine", done=[a.id]) == 2
+    assert cache.get(f"{CLAIM_PREFIX}{c.id}") == "theirs"
+    assert posts_done([a.id, b.id, c.id]) == {a.id}
+
+
+def test_a_chunk_task_scores_its_posts_in_one_call_and_marks_them_done():
+    posts = [make_post(text="hi") for _ in range(4)]
+    client = FakeClient()
+    ids = [p.id for p in posts[:3]]
+    results = score_posts_batch(post_ids=ids, batch_size=3, client=client)
+    assert [len(c) for c in client.calls] == [3]
+    assert {r.post_id for r in results} == set(ids)
+    assert posts_done(ids) == set(ids)
+    assert Post.objects.get(pk=posts[3].pk).status == PostStatus.RECEIVED
+    # redelivered: nothing to do, no model call
+    assert {r.skipped for r in score_posts_batch(post_ids=ids, batch_size=3, client=client)} == {"done"}
+    assert len(client.calls) == 1
+
+
+def test_a_small_chunk_fills_its_batch_with_other_waiting_posts():
+    posts = [make_post(text="hi") for _ in range(4)]
+    client = FakeClient()
+    score_posts_batch(post_ids=[posts[3].id], batch_size=4, client=client)
+    assert [len(c) for c in client.calls] == [4]
+    assert not Post.objects.filter(status=PostStatus.RECEIVED).exists()
+    assert Score.objects.count() == 4
+
+
+def test_a_chunk_with_a_post_another_worker_holds_scores_the_rest_and_retries():
+    mine, theirs = make_post(text="hi"), make_post(text="hi")
+    assert claim_post(theirs.id, "other-worker")
+    client = FakeClient()
+    with pytest.raises(PostClaimed):
+        score_posts_batch(post_ids=[mine.id, theirs.id], batch_size=2, client=client)
+    assert [len(c) for c in client.calls] == [1]
+    assert Post.objects.get(pk=mine.pk).status == PostStatus.AUTO_APPROVED
+    assert cache.get(f"{CLAIM_PREFIX}{theirs.id}") == "other-worker"
+    release_posts([theirs.id], "other-worker")
+    score_posts_batch(post_ids=[mine.id, theirs.id], batch_size=2, client=client)  # the retry
+    assert [len(c) for c in client.calls] == [1, 1]
+    assert Score.objects.filter(post_id__in=[mine.id, theirs.id]).count() == 2
 
 
 def test_a_post_claimed_by_another_worker_is_retried_not_dropped():
@@ -109,11 +201,12 @@ def test_score_post_on_a_scored_post_with_a_new_report_rescores_it():
     score_post_batch(post_id=post.id, client=FakeClient())
     Report.objects.create(post=post, reporter_id="r", reason="spam")
     Post.objects.filter(pk=post.pk).update(report_count=1)
-    (result,) = score_post_batch(post_id=post.id, client=FakeClient())
+    # the marker the first batch left does not hide the report from the report's task
+    (result,) = score_post_batch(post_id=post.id, client=FakeClient(), after_report=True)
     assert result.action == "queue"
     assert Post.objects.get(pk=post.pk).status == PostStatus.QUEUED
     assert Score.objects.filter(post=post).count() == 2
-    assert score_post_batch(post_id=post.id, client=FakeClient())[0].skipped == "no_new_reports"
+    assert score_post_batch(post_id=post.id, client=FakeClient(), after_report=True)[0].skipped == "no_new_reports"
 
 
 def test_policy_v1_is_recreated_when_the_table_was_flushed():
