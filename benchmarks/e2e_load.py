@@ -236,7 +236,14 @@ def main() -> None:
     parser.add_argument("--repository", type=Path, default=Path("/tmp/faults-repo"))
     parser.add_argument("--drain-timeout", type=float, default=120.0, help="max wait for a rate's posts to score")
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "e2e_load.json")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="run with DEBUG=true (config.settings.local's default; every query then goes through "
+        "the debug cursor wrapper); by default the processes started here get DEBUG=false",
+    )
     args = parser.parse_args()
+    os.environ["DEBUG"] = "true" if args.debug else "false"  # this process and those it starts
     rates = [float(r) for r in args.rates.split(",") if r]
 
     port = args.triton_port_base

@@ -159,7 +159,14 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--json", type=Path, default=REPO / "var" / "benchmarks" / "e2e_pipeline.json")
     parser.add_argument("--py-spy", type=Path, default=None, help="py-spy record the worker (raw stacks) to this file")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="run with DEBUG=true (config.settings.local's default; every query then goes through "
+        "the debug cursor wrapper); by default the processes started here get DEBUG=false",
+    )
     args = parser.parse_args()
+    os.environ["DEBUG"] = "true" if args.debug else "false"  # this process and those it starts
 
     import django
 

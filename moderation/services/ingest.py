@@ -54,7 +54,6 @@ def score_enqueue(*, post_id: int) -> None:
 def scores_enqueue(*, post_ids: Sequence[int]) -> None:
     """Enqueue the first scoring of new posts after commit: one scoring.tasks.score_posts
     message per SCORING_BATCH_SIZE posts (what one worker batch scores), not one per post."""
-
     size = max(1, settings.SCORING_BATCH_SIZE)
     for start in range(0, len(post_ids), size):
         _publish_on_commit(task_name="score_posts", post_id=list(post_ids[start : start + size]))
@@ -166,10 +165,34 @@ def posts_ingest_batch(*, source: Source, payloads: Sequence[Mapping[str, Any]])
             fresh.setdefault(payload["external_id"], payload)  # first occurrence wins, as sequentially
     created_ids: set[str] = set()
     pending = list(fresh.values())
+    to_score: list[int] = []
+    try:
+        _chunks_create(source=source, pending=pending, stored=stored, created_ids=created_ids, to_score=to_score)
+    finally:
+        # One scoring message per SCORING_BATCH_SIZE new posts across chunks, published once
+        # the chunks committed (each chunk is its own transaction; a later chunk failing does
+        # not lose the earlier ones' messages).
+        scores_enqueue(post_ids=to_score)
+    results: list[tuple[Post, bool]] = []
+    for external_id in external_ids:
+        created = external_id in created_ids
+        created_ids.discard(external_id)  # a repeat later in the same batch is "existing"
+        results.append((stored[external_id], created))
+    return results
+
+
+def _chunks_create(
+    *,
+    source: Source,
+    pending: list[Mapping[str, Any]],
+    stored: dict[str, Post],
+    created_ids: set[str],
+    to_score: list[int],
+) -> None:
     for start in range(0, len(pending), BATCH_CHUNK):
         chunk = pending[start : start + BATCH_CHUNK]
         try:
-            posts = _posts_create(source=source, payloads=chunk)
+            posts = _posts_create(source=source, payloads=chunk, enqueue=False)
         except (IntegrityError, OperationalError) as exc:
             if isinstance(exc, OperationalError) and getattr(exc.__cause__, "sqlstate", None) != "40P01":
                 raise
@@ -183,21 +206,21 @@ def posts_ingest_batch(*, source: Source, payloads: Sequence[Mapping[str, Any]])
         for post in posts:
             stored[post.external_id] = post
             created_ids.add(post.external_id)
-    results: list[tuple[Post, bool]] = []
-    for external_id in external_ids:
-        created = external_id in created_ids
-        created_ids.discard(external_id)  # a repeat later in the same batch is "existing"
-        results.append((stored[external_id], created))
-    return results
+            to_score.append(post.pk)
 
 
 def _posts_create(
-    *, source: Source, payloads: Sequence[Mapping[str, Any]], inline_budget_ms: int | None = None
+    *,
+    source: Source,
+    payloads: Sequence[Mapping[str, Any]],
+    inline_budget_ms: int | None = None,
+    enqueue: bool = True,
 ) -> list[Post]:
     """New posts (distinct external_ids) and everything they reference in one transaction, in a
     number of statements that does not grow with len(payloads): authors upserted with their
     counter, links (and their domains) found or created, IPs upserted with their counter, one
-    multi-row post insert. Raises IntegrityError when one of the posts exists (a concurrent
+    multi-row post insert; `enqueue=False`: the caller publishes the scoring messages (the
+    batch path, one per SCORING_BATCH_SIZE posts). Raises IntegrityError when one of the posts exists (a concurrent
     insert won); everything rolls back with it, counters included.
 
     Rows are locked in the order every writer of these counters uses, authors -> links ->
@@ -230,10 +253,9 @@ def _posts_create(
         if inline_budget_ms is not None:  # last statement before the commit: the hold is taken
             for post in posts:  # before the post is visible
                 _score_enqueue_after_inline(post_id=post.pk, budget_ms=inline_budget_ms)
-        elif len(posts) == 1:
-            score_enqueue(post_id=posts[0].pk)
-        else:
-            scores_enqueue(post_ids=[post.pk for post in posts])
+        elif enqueue:
+            for post in posts:
+                score_enqueue(post_id=post.pk)
     return posts
 
 

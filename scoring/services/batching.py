@@ -140,9 +140,7 @@ def score_posts_batch(
     wanted = [i for i in dict.fromkeys(post_ids) if i not in done_before]
     if not wanted:
         return [ScoreResult(post_id=i, status="", skipped="done") for i in post_ids]
-    pending = set(
-        Post.objects.filter(id__in=wanted, status=PostStatus.RECEIVED).values_list("id", flat=True)
-    )
+    pending = set(Post.objects.filter(id__in=wanted, status=PostStatus.RECEIVED).values_list("id", flat=True))
     wanted = [i for i in wanted if i in pending]
     if not wanted:
         return [ScoreResult(post_id=i, status="", skipped="not_pending") for i in post_ids]

@@ -234,3 +234,21 @@ def test_posts_whose_enqueue_was_lost_are_swept_and_scored(api, worker, monkeypa
     sweep_stuck_posts.delay(0)  # what beat runs every minute (threshold 0 instead of 300 s)
     wait_until(lambda: all_scored(ids), timeout=SCORED_TIMEOUT, message=f"swept and scored\n{worker.log_tail()}")
     assert_scored_exactly_once(ids)
+
+
+def test_a_batch_ingest_is_scored_once_per_post_from_one_message_per_32_posts(api, worker, settings):
+    from unittest import mock
+
+    from scoring import tasks
+
+    settings.SCORING_BATCH_SIZE = 32  # the worker's default too
+    count = 70
+    with mock.patch.object(tasks.score_posts, "delay", wraps=tasks.score_posts.delay) as published:
+        response = api.post("posts/batch", {"posts": [payload(n) for n in range(count)]})
+    assert response.status_code in (200, 201, 207), response.content
+    ids = [item["id"] for item in response.json()["results"]]
+    assert len(set(ids)) == count
+    assert published.call_count == 3  # ceil(70 / 32)
+    assert sorted(i for call in published.call_args_list for i in call.args[0]) == sorted(ids)
+    wait_until(lambda: all_scored(ids), timeout=SCORED_TIMEOUT, message=f"{count} posts scored\n{worker.log_tail()}")
+    assert_scored_exactly_once(ids)

@@ -358,3 +358,23 @@ def test_concurrent_overlapping_batches():
     assert sum(c for outcome in outcomes for _, c in outcome) == 60  # each post created exactly once
     assert sum(a.post_count for a in Author.objects.filter(source=source)) == 60
     assert sum(link.post_count for link in Link.objects.all()) == 60
+
+
+@pytest.mark.parametrize("count", [1, 2, 32, 33, 70, 150])
+def test_batch_ingest_publishes_one_scoring_message_per_32_posts(count, settings, django_capture_on_commit_callbacks):
+    settings.SCORING_BATCH_SIZE = 32
+    source = SourceFactory()
+    payloads = [payload(f"b-{i}") for i in range(count)]
+    with (
+        mock.patch("scoring.tasks.score_posts.delay") as many,
+        mock.patch("scoring.tasks.score_post.delay") as one,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        results = posts_ingest_batch(source=source, payloads=[*payloads, payloads[0]])  # a repeat: no message
+    created = [post.pk for post, new in results if new]
+    assert len(created) == count
+    sent = [call.args[0] for call in many.call_args_list] + [[call.args[0]] for call in one.call_args_list]
+    one.assert_not_called()
+    assert len(sent) == -(-count // 32)  # ceil(N / 32), across transactions of BATCH_CHUNK posts
+    assert all(len(ids) <= 32 for ids in sent)
+    assert sorted(i for ids in sent for i in ids) == sorted(created)  # every new post exactly once
