@@ -122,9 +122,51 @@ def stub_pids(server_pid: int) -> dict[int, str]:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
         if ppid == server_pid and cmd and b"stub" in cmd[0]:
-            model = cmd[1].decode().rstrip("/").split("/")[-2] if len(cmd) > 1 else "?"
+            model = cmd[1].decode().rstrip("/").split("/")[-3] if len(cmd) > 1 else "?"
             out[int(proc.name)] = model
     return out
+
+
+def cpu_ms(pids: Sequence[int]) -> dict[int, float]:
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[pid] = (int(fields[11]) + int(fields[12])) * 1000.0 / tick
+    return out
+
+
+def inference_count(cfg: Any, model: str) -> int:
+    import urllib.request
+
+    text = urllib.request.urlopen(cfg.metrics_url, timeout=5).read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith("nv_inference_request_success{") and f'model="{model}"' in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return int(total)
+
+
+def cpu_per_request(cfg: Any, model: str, run: Any) -> tuple[Any, dict[str, float]]:
+    """Run `run()` and return its result and the CPU milliseconds per `model` request spent
+    by each stub (by model name, instances summed) and by tritonserver itself."""
+    server = triton_server.read_pid(cfg)
+    assert server is not None
+    stubs = stub_pids(server)
+    pids = [server, *stubs]
+    before, n0 = cpu_ms(pids), inference_count(cfg, model)
+    result = run()
+    after, n1 = cpu_ms(pids), inference_count(cfg, model)
+    requests = max(n1 - n0, 1)
+    per: dict[str, float] = {}
+    for pid in pids:
+        name = "tritonserver" if pid == server else stubs[pid]
+        per[name] = per.get(name, 0.0) + (after.get(pid, 0.0) - before.get(pid, 0.0)) / requests
+    per["total"] = sum(v for k, v in per.items())
+    return result, {k: round(v, 3) for k, v in per.items()}
 
 
 def run_level(model: str, url: str, data: Path, tag: str, count: int) -> dict[str, Any]:
@@ -193,17 +235,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for name in order:
                     tag = f"{stage}-{name}-r{rnd}-{stamp}"
                     try:
-                        row = run_level(stage, cfgs[name].grpc_url, files[stage], tag, args.request_count)
+                        row, cpu = cpu_per_request(
+                            cfgs[name],
+                            stage,
+                            lambda: run_level(stage, cfgs[name].grpc_url, files[stage], tag, args.request_count),  # noqa: B023
+                        )
                     except perf_analyzer.PerfAnalyzerError as exc:
                         print(f"[stages] {tag} failed: {str(exc).splitlines()[-1]}", flush=True)
                         continue
-                    row.update(variant=name, stage=stage, round=rnd)
+                    row.update(variant=name, stage=stage, round=rnd, cpu_ms_per_request=cpu)
+                    print(f"[stages] r{rnd} {stage} {name} CPU ms/request {cpu}", flush=True)
                     results["runs"].append(row)
                     print(
                         f"[stages] r{rnd} {stage:16s} {name:6s} p50 {row['p50_ms']:.2f} p99 {row['p99_ms']:.2f} "
                         f"infer {row['server_compute_infer_ms']:.2f} queue {row['server_queue_ms']:.2f}",
                         flush=True,
                     )
+        results["identical_outputs"] = compare_outputs(cfgs, files["spam_pipeline"])
+        print(f"[stages] before/after outputs: {results['identical_outputs']}", flush=True)
         if args.pyspy > 0:
             results["pyspy"] = pyspy(cfgs["after"], files["spam_pipeline"], args.pyspy, stamp)
     finally:
@@ -215,6 +264,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(table(results))
     print(f"[stages] wrote {out}")
     return 0
+
+
+def compare_outputs(cfgs: dict[str, Any], data: Path) -> dict[str, Any]:
+    """Score every row of the pipeline input on both servers, one request per row and in
+    batches of 8: every output of the two variants must be equal (bit for bit)."""
+    from scoring.triton_client import ScoringInput, TritonScoringClient
+
+    rows = [
+        ScoringInput(
+            text=r["TEXT"][0],
+            preview_text=r["PREVIEW_TEXT"][0],
+            link=r["LINK_FEATURES"],
+            behaviour=r["BEHAVIOUR_FEATURES"],
+        )
+        for r in json.loads(data.read_text())["data"]
+    ]
+    outs: dict[str, list[Any]] = {}
+    for name, cfg in cfgs.items():
+        client = TritonScoringClient(cfg.grpc_url, protocol="grpc", timeout_s=30)
+        single = [client.score([r])[0] for r in rows]
+        batched = [o for i in range(0, len(rows), 8) for o in client.score(rows[i : i + 8])]
+        outs[name] = [(a, b) for a, b in zip(single, batched, strict=True)]
+
+    def strip(o: Any) -> Any:
+        return {**o.__dict__, "model_versions": {k: v for k, v in o.model_versions.items() if k != "spam_pipeline"}}
+
+    before, after = outs["before"], outs["after"]
+    diff_single = sum(strip(a[0]) != strip(b[0]) for a, b in zip(before, after, strict=True))
+    diff_batched = sum(strip(a[1]) != strip(b[1]) for a, b in zip(before, after, strict=True))
+    return {"rows": len(rows), "differing_single": diff_single, "differing_batched": diff_batched}
 
 
 def pyspy(cfg: Any, data: Path, seconds: float, stamp: str) -> dict[str, str]:

@@ -263,14 +263,15 @@ class TritonPythonModel:
         behaviour = np.concatenate([p[3] for p in good], axis=0)
         preview_rows = [i for i, t in enumerate(previews) if t.strip()]
         try:
+            # The text chain (tokenizer -> classifier) is the critical path: send it first.
             results = await asyncio.gather(
+                self._text_probs(texts, [previews[i] for i in preview_rows]),
                 self._trees("link_model", link),
                 self._trees("behaviour_model", behaviour),
-                self._text_probs(texts, [previews[i] for i in preview_rows]),
             )
-            link_prob, link_contrib, link_version = results[0]
-            behaviour_prob, behaviour_contrib, behaviour_version = results[1]
-            all_text_probs, text_version = results[2]
+            all_text_probs, text_version = results[0]
+            link_prob, link_contrib, link_version = results[1]
+            behaviour_prob, behaviour_contrib, behaviour_version = results[2]
             text_prob = all_text_probs[: len(texts)]
             preview_prob = np.full(len(texts), -1.0, dtype=np.float32)
             preview_prob[preview_rows] = all_text_probs[len(texts) :]
