@@ -188,13 +188,26 @@ class TritonPythonModel:
         """Spam probability of every text of every group, in order, in chunks sent
         concurrently (the classifier's ragged dynamic batcher merges chunks of concurrent
         executions). Groups (posts, previews) are chunked apart: a post and its preview go to
-        the two classifier instances at once instead of one instance one after the other."""
-        size = self.text_chunk
-        chunks = [g[i : i + size] for g in groups for i in range(0, len(g), size)]
-        if not chunks:
+        the two classifier instances at once instead of one instance one after the other. A
+        text repeated anywhere in the execution is sent once (chunks are classified
+        concurrently, so the cache could not catch a repeat in another chunk)."""
+        first, where, unique = {}, [], [[] for _ in groups]
+        for g, texts in enumerate(groups):
+            for text in texts:
+                if text not in first:
+                    first[text] = (g, len(unique[g]))
+                    unique[g].append(text)
+                where.append(first[text])
+        if not where:
             return np.zeros(0, dtype=np.float32), ""
-        results = await asyncio.gather(*[self._text_chunk(chunk) for chunk in chunks])
-        probs = np.concatenate([r[0] for r in results]).astype(np.float32)
+        size = self.text_chunk
+        chunks = [(g, texts[i : i + size]) for g, texts in enumerate(unique) for i in range(0, len(texts), size)]
+        results = await asyncio.gather(*[self._text_chunk(chunk) for _, chunk in chunks])
+        per_group = [[] for _ in groups]
+        for (g, _), (probs, _version) in zip(chunks, results, strict=True):
+            per_group[g].append(probs)
+        flat = [np.concatenate(p) if p else np.zeros(0) for p in per_group]
+        probs = np.array([flat[g][i] for g, i in where], dtype=np.float64).astype(np.float32)
         return probs, results[0][1]
 
     async def _trees(self, model, matrix):
