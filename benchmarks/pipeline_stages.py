@@ -18,6 +18,7 @@ and the server-side compute per stage.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -169,13 +170,13 @@ def cpu_per_request(cfg: Any, model: str, run: Any) -> tuple[Any, dict[str, floa
     return result, {k: round(v, 3) for k, v in per.items()}
 
 
-def run_level(model: str, url: str, data: Path, tag: str, count: int) -> dict[str, Any]:
+def run_level(model: str, url: str, data: Path, tag: str, count: int, concurrency: int = 1) -> dict[str, Any]:
     cmd, rows = perf_analyzer.run(
         model=model,
         url=url,
         input_data=data,
         csv_path=WORK / f"{tag}.csv",
-        concurrency=(1, 1),
+        concurrency=(concurrency, concurrency),
         request_count=count,
         stability_percentage=50,
         max_trials=4,
@@ -191,6 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ref", default="main", help="git ref of the 'before' code")
     parser.add_argument("--port-base", type=int, default=8450, help="uses base..base+5")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--request-count", type=int, default=300)
     parser.add_argument("--texts", type=int, default=300)
     parser.add_argument("--stages", default=",".join(STAGES))
@@ -238,7 +240,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                         row, cpu = cpu_per_request(
                             cfgs[name],
                             stage,
-                            lambda: run_level(stage, cfgs[name].grpc_url, files[stage], tag, args.request_count),  # noqa: B023
+                            functools.partial(
+                                run_level,
+                                stage,
+                                cfgs[name].grpc_url,
+                                files[stage],
+                                tag,
+                                args.request_count,
+                                args.concurrency,
+                            ),
                         )
                     except perf_analyzer.PerfAnalyzerError as exc:
                         print(f"[stages] {tag} failed: {str(exc).splitlines()[-1]}", flush=True)
