@@ -278,7 +278,7 @@ class TritonPythonModel:
         try:
             # The text chain (tokenizer -> classifier) is the critical path: send it first.
             results = await asyncio.gather(
-                self._text_probs(texts, [previews[i] for i in preview_rows]),
+                self._text_probs(texts + [previews[i] for i in preview_rows]),
                 self._trees("link_model", link),
                 self._trees("behaviour_model", behaviour),
             )
