@@ -5,8 +5,10 @@ For each rate (posts/s, open loop: requests are sent on schedule whatever the an
 it posts rate x --seconds posts to POST /api/v1/posts, waits until they are scored and reports
 posts/s scored and ingest-to-scored (Post.received_at -> Post.scored_at) p50/p95/p99. It stops
 after the first rate the pipeline cannot keep up with (scored rate < 90% of the offered one),
-the saturation point. Then the synchronous pre-publish check: POST /api/v1/posts?wait_ms=50 at
---sync-rate requests/s, client-side p50/p99 and the answers (200/201 scored inline, 202 not).
+the saturation point. With --ingest-batch N the same posts/s go to POST /api/v1/posts/batch as
+requests of N posts (rate / N requests per second). Then the synchronous pre-publish check:
+POST /api/v1/posts?wait_ms=50 at --sync-rate requests/s, client-side p50/p99 and the answers
+(200/201 scored inline, 202 not).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/mod_faults \\
     CACHE_URL=redis://127.0.0.1:6379/13 CELERY_BROKER_URL=redis://127.0.0.1:6379/14 \\
@@ -75,7 +77,7 @@ def publish_models(args: argparse.Namespace, env: dict[str, str]) -> None:
     )
 
 
-def start_web(env: dict[str, str], port: int, workers: int, log_path: Path) -> subprocess.Popen[bytes]:
+def start_web(env: dict[str, str], port: int, workers: int, threads: int, log_path: Path) -> subprocess.Popen[bytes]:
     import requests
 
     log = log_path.open("wb")
@@ -92,7 +94,7 @@ def start_web(env: dict[str, str], port: int, workers: int, log_path: Path) -> s
             "-k",
             "gthread",
             "--threads",
-            "4",
+            str(threads),
             "--timeout",
             "30",
         ],
@@ -208,16 +210,23 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="ingest duration per rate")
     parser.add_argument("--model-seconds", type=float, default=8.0, help="model-alone throughput run")
     parser.add_argument("--warmup", type=int, default=30, help="unmeasured posts sent first")
-    parser.add_argument("--sync-rate", type=float, default=20.0, help="wait_ms=50 requests/s")
+    parser.add_argument("--sync-rate", type=float, default=20.0, help="wait_ms=50 requests/s (0: skip)")
     parser.add_argument("--sync-seconds", type=float, default=10.0)
     parser.add_argument(
         "--only-sync", action="store_true", help="skip the model-alone run and the rates: only the wait_ms=50 phase"
     )
     parser.add_argument("--no-publish", action="store_true", help="serve --repository as already published")
-    parser.add_argument("--batch-size", type=int, default=16, help="SCORING_BATCH_SIZE for the worker")
+    parser.add_argument("--batch-size", type=int, default=32, help="SCORING_BATCH_SIZE for the worker")
     parser.add_argument("--concurrency", type=int, default=2, help="worker processes")
     parser.add_argument("--prefetch", type=int, default=4, help="worker --prefetch-multiplier")
-    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn worker processes (4 threads each)")
+    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn worker processes")
+    parser.add_argument("--web-threads", type=int, default=4, help="gunicorn threads per worker (gthread)")
+    parser.add_argument(
+        "--ingest-batch",
+        type=int,
+        default=1,
+        help="posts per ingest request: 1 = POST /api/v1/posts, N > 1 = POST /api/v1/posts/batch with N posts",
+    )
     parser.add_argument("--web-port", type=int, default=8710)
     parser.add_argument("--triton-port-base", type=int, default=8610)
     # Default: what `make run` / bootstrap_models trained (settings.ARTIFACTS_DIR's default).
@@ -272,7 +281,7 @@ def main() -> None:
     model: dict[str, Any] = {}
     try:
         procs.append(start_worker(env, args, workdir / "worker.log"))
-        procs.append(start_web(env, args.web_port, args.web_workers, workdir / "web.log"))
+        procs.append(start_web(env, args.web_port, args.web_workers, args.web_threads, workdir / "web.log"))
         url = f"http://127.0.0.1:{args.web_port}/api/v1/posts"
         session_local = threading.local()
 
@@ -301,11 +310,19 @@ def main() -> None:
             source = Source.objects.create(name=f"e2e load {run}", slug=f"e2e-load-{run}")
             _, raw_key = api_key_create(source=source, name="bench")
             count = int(rate * args.seconds)
+            per = args.ingest_batch
 
-            def send(i: int, run: str = run, raw_key: str = raw_key) -> int:
-                return session(raw_key).post(url, json=payload(i, run), timeout=30).status_code
+            def send(i: int, run: str = run, raw_key: str = raw_key, per: int = per) -> int:
+                if per == 1:
+                    return session(raw_key).post(url, json=payload(i, run), timeout=30).status_code
+                body = {"posts": [payload(j, run) for j in range(i * per, (i + 1) * per)]}
+                response = session(raw_key).post(f"{url}/batch", json=body, timeout=30)
+                if response.status_code != 207 or response.json()["created"] != per:
+                    return 0 if response.status_code == 207 else response.status_code
+                return 207
 
-            loop = OpenLoop(send, rate, count, max_s=args.seconds * 3)
+            requests_count = count // per
+            loop = OpenLoop(send, rate / per, requests_count, max_s=args.seconds * 3)
             sent_s = loop.run()
             posts = Post.objects.filter(source=source)
             deadline = time.monotonic() + args.drain_timeout
@@ -319,10 +336,11 @@ def main() -> None:
             statuses = [s for s, _ in loop.results]
             row = {
                 "offered_posts_per_s": rate,
-                "sent": len(loop.results),
-                "achieved_ingest_per_s": round(len(loop.results) / sent_s, 1),
-                "ingest_2xx": sum(1 for s in statuses if 200 <= s < 300),
-                "ingest_errors": sum(1 for s in statuses if not 200 <= s < 300),
+                "ingest_batch": per,
+                "sent": len(loop.results) * per,
+                "achieved_ingest_per_s": round(len(loop.results) * per / sent_s, 1),
+                "ingest_2xx": per * sum(1 for s in statuses if 200 <= s < 300),  # posts
+                "ingest_errors": per * sum(1 for s in statuses if not 200 <= s < 300),
                 "ingest_ms_p50": round(percentile([ms for _, ms in loop.results], 0.5), 1),
                 "ingest_ms_p99": round(percentile([ms for _, ms in loop.results], 0.99), 1),
                 "scored": len(done),
@@ -340,28 +358,29 @@ def main() -> None:
                 print(f"saturated at {rate} posts/s offered", flush=True)
                 break
 
-        # The synchronous pre-publish check at a fixed rate.
-        run = uuid.uuid4().hex[:8]
-        source = Source.objects.create(name=f"e2e sync {run}", slug=f"e2e-sync-{run}")
-        _, raw_key = api_key_create(source=source, name="bench")
+        # The synchronous pre-publish check at a fixed rate (--sync-rate 0 skips it).
+        if args.sync_rate > 0:
+            run = uuid.uuid4().hex[:8]
+            source = Source.objects.create(name=f"e2e sync {run}", slug=f"e2e-sync-{run}")
+            _, raw_key = api_key_create(source=source, name="bench")
 
-        def send_sync(i: int) -> int:
-            return session(raw_key).post(f"{url}?wait_ms=50", json=payload(i, run), timeout=30).status_code
+            def send_sync(i: int) -> int:
+                return session(raw_key).post(f"{url}?wait_ms=50", json=payload(i, run), timeout=30).status_code
 
-        loop = OpenLoop(send_sync, args.sync_rate, int(args.sync_rate * args.sync_seconds), args.sync_seconds * 3)
-        loop.run()
-        ms = [m for _, m in loop.results]
-        answers: dict[str, int] = {}
-        for status, _ in loop.results:
-            answers[str(status)] = answers.get(str(status), 0) + 1
-        sync = {
-            "rate": args.sync_rate,
-            "requests": len(loop.results),
-            "ms_p50": round(percentile(ms, 0.5), 1),
-            "ms_p95": round(percentile(ms, 0.95), 1),
-            "ms_p99": round(percentile(ms, 0.99), 1),
-            "answers": answers,  # 201: scored within the budget; 202: left to the worker
-        }
+            loop = OpenLoop(send_sync, args.sync_rate, int(args.sync_rate * args.sync_seconds), args.sync_seconds * 3)
+            loop.run()
+            ms = [m for _, m in loop.results]
+            answers: dict[str, int] = {}
+            for status, _ in loop.results:
+                answers[str(status)] = answers.get(str(status), 0) + 1
+            sync = {
+                "rate": args.sync_rate,
+                "requests": len(loop.results),
+                "ms_p50": round(percentile(ms, 0.5), 1),
+                "ms_p95": round(percentile(ms, 0.95), 1),
+                "ms_p99": round(percentile(ms, 0.99), 1),
+                "answers": answers,  # 201: scored within the budget; 202: left to the worker
+            }
     finally:
         for proc in procs:
             try:
@@ -405,6 +424,8 @@ def main() -> None:
         "load_average_1m": os.getloadavg()[0],
         "worker": {"concurrency": args.concurrency, "batch_size": args.batch_size, "prefetch": args.prefetch},
         "web_workers": args.web_workers,
+        "web_threads": args.web_threads,
+        "ingest_batch": args.ingest_batch,
         "model_alone": model,
         "best_scored_posts_per_s": max((r["scored_posts_per_s"] for r in rows), default=0.0),
         "rates": rows,

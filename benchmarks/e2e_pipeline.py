@@ -137,7 +137,7 @@ def payload(i: int, run: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--posts", type=int, default=300)
-    parser.add_argument("--batch-size", type=int, default=16, help="SCORING_BATCH_SIZE for the worker")
+    parser.add_argument("--batch-size", type=int, default=32, help="SCORING_BATCH_SIZE for the worker")
     parser.add_argument("--concurrency", type=int, default=2, help="worker processes")
     parser.add_argument("--prefetch", type=int, default=4, help="worker --prefetch-multiplier")
     parser.add_argument(

@@ -7,8 +7,9 @@ Django's test client (the whole middleware + DRF stack, no HTTP server, no worke
     python benchmarks/ingest_profile.py --posts 400 --batch 50 [--profile single|batch]
 
 Scoring tasks are not published (on_commit callbacks run, .delay is replaced by a no-op) so
-the numbers are the web process's own. Payloads are the e2e benchmarks' (25 authors, 200 IPs,
-7 link hosts per run). Never part of the tests."""
+cpu is the web code's own; db_cpu is the PostgreSQL backend's CPU (same machine, /proc).
+Payloads are the e2e benchmarks' (25 authors, 200 IPs, a new link for every third post).
+Never part of the tests."""
 
 from __future__ import annotations
 
@@ -56,8 +57,11 @@ def main() -> None:
 
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
 
+    sources: list[Source] = []
+
     def client_for(run: str) -> APIClient:
         source = Source.objects.create(name=f"ingest profile {run}", slug=f"ingest-profile-{run}")
+        sources.append(source)
         _, raw_key = api_key_create(source=source, name="bench")
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Api-Key {raw_key}")
@@ -76,6 +80,17 @@ def main() -> None:
             codes.append(client.post("/api/v1/posts/batch", body, format="json").status_code)
         return codes
 
+    def backend_cpu_s() -> float:
+        """CPU seconds of this connection's PostgreSQL backend (same machine): /proc/<pid>/stat."""
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            (pid,) = cursor.fetchone()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            return float("nan")
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     modes = {"single": single, "batch": batch}
     out: dict[str, Any] = {}
     with mock.patch("scoring.tasks.score_post.delay"):
@@ -92,9 +107,10 @@ def main() -> None:
 
                 profiler = Profiler(interval=0.0005)
                 profiler.start()
-            cpu, wall = time.process_time(), time.perf_counter()
+            db_cpu, cpu, wall = backend_cpu_s(), time.process_time(), time.perf_counter()
             codes = fn(client, run, args.posts, offset=10_000)
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            db_cpu = backend_cpu_s() - db_cpu
             if profiler is not None:
                 profiler.stop()
                 print(profiler.output_text(unicode=False, color=False, show_all=False))
@@ -107,10 +123,14 @@ def main() -> None:
                 "queries_per_request": round(captured / max(len(first), 1), 1),
                 "queries_per_post": round(captured / args.batch, 2),
                 "cpu_ms_per_post": round(1000 * cpu / args.posts, 3),
+                "db_cpu_ms_per_post": round(1000 * db_cpu / args.posts, 3),
                 "wall_ms_per_post": round(1000 * wall / args.posts, 3),
                 "posts_per_cpu_s": round(args.posts / cpu, 1),
             }
             print(name, json.dumps(out[name]), flush=True)
+    # Never leave `received` posts behind: a worker on this database would score them.
+    for source in sources:
+        source.delete()
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
 

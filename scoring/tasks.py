@@ -13,10 +13,16 @@ Measured with benchmarks/e2e_pipeline.py --mode backlog --posts 300 (drain rate;
 the machine shared with 7 other engineers, load average ~10):
     batch 16: concurrency 1 -> 37.8, 2 -> 37.9, 4 -> 32.5 posts/s
     concurrency 2: batch 1 -> 19.8, batch 16 -> 37.9, batch 32 -> 37.9 posts/s
-- Micro-batching (scoring.services.batching, SCORING_BATCH_SIZE=16) doubles throughput over
-  one post per task left to Triton's dynamic batcher: a task claims its post plus up to 15
-  other waiting posts and scores them in one Triton request and one write transaction. 32
-  gains nothing more and makes each batch's latency longer.
+Re-measured 2026-11-22 with the real models (int8 text model; /work/artifacts), 400 posts,
+after the worker kept its database connection across tasks (config.celery_app), two runs each:
+    concurrency 2: batch 16 -> 116 / 172, batch 32 -> 191 / 251, batch 64 -> 199 / 274 posts/s
+    worker CPU per post: 5.0 / 4.7 ms, 4.6 / 3.4 ms, 4.5 / 3.1 ms (Triton: 2.9, 2.4, 2.3 ms)
+- Micro-batching (scoring.services.batching, SCORING_BATCH_SIZE=32): a task claims its post plus
+  up to 31 other waiting posts and scores them in one Triton request and one write
+  transaction (a fixed number of queries, tests/scoring/test_pipeline_batching.py). 32 over
+  16: +45 % posts/s draining a backlog; 64 adds little more and doubles a batch's latency
+  (~200 ms vs ~100 ms). A batch is only as big as the posts waiting, so at low load nothing
+  waits for a batch to fill.
 - Two prefork processes: as fast as one (Triton and PostgreSQL are the bottleneck on 2 cores)
   but one slow batch no longer stalls scoring; four add contention (-14%).
 - Prefetch 4 x 2 processes keeps the next messages local without hoarding: with batching, a

@@ -147,7 +147,7 @@ CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 CELERY_TASK_ROUTES = {"feedback.*": {"queue": "training"}}
 
 # --- Scoring pipeline (scoring/tasks.py documents the choices) ------------------------------
-SCORING_BATCH_SIZE = env.int("SCORING_BATCH_SIZE", default=16)
+SCORING_BATCH_SIZE = env.int("SCORING_BATCH_SIZE", default=32)
 SCORING_CLAIM_TTL_S = env.int("SCORING_CLAIM_TTL_S", default=90)  # > the task's hard time limit
 SCORING_SWEEP_AFTER_S = env.float("SCORING_SWEEP_AFTER_S", default=300.0)
 SCORING_SWEEP_REQUEUE_TTL_S = env.int("SCORING_SWEEP_REQUEUE_TTL_S", default=900)  # one re-enqueue per post per 15 min
@@ -210,6 +210,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "moderation.api.schema.forbid_additional_properties",
+    ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -18,3 +18,12 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "name": "Authorization",
             "description": "`Api-Key <key>` (or send the key alone in `X-Api-Key`).",
         }
+
+
+def forbid_additional_properties(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    """Postprocessing hook: request bodies are InputSerializers, which reject unknown fields
+    (moderation.api.serializers.InputSerializer); say so in every request component."""
+    for name, component in result.get("components", {}).get("schemas", {}).items():
+        if name.endswith("Request") and component.get("type") == "object":
+            component["additionalProperties"] = False
+    return result

@@ -189,9 +189,9 @@ def _posts_create(
     multi-row post insert. Raises IntegrityError when one of the posts exists (a concurrent
     insert won); everything rolls back with it, counters included.
 
-    Every writer locks rows in one order, authors -> links -> IPs -> domains, sorted within a
-    table, so concurrent ingests wait for each other rather than deadlock. Domains come last,
-    right before the commit: one domain row is shared by many posts, its lock is the hot one."""
+    Rows are locked in the order every writer of these counters uses, authors -> links ->
+    domains -> IPs (the scoring worker's spam counters: authors -> domains -> IPs), sorted
+    within a table, so concurrent writers wait for each other rather than deadlock."""
     profiles: dict[str, dict[str, Any]] = {}
     for payload in payloads:
         data = dict(payload["author"])
@@ -201,9 +201,8 @@ def _posts_create(
     addresses = sorted(ip_posts)
     with transaction.atomic():
         authors = authors_upsert_counting_posts(source=source, profiles=profiles, new_posts=author_posts)
-        links = _links_bulk_get_or_create(urls={p["url"] for p in payloads if p.get("url")})
-        link_posts = Counter(links[p["url"]].pk for p in payloads if p.get("url"))
-        counters_add(model=Link, increments=link_posts)
+        links = _links_upsert_counting(url_posts=Counter(p["url"] for p in payloads if p.get("url")))
+        counters_add(model=Domain, increments=Counter(links[p["url"]].domain_id for p in payloads if p.get("url")))
         ip_rows = [IpAddress(address=a, post_count=ip_posts[a]) for a in addresses]
         ips = dict(zip(addresses, upsert_counting(rows=ip_rows, unique=["address"]), strict=True))
         posts = [
@@ -217,11 +216,6 @@ def _posts_create(
             for payload in payloads
         ]
         Post.objects.bulk_create(posts)
-        domain_of = {link.pk: link.domain_id for link in links.values()}
-        domain_posts: Counter[int] = Counter()
-        for link_id, count in link_posts.items():
-            domain_posts[domain_of[link_id]] += count
-        counters_add(model=Domain, increments=domain_posts)
         for post in posts:
             if inline_budget_ms is None:
                 score_enqueue(post_id=post.pk)
@@ -230,26 +224,29 @@ def _posts_create(
     return posts
 
 
-def _links_bulk_get_or_create(*, urls: set[str]) -> dict[str, Link]:
-    if not urls:
+def _links_upsert_counting(*, url_posts: Counter[str]) -> dict[str, Link]:
+    """The Link of every URL (as sent) with its post counter raised by its posts, created with
+    its Domain on first sight: one SELECT of the domains and one upsert of the links (plus an
+    insert and a re-read for domains never seen before). Domain counters are the caller's.
+    The returned rows carry pk, url, host and domain_id; their post_count is this increment."""
+    if not url_posts:
         return {}
-    identity = {url: link_identity(url) for url in urls}
-    hashes = {url: url_hash(normalized) for url, (normalized, _, _) in identity.items()}
-    found = {link.url_hash: link for link in Link.objects.filter(url_hash__in=set(hashes.values()))}
-    missing = {hashes[url]: url for url in sorted(urls) if hashes[url] not in found}
-    if missing:
-        names = sorted({identity[url][2] for url in missing.values()})
-        domains = {d.name: d for d in Domain.objects.filter(name__in=names)}
-        absent = [n for n in names if n not in domains]
-        if absent:
-            Domain.objects.bulk_create([Domain(name=n) for n in absent], ignore_conflicts=True)
-            domains.update({d.name: d for d in Domain.objects.filter(name__in=absent)})
-        Link.objects.bulk_create(
-            [
-                Link(url=identity[url][0], url_hash=digest, host=identity[url][1], domain=domains[identity[url][2]])
-                for digest, url in sorted(missing.items())
-            ],
-            ignore_conflicts=True,
+    identity = {url: link_identity(url) for url in url_posts}
+    names = sorted({domain for _, _, domain in identity.values()})
+    domains = dict(Domain.objects.filter(name__in=names).values_list("name", "id"))
+    absent = [n for n in names if n not in domains]
+    if absent:
+        Domain.objects.bulk_create([Domain(name=n) for n in absent], ignore_conflicts=True)
+        domains.update(Domain.objects.filter(name__in=absent).values_list("name", "id"))
+    # Several URLs as sent can be one link once normalized: one row per hash, counts summed.
+    rows: dict[str, Link] = {}
+    for url, (normalized, host, domain) in identity.items():
+        digest = url_hash(normalized)
+        row = rows.setdefault(
+            digest, Link(url=normalized, url_hash=digest, host=host, domain_id=domains[domain], post_count=0)
         )
-        found.update({link.url_hash: link for link in Link.objects.filter(url_hash__in=list(missing))})
-    return {url: found[hashes[url]] for url in urls}
+        row.post_count += url_posts[url]
+    ordered = [rows[digest] for digest in sorted(rows)]
+    for row, pk in zip(ordered, upsert_counting(rows=ordered, unique=["url_hash"]), strict=True):
+        row.pk = pk
+    return {url: rows[url_hash(normalized)] for url, (normalized, _, _) in identity.items()}

@@ -14,12 +14,14 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from django.db import transaction
-from django.db.models import Case, F, IntegerField, Max, Value, When
+from django.db import connection, models, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from moderation.models import POST_TRANSITIONS, RESCORABLE_STATUSES, Author, Domain, IpAddress, Post, PostStatus
+from moderation.services.counters import counters_add
 from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from scoring.features.extract import PostFeatures, features_for_loaded_posts, posts_for_scoring
 from scoring.models import Action, DecisionPolicy, Score
@@ -284,10 +286,7 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
             if r.post_id in by_post:
                 r.score = by_post[r.post_id]
                 r.score_id = r.score.pk
-        if changed:
-            Post.objects.bulk_update(
-                changed, ["status", "status_changed_at", "final_score", "model_version", "scored_at"]
-            )
+        _posts_update(changed)
         _bump_spam_counters(removed_now)
         webhooks_enqueue_for_posts(p for p in changed if p.id in by_post)
     for r in results:
@@ -302,18 +301,40 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
     return results
 
 
-def _increment(model: type[Author] | type[Domain] | type[IpAddress], counts: Counter[int]) -> None:
-    if not counts:
+def _posts_update(posts: Sequence[Post]) -> None:
+    """Write POST_SCORE_FIELDS of `posts` in one statement. On PostgreSQL plain SQL, UPDATE ...
+    FROM (VALUES ...): bulk_update's CASE WHEN per row and field cost more Python time than
+    the rest of the write transaction (py-spy, benchmarks/e2e_pipeline.py --mode backlog)."""
+    if not posts:
         return
-    model.objects.filter(id__in=list(counts)).update(
-        spam_count=F("spam_count")
-        + Case(*[When(id=pk, then=Value(n)) for pk, n in counts.items()], default=Value(0), output_field=IntegerField())
+    if connection.vendor != "postgresql":
+        Post.objects.bulk_update(posts, POST_SCORE_FIELDS)
+        return
+    qn = connection.ops.quote_name
+    fields = [f for f in (Post._meta.get_field(n) for n in ["id", *POST_SCORE_FIELDS]) if isinstance(f, models.Field)]
+    # Every placeholder cast to its column's type: a column of NULLs alone still has a type.
+    row_sql = "(" + ", ".join(f"CAST(%s AS {f.db_type(connection)})" for f in fields) + ")"
+    columns = [qn(str(f.column)) for f in fields]
+    params: list[Any] = []
+    for post in sorted(posts, key=lambda p: p.pk):
+        params.extend(f.get_db_prep_save(getattr(post, f.attname), connection) for f in fields)
+    sets = ", ".join(f"{c} = v.{c}" for c in columns[1:])
+    table = qn(Post._meta.db_table)
+    # Identifiers come from model metadata and every value is a parameter: no injection.
+    sql = (
+        f"UPDATE {table} SET {sets} FROM (VALUES {', '.join([row_sql] * len(posts))}) "  # noqa: S608
+        f"AS v({', '.join(columns)}) WHERE {table}.{columns[0]} = v.{columns[0]}"
     )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 def _bump_spam_counters(posts: Sequence[Post]) -> None:
     """This service's own spam counters (features user_spam_rate, domain/ip spam rate), in
     the scoring transaction. Three UPDATEs at most whatever the batch size."""
-    _increment(Author, Counter(p.author_id for p in posts))
-    _increment(Domain, Counter(p.link.domain_id for p in posts if p.link is not None))
-    _increment(IpAddress, Counter(p.ip_id for p in posts if p.ip_id is not None))
+    # One plain-SQL UPDATE each (the ORM's Case/When per row was 7 % of the worker's time).
+    domains = Counter(p.link.domain_id for p in posts if p.link is not None)
+    counters_add(model=Author, increments=Counter(p.author_id for p in posts), counter="spam_count")
+    counters_add(model=Domain, increments=domains, counter="spam_count")
+    ips = Counter(p.ip_id for p in posts if p.ip_id is not None)
+    counters_add(model=IpAddress, increments=ips, counter="spam_count")

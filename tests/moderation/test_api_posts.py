@@ -293,7 +293,7 @@ def test_batch_envelope_errors(api: ApiCaller, body):
 
 def test_batch_query_count_is_small(api: ApiCaller, django_assert_max_num_queries):
     api.post("/api/v1/posts", post_payload("warm"))
-    with django_assert_max_num_queries(14):  # constant in N: tests/moderation/test_ingest_cost.py
+    with django_assert_max_num_queries(11):  # constant in N: tests/moderation/test_ingest_cost.py
         response = api.post("/api/v1/posts/batch", {"posts": [post_payload(f"q{i}") for i in range(50)]})
     assert response.json()["created"] == 50
 

@@ -300,3 +300,43 @@ def test_fuzzed_author_never_500(api: ApiCaller, field: str, value: Any):
 def test_fuzzed_bodies_never_500(api: ApiCaller, body: bytes):
     response = api.raw("/api/v1/posts", body)
     assert response.status_code in (400, 415), response.content
+
+
+@pytest.mark.parametrize(
+    ("override", "path"),
+    [
+        ({"author": {"external_id": "u-1", "email": "a@b.example"}}, "author.email"),
+        ({"autor": {"external_id": "u-1"}}, "autor"),
+        ({"preview": {"title": "t", "body": "b"}}, "preview.body"),
+        ({"journey": [{"step": "submit", "at": "2026-11-21T10:00:00Z", "ms": 3}]}, "journey[0].ms"),
+    ],
+)
+def test_unknown_fields_are_rejected_by_name(api: ApiCaller, override: dict, path: str):
+    response = send(api, post_payload(**override))
+    assert_field_error(response, path, "unknown_field")
+    assert not Post.objects.exists()
+
+
+def test_unknown_field_is_reported_with_the_other_errors(api: ApiCaller):
+    payload = post_payload(author={"external_id": "u-1", "email": "a@b.example"})
+    del payload["created_at"]
+    err = error(send(api, payload))
+    assert {"author.email", "created_at"} <= set(err["fields"])
+
+
+def test_unknown_field_in_a_batch_item_invalidates_only_that_item(api: ApiCaller):
+    good, bad = post_payload("good"), post_payload("bad", author={"external_id": "u-1", "email": "x"})
+    response = api.post("/api/v1/posts/batch", {"posts": [good, bad]})
+    assert response.status_code == 207
+    body = response.json()
+    assert (body["created"], body["invalid"]) == (1, 1)
+    assert body["results"][1]["errors"] == {"author.email": ["Unknown field."]}
+
+
+def test_unknown_fields_elsewhere(api: ApiCaller):
+    response = api.post("/api/v1/reports", {"post_external_id": "p", "reporter_id": "r", "reason": "spam", "x": 1})
+    assert_field_error(response, "x", "unknown_field")
+    response = api.put("/api/v1/authors/u-9", {"username": "ann", "mail": "a@b.example"})
+    assert_field_error(response, "mail", "unknown_field")
+    response = api.post("/api/v1/posts/batch", {"posts": [post_payload()], "extra": True})
+    assert_field_error(response, "extra", "unknown_field")

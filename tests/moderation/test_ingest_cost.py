@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from moderation.models import ApiKey, Author, Post
+from moderation.models import ApiKey, Author, Domain, IpAddress, Link, Post
 from moderation.services.api_keys import api_key_revoke
 from moderation.services.ingest import post_ingest
 from tests.factories import SourceFactory, api_key_with_row
@@ -36,12 +36,21 @@ def _key_queries(ctx: CaptureQueriesContext) -> list[str]:
 
 def test_single_new_post_query_count(api: ApiCaller, django_assert_num_queries):
     api.post("/api/v1/posts", post_payload("warm"))  # key cached, author/link/domain/IP exist
-    # SELECT post, BEGIN, author upsert+count, SELECT link, link count, IP upsert+count,
-    # INSERT post, domain count, COMMIT. Authentication: none (cached key).
+    # SELECT post, BEGIN, author upsert+count, SELECT domain, link upsert+count, domain count,
+    # IP upsert+count, INSERT post, COMMIT. Authentication: none (cached key).
     with django_assert_num_queries(9):
         assert api.post("/api/v1/posts", post_payload("p-2")).status_code == 201
     with django_assert_num_queries(1):
         assert api.post("/api/v1/posts", post_payload("p-2")).status_code == 200
+
+
+def test_a_new_link_costs_no_extra_query(api: ApiCaller, django_assert_num_queries):
+    api.post("/api/v1/posts", post_payload("warm"))  # the domain exists
+    with django_assert_num_queries(9):
+        response = api.post("/api/v1/posts", post_payload("p-4", url="https://promo.example.co.uk/other"))
+    assert response.status_code == 201
+    link = Link.objects.get(url="https://promo.example.co.uk/other")
+    assert (link.post_count, link.domain.post_count) == (1, 2)
 
 
 def test_single_post_without_link_or_ip(api: ApiCaller, django_assert_num_queries):
@@ -54,19 +63,21 @@ def test_single_post_without_link_or_ip(api: ApiCaller, django_assert_num_querie
 @pytest.mark.parametrize("size", [2, 40])
 def test_batch_query_count_does_not_grow_with_the_batch(api: ApiCaller, size, django_assert_num_queries):
     api.post("/api/v1/posts", post_payload("warm"))
-    # Everything new: SELECT posts, BEGIN, authors, SELECT links, SELECT domains, INSERT
-    # domains, SELECT domains, INSERT links, SELECT links, link counts, IPs, INSERT posts,
-    # domain counts, COMMIT.
-    with django_assert_num_queries(14):
+    # Everything new: SELECT posts, BEGIN, authors, SELECT domains, INSERT domains, SELECT
+    # domains, links, domain counts, IPs, INSERT posts, COMMIT.
+    with django_assert_num_queries(11):
         response = api.post("/api/v1/posts/batch", {"posts": [_fresh(i) for i in range(size)]})
     assert response.json()["created"] == size
-    # Everything known but the posts: the links are found at once (no domain/link inserts).
+    # Everything known but the posts: no domain inserts.
     with django_assert_num_queries(9):
         response = api.post(
             "/api/v1/posts/batch", {"posts": [_fresh(i) | {"external_id": f"again{i}"} for i in range(size)]}
         )
     assert response.json()["created"] == size
     assert Author.objects.get(source=api.source, external_id="nu1").post_count == 2
+    assert Link.objects.get(url="https://h1.nsite1.com/x").post_count == 2
+    assert Domain.objects.get(name="nsite1.com").post_count == 2
+    assert IpAddress.objects.get(address="10.0.1.1").post_count == 2
 
 
 def test_ingest_keeps_author_profile_semantics():
