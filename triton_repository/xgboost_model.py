@@ -30,7 +30,8 @@ class TritonPythonModel:
         self.features = json.loads((version_dir / "features.json").read_text())
         self.booster = xgb.Booster(model_file=str(version_dir / "model.json"))
         # Trees are tiny: one thread per instance; the second core serves the text model.
-        self.booster.set_param({"nthread": int(_param(config, "NTHREAD", "1"))})
+        self.nthread = int(_param(config, "NTHREAD", "1"))
+        self.booster.set_param({"nthread": self.nthread})
         device = _param(config, "DEVICE", "cpu")
         if device != "cpu":
             self.booster.set_param({"device": device})
@@ -38,26 +39,32 @@ class TritonPythonModel:
             raise pb_utils.TritonModelException(
                 f"booster expects {self.booster.num_features()} features, features.json lists {len(self.features)}"
             )
-        self.booster_names = self.booster.feature_names
         self.version = str(args["model_version"])
+        self.version_bytes = self.version.encode()
 
     def execute(self, requests):
         arrays = [
             pb_utils.get_input_tensor_by_name(r, "FEATURES")
             .as_numpy()
-            .astype(np.float32)
+            .astype(np.float32, copy=False)
             .reshape(-1, len(self.features))
             for r in requests
         ]
-        x = np.concatenate(arrays, axis=0)
-        dmatrix = xgb.DMatrix(x, feature_names=self.booster_names)
-        margin = self.booster.predict(dmatrix, output_margin=True).astype(np.float64).reshape(-1)
-        contribs = self.booster.predict(dmatrix, pred_contribs=True).astype(np.float32).reshape(x.shape[0], -1)
+        x = arrays[0] if len(arrays) == 1 else np.concatenate(arrays, axis=0)
+        # nthread: DMatrix defaults to every core, and its OpenMP start-up cost more than both
+        # predictions of a small batch (measured: 0.76 -> 0.28 ms CPU per 1-row call). No
+        # feature names: they would be the booster's own, so validating them checks nothing
+        # (the column count is checked in initialize and by the reshape above).
+        dmatrix = xgb.DMatrix(x, nthread=self.nthread)
+        margin = self.booster.predict(dmatrix, output_margin=True, validate_features=False)
+        margin = margin.astype(np.float64).reshape(-1)
+        contribs = self.booster.predict(dmatrix, pred_contribs=True, validate_features=False)
+        contribs = contribs.astype(np.float32, copy=False).reshape(x.shape[0], -1)
         prob = (1.0 / (1.0 + np.exp(-margin))).astype(np.float32).reshape(-1, 1)
         responses, row = [], 0
         for a in arrays:
             n = a.shape[0]
-            version = np.array([[self.version.encode()]] * n, dtype=np.object_)
+            version = np.full((n, 1), self.version_bytes, dtype=np.object_)
             responses.append(
                 pb_utils.InferenceResponse(
                     output_tensors=[

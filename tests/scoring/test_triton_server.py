@@ -273,3 +273,77 @@ def test_http_setting_switches_to_the_http_port(triton_settings):
     assert client.url.endswith(f":{triton_settings.TRITON_HTTP_PORT}")
     assert client.is_ready()
     assert client.model_versions()["spam_pipeline"] == "1"
+
+
+def _direct(client, model: str, inputs: dict, outputs: list[str]) -> dict:
+    import tritonclient.grpc as grpcclient
+
+    tensors = []
+    for name, array in inputs.items():
+        dtype = "BYTES" if array.dtype == object else ("INT64" if array.dtype.kind == "i" else "FP32")
+        tensor = grpcclient.InferInput(name, list(array.shape), dtype)
+        tensor.set_data_from_numpy(array)
+        tensors.append(tensor)
+    result = client.infer(model, tensors, outputs=[grpcclient.InferRequestedOutput(o) for o in outputs])
+    return {o: result.as_numpy(o) for o in outputs}
+
+
+def test_pipeline_outputs_equal_the_sub_models_called_directly(triton_server):
+    """spam_pipeline only routes: every sub-score, contribution and version it returns is what
+    tokenizer -> text_classifier (softmax), link_model, behaviour_model and fusion_model give
+    when called one row at a time. The trees must match bit for bit; the text score to fp32
+    noise (the tiny test model is fp32, whose scores move ~1e-7 with batch composition)."""
+    import numpy as np
+    import tritonclient.grpc as grpcclient
+
+    client = grpcclient.InferenceServerClient(triton_server.grpc_url)
+    rows = [
+        _row("WINNER!! claim your free prize now", seed=1),
+        _row("see you at 5", preview="Cheap pills, best prices, click to order today", seed=2),
+        _row("a much longer message " * 12, preview="and a preview " * 20, seed=3),
+        _row("ok", seed=4),
+    ]
+    outs = triton_server.client().score(rows)
+
+    def text_prob(text: str) -> float:
+        tok = _direct(
+            client,
+            "tokenizer",
+            {"TEXT": np.array([[text.encode()]], dtype=np.object_)},
+            ["input_ids", "attention_mask"],
+        )
+        logits = _direct(client, "text_classifier", tok, ["logits"])["logits"].astype(np.float64)[0]
+        exp = np.exp(logits - logits.max())
+        return float(np.float32(exp[1] / exp.sum()))
+
+    def trees(model: str, vector: list[float]) -> tuple[float, list[float], str]:
+        got = _direct(
+            client, model, {"FEATURES": np.array([vector], dtype=np.float32)}, ["PROB", "CONTRIBUTIONS", "VERSION"]
+        )
+        return float(got["PROB"][0, 0]), [float(v) for v in got["CONTRIBUTIONS"][0]], got["VERSION"][0, 0].decode()
+
+    for row, out in zip(rows, outs, strict=True):
+        assert out.text_prob == pytest.approx(text_prob(row.text), abs=1e-6)
+        if row.preview_text:
+            assert out.preview_prob == pytest.approx(text_prob(row.preview_text), abs=1e-6)
+        else:
+            assert out.preview_prob is None
+        computed = {"text_prob": out.text_prob, "preview_prob": -1.0 if out.preview_prob is None else out.preview_prob}
+        for model, vector, prob in (
+            ("link_model", row.link, out.link_prob),
+            ("behaviour_model", row.behaviour, out.behaviour_prob),
+        ):
+            direct_prob, direct_contrib, version = trees(model, vector)
+            assert prob == direct_prob
+            assert list(out.contributions[model].values()) == direct_contrib
+            assert out.model_versions[model] == version
+            computed[model.replace("_model", "_prob")] = prob
+        raw = {
+            **dict(zip(LINK_FEATURES, row.link, strict=True)),
+            **dict(zip(BEHAVIOUR_FEATURES, row.behaviour, strict=True)),
+        }
+        fusion = [computed[name] if name in computed else raw[name] for name in FUSION_FEATURES]
+        final, contrib, version = trees("fusion_model", fusion)
+        assert out.final_prob == final
+        assert list(out.contributions["fusion_model"].values()) == contrib
+        assert out.model_versions["fusion_model"] == version
