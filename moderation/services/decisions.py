@@ -55,11 +55,13 @@ def post_set_status(*, post: Post, status: str, check: bool = True) -> str:
     if delta:
         # Floor at 0: counters of rows created before this service kept them may be behind.
         new_count = Greatest(F("spam_count") + delta, Value(0))
+        # Tables in the order every counter writer locks them: authors -> domains -> IPs
+        # (moderation.services.counters), so a decision cannot deadlock with a scoring batch.
         Author.objects.filter(pk=post.author_id).update(spam_count=new_count)
-        if post.ip_id:
-            IpAddress.objects.filter(pk=post.ip_id).update(spam_count=new_count)
         if post.link_id:
             Domain.objects.filter(links__id=post.link_id).update(spam_count=new_count)
+        if post.ip_id:
+            IpAddress.objects.filter(pk=post.ip_id).update(spam_count=new_count)
     return previous
 
 

@@ -224,8 +224,9 @@ def _posts_create(
     insert won); everything rolls back with it, counters included.
 
     Rows are locked in the order every writer of these counters uses, authors -> links ->
-    domains -> IPs (the scoring worker's spam counters: authors -> domains -> IPs), sorted
-    within a table, so concurrent writers wait for each other rather than deadlock."""
+    domains -> IPs (the scoring worker's spam counters: authors -> domains -> IPs), by
+    ascending primary key within a table (moderation.services.counters), so concurrent writers
+    wait for each other rather than deadlock."""
     profiles: dict[str, dict[str, Any]] = {}
     for payload in payloads:
         data = dict(payload["author"])
