@@ -31,7 +31,7 @@ def _run(target: Callable[[], None], errors: list[BaseException]) -> threading.T
     def body() -> None:
         try:
             target()
-        except BaseException as exc:  # noqa: BLE001 - reported to the main thread
+        except BaseException as exc:  # reported to the main thread
             errors.append(exc)
         finally:
             connections.close_all()
