@@ -10,6 +10,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from moderation.db_fields import RowJSONField
+
 
 class Source(models.Model):
     """A platform that pushes posts. Every other row hangs off one source."""
@@ -184,7 +186,7 @@ class Post(models.Model):
     preview_text = models.TextField(blank=True, help_text="Page text, OCR of images, video transcripts.")
     ip = models.ForeignKey(IpAddress, null=True, blank=True, on_delete=models.PROTECT, related_name="posts")
     # Ordered UI steps: [{"step": "open_composer", "at": "2026-...Z"}, ...]
-    journey = models.JSONField(default=list, blank=True)
+    journey = RowJSONField(default=list, blank=True)
     share_count = models.PositiveIntegerField(default=0)
     comment_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(help_text="When the author posted it, platform clock.")

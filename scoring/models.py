@@ -7,6 +7,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from moderation.db_fields import RowJSONField
+
 
 class Action(models.TextChoices):
     REMOVE = "remove", "Remove"
@@ -29,9 +31,9 @@ class Score(models.Model):
     action = models.CharField(max_length=10, choices=Action.choices)
     short_circuit_reason = models.CharField(max_length=255, blank=True)
     policy = models.ForeignKey("DecisionPolicy", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    features = models.JSONField(default=dict, help_text="Feature values as seen at scoring time.")
-    contributions = models.JSONField(default=dict, help_text="model -> feature -> contribution (pred_contribs).")
-    model_versions = models.JSONField(default=dict, help_text="model name -> version.")
+    features = RowJSONField(default=dict, help_text="Feature values as seen at scoring time.")
+    contributions = RowJSONField(default=dict, help_text="model -> feature -> contribution (pred_contribs).")
+    model_versions = RowJSONField(default=dict, help_text="model name -> version.")
     latency_ms = models.FloatField(default=0.0)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -88,7 +90,7 @@ class WebhookDelivery(models.Model):
     post = models.ForeignKey("moderation.Post", on_delete=models.CASCADE, related_name="webhook_deliveries")
     event_id = models.CharField(max_length=64, unique=True)
     event_type = models.CharField(max_length=64)
-    payload = models.JSONField()
+    payload = RowJSONField()
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     last_status_code = models.PositiveIntegerField(null=True, blank=True)

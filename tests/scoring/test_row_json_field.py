@@ -1,0 +1,55 @@
+"""Score rows are bulk-inserted with one placeholder per row, not Django's UNNEST arrays.
+
+psycopg escapes an array of JSON strings element by element in Python (client-side binding),
+which made that escaping a quarter of the scoring worker's time; RowJSONField opts out."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from moderation.models import Post
+from scoring.models import Action, Score
+from tests.factories import PostFactory
+
+pytestmark = pytest.mark.django_db
+
+CONTRIBUTIONS = {"link": {"has_shortener": 0.75, 'quote"d': -0.5}, "fusion": {"text_prob": 2.25, "bias": -1.0}}
+
+
+def _scores(posts: list[Post]) -> list[Score]:
+    return [
+        Score(
+            post=post,
+            model_set="text:1,link:1",
+            final_score=0.5,
+            action=Action.QUEUE,
+            features={"url_length": 42, "text": 'it\'s \\ "quoted"'},
+            contributions=CONTRIBUTIONS,
+            model_versions={"text_classifier": "1"},
+        )
+        for post in posts
+    ]
+
+
+def test_bulk_insert_of_scores_uses_a_placeholder_per_row_and_keeps_the_values() -> None:
+    posts = PostFactory.create_batch(3)
+    with CaptureQueriesContext(connection) as ctx:
+        Score.objects.bulk_create(_scores(posts))
+    inserts = [q["sql"] for q in ctx.captured_queries if q["sql"].startswith('INSERT INTO "scoring_score"')]
+    assert len(inserts) == 1
+    assert "UNNEST" not in inserts[0]
+    stored = list(Score.objects.filter(post__in=posts).values_list("features", "contributions", "model_versions"))
+    assert stored == [({"url_length": 42, "text": 'it\'s \\ "quoted"'}, CONTRIBUTIONS, {"text_classifier": "1"})] * 3
+
+
+def test_posts_without_json_columns_of_this_kind_still_use_unnest() -> None:
+    """The opt-out is per field: a model with only plain columns keeps Django's UNNEST insert,
+    which shows the assertion above is about RowJSONField and not about the backend."""
+    from moderation.models import Domain
+
+    with CaptureQueriesContext(connection) as ctx:
+        Domain.objects.bulk_create([Domain(name="a.example"), Domain(name="b.example")])
+    (insert,) = [q["sql"] for q in ctx.captured_queries if q["sql"].startswith('INSERT INTO "moderation_domain"')]
+    assert "UNNEST" in insert
