@@ -7,7 +7,7 @@ main). Measurements alternate between them model by model and round by round, so
 machine's (shared, noisy) load hits both alike. spam_pipeline runs with its text-score cache
 off (perf_analyzer replays the same texts). Only one server does work at a time.
 
-    flock /work/.bench.lock .venv/bin/python benchmarks/pipeline_stages.py --ref main --port-base 8450
+    .venv/bin/python benchmarks/pipeline_stages.py --ref main --port-base 8450
     # --pyspy SECONDS additionally records py-spy profiles of every stub of the "after" server
     # while spam_pipeline runs (written next to the results as speedscope/flamegraph files).
 
@@ -187,8 +187,11 @@ def run_level(model: str, url: str, data: Path, tag: str, count: int, concurrenc
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--text", default="/work/artifacts/text/current")
-    parser.add_argument("--tabular", default="/work/artifacts/tabular/current")
+    from django.conf import settings
+
+    artifacts = Path(settings.ARTIFACTS_DIR)
+    parser.add_argument("--text", default=str(artifacts / "text" / "current"))
+    parser.add_argument("--tabular", default=str(artifacts / "tabular" / "current"))
     parser.add_argument("--ref", default="main", help="git ref of the 'before' code")
     parser.add_argument("--port-base", type=int, default=8450, help="uses base..base+5")
     parser.add_argument("--rounds", type=int, default=2)

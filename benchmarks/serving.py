@@ -23,7 +23,7 @@ One run:
    writes everything to benchmarks/results/serving-<UTC time>.json.
 
 Usage (see benchmarks/RESULTS.md for the exact commands and numbers):
-    python benchmarks/serving.py --text /work/artifacts/text/current --tabular /work/artifacts/tabular/current
+    python benchmarks/serving.py   # the artifacts under $ARTIFACTS_DIR (default var/models)/{text,tabular}/current
     python benchmarks/serving.py --tiny --concurrency 1:2 --request-count 50   # harness check
 """
 

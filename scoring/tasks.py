@@ -13,7 +13,7 @@ Measured with benchmarks/e2e_pipeline.py --mode backlog --posts 300 (drain rate;
 the machine shared with 7 other engineers, load average ~10):
     batch 16: concurrency 1 -> 37.8, 2 -> 37.9, 4 -> 32.5 posts/s
     concurrency 2: batch 1 -> 19.8, batch 16 -> 37.9, batch 32 -> 37.9 posts/s
-Re-measured 2026-11-22 with the real models (int8 text model; /work/artifacts), 400 posts,
+Re-measured 2026-11-22 with the real models (int8 text model, the bootstrap artifacts), 400 posts,
 after the worker kept its database connection across tasks (config.celery_app), two runs each:
     concurrency 2: batch 16 -> 116 / 172, batch 32 -> 191 / 251, batch 64 -> 199 / 274 posts/s
     worker CPU per post: 5.0 / 4.7 ms, 4.6 / 3.4 ms, 4.5 / 3.1 ms (Triton: 2.9, 2.4, 2.3 ms)
