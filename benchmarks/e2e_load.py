@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
-from e2e_pipeline import payload, percentile, start_worker  # noqa: E402 - benchmarks/ is on sys.path
+from e2e_pipeline import add_debug_flag, apply_debug_flag, payload, percentile, start_worker  # noqa: E402 - benchmarks/ is on sys.path
 
 
 def wait_for(what: str, check: Any, timeout: float, interval: float = 0.2) -> None:
@@ -236,14 +236,9 @@ def main() -> None:
     parser.add_argument("--repository", type=Path, default=Path("/tmp/faults-repo"))
     parser.add_argument("--drain-timeout", type=float, default=120.0, help="max wait for a rate's posts to score")
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "e2e_load.json")
-    parser.add_argument(
-        "--debug",
-        action="store_true",
-        help="run with DEBUG=true (config.settings.local's default; every query then goes through "
-        "the debug cursor wrapper); by default the processes started here get DEBUG=false",
-    )
+    add_debug_flag(parser)
     args = parser.parse_args()
-    os.environ["DEBUG"] = "true" if args.debug else "false"  # this process and those it starts
+    apply_debug_flag(args)
     rates = [float(r) for r in args.rates.split(",") if r]
 
     port = args.triton_port_base

@@ -134,6 +134,20 @@ def payload(i: int, run: str) -> dict[str, Any]:
     }
 
 
+def add_debug_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="run with DEBUG=true (config.settings.local's default; every query then goes through "
+        "the debug cursor wrapper); by default the processes started here get DEBUG=false",
+    )
+
+
+def apply_debug_flag(args: argparse.Namespace) -> None:
+    """Set DEBUG for this process and, through the environment, the processes it starts."""
+    os.environ["DEBUG"] = "true" if args.debug else "false"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--posts", type=int, default=300)
@@ -159,14 +173,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--json", type=Path, default=REPO / "var" / "benchmarks" / "e2e_pipeline.json")
     parser.add_argument("--py-spy", type=Path, default=None, help="py-spy record the worker (raw stacks) to this file")
-    parser.add_argument(
-        "--debug",
-        action="store_true",
-        help="run with DEBUG=true (config.settings.local's default; every query then goes through "
-        "the debug cursor wrapper); by default the processes started here get DEBUG=false",
-    )
+    add_debug_flag(parser)
     args = parser.parse_args()
-    os.environ["DEBUG"] = "true" if args.debug else "false"  # this process and those it starts
+    apply_debug_flag(args)
 
     import django
 
