@@ -42,7 +42,14 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
-from e2e_pipeline import add_debug_flag, apply_debug_flag, payload, percentile, start_worker  # noqa: E402 - benchmarks/ is on sys.path
+from e2e_pipeline import (  # noqa: E402 - benchmarks/ is on sys.path
+    add_debug_flag,
+    apply_debug_flag,
+    cpu_by_component,
+    payload,
+    percentile,
+    start_worker,
+)
 
 
 def wait_for(what: str, check: Any, timeout: float, interval: float = 0.2) -> None:
@@ -285,6 +292,8 @@ def main() -> None:
         procs.append(start_worker(env, args, workdir / "worker.log"))
         procs.append(start_web(env, args.web_port, args.web_workers, args.web_threads, workdir / "web.log"))
         url = f"http://127.0.0.1:{args.web_port}/api/v1/posts"
+        triton_pid = server_control.read_pid(triton)
+        sessions = {"web": procs[1].pid, "worker": procs[0].pid} | ({"triton": triton_pid} if triton_pid else {})
         session_local = threading.local()
 
         def session(raw_key: str) -> requests.Session:
@@ -324,12 +333,14 @@ def main() -> None:
                 return 207
 
             requests_count = count // per
+            cpu_before = cpu_by_component(sessions)
             loop = OpenLoop(send, rate / per, requests_count, max_s=args.seconds * 3)
             sent_s = loop.run()
             posts = Post.objects.filter(source=source)
             deadline = time.monotonic() + args.drain_timeout
             while posts.filter(status=PostStatus.RECEIVED).exists() and time.monotonic() < deadline:
                 time.sleep(0.25)
+            cpu_after = cpu_by_component(sessions)
             unscored = posts.filter(status=PostStatus.RECEIVED).count()
             done = list(posts.exclude(scored_at=None).values_list("received_at", "scored_at"))
             latencies = [(b - a).total_seconds() * 1000 for a, b in done]
@@ -351,6 +362,11 @@ def main() -> None:
                 "to_scored_ms_p50": round(percentile(latencies, 0.5), 1),
                 "to_scored_ms_p95": round(percentile(latencies, 0.95), 1),
                 "to_scored_ms_p99": round(percentile(latencies, 0.99), 1),
+                # CPU ms per scored post by component, send to drained (includes the drain's
+                # polling queries in postgres and the load generator).
+                "cpu_ms_per_post": {
+                    k: round(1000 * (cpu_after[k] - cpu_before[k]) / max(len(done), 1), 2) for k in cpu_after
+                },
             }
             rows.append(row)
             print(json.dumps(row), flush=True)
@@ -370,7 +386,9 @@ def main() -> None:
                 return session(raw_key).post(f"{url}?wait_ms=50", json=payload(i, run), timeout=30).status_code
 
             loop = OpenLoop(send_sync, args.sync_rate, int(args.sync_rate * args.sync_seconds), args.sync_seconds * 3)
+            cpu_before = cpu_by_component(sessions)
             loop.run()
+            cpu_after = cpu_by_component(sessions)
             ms = [m for _, m in loop.results]
             answers: dict[str, int] = {}
             for status, _ in loop.results:
@@ -382,6 +400,9 @@ def main() -> None:
                 "ms_p95": round(percentile(ms, 0.95), 1),
                 "ms_p99": round(percentile(ms, 0.99), 1),
                 "answers": answers,  # 201: scored within the budget; 202: left to the worker
+                "cpu_ms_per_request": {
+                    k: round(1000 * (cpu_after[k] - cpu_before[k]) / max(len(loop.results), 1), 2) for k in cpu_after
+                },
             }
     finally:
         for proc in procs:
@@ -413,6 +434,15 @@ def main() -> None:
         f"p99 {sync.get('ms_p99')} ms, "
         f"answers {sync.get('answers')}"
     )
+    if rows:
+        parts = list(rows[0]["cpu_ms_per_post"])
+        print("\nCPU ms per scored post: " + "  ".join(f"{p:>14}" for p in ["offered/s", *parts, "total"]))
+        for r in rows:
+            cpu = r["cpu_ms_per_post"]
+            cells = [r["offered_posts_per_s"], *cpu.values(), round(sum(cpu.values()), 2)]
+            print(" " * 24 + "  ".join(f"{c:>14}" for c in cells))
+    if sync.get("cpu_ms_per_request"):
+        print(f"wait_ms=50 CPU ms per request: {sync['cpu_ms_per_request']}")
     best = max((r["scored_posts_per_s"] for r in rows), default=0.0)
     if model.get("posts_per_s"):
         print(

@@ -20,6 +20,8 @@ source); the broker DB is flushed before the run. Never part of the test suite."
 from __future__ import annotations
 
 import argparse
+import functools
+import itertools
 import json
 import os
 import signal
@@ -97,18 +99,40 @@ def start_worker(env: dict[str, str], args: argparse.Namespace, log_path: Path) 
     raise SystemExit("worker did not become ready within 60 s")
 
 
+def _proc_stats() -> list[tuple[str, list[str]]]:
+    """(comm, fields after "pid (comm)") of every live process."""
+    stats = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            head, tail = stat.read_text().rsplit(")", 1)
+        except (OSError, ValueError):
+            continue
+        stats.append((head.split("(", 1)[-1], tail.split()))
+    return stats
+
+
+def _cpu_s(fields: list[str]) -> float:
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
 def session_cpu_s(sid: int) -> float:
     """User + system CPU seconds of the live processes of session `sid` (the worker and its pool
     children, or tritonserver and its python-backend stubs: each runs in its own session)."""
-    ticks = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[3]) == sid:  # fields after "pid (comm)": state ppid pgrp session ...
-            ticks += int(fields[11]) + int(fields[12])  # utime, stime
-    return ticks / os.sysconf("SC_CLK_TCK")
+    # fields after "pid (comm)": state ppid pgrp session ...
+    return sum(_cpu_s(fields) for _, fields in _proc_stats() if int(fields[3]) == sid)
+
+
+def cpu_by_component(sessions: dict[str, int]) -> dict[str, float]:
+    """CPU seconds so far of each named session, of every process whose command name is
+    postgres or redis-server (the machine's shared services: other load on them is counted
+    too, so run on a quiet machine), and of this process (the load generator)."""
+    stats = _proc_stats()
+    out = {name: sum(_cpu_s(f) for _, f in stats if int(f[3]) == sid) for name, sid in sessions.items()}
+    out["postgres"] = sum(_cpu_s(f) for comm, f in stats if comm == "postgres")
+    out["redis"] = sum(_cpu_s(f) for comm, f in stats if comm.startswith("redis-server"))
+    times = os.times()
+    out["load generator"] = times.user + times.system
+    return out
 
 
 def start_py_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
@@ -118,11 +142,27 @@ def start_py_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+@functools.cache
+def _sms() -> list[tuple[str, int]]:
+    """(text, label) of the SMS test split: realistic lengths and a realistic spam share."""
+    from scoring.ml.text.data import load_sms_splits
+
+    test = load_sms_splits().test
+    return list(zip(test.texts, test.labels, strict=True))
+
+
+_unique = itertools.count()
+
+
 def payload(i: int, run: str) -> dict[str, Any]:
-    spammy = i % 3 == 0
+    """Post `i` of a run: an SMS text made unique in this process by a counter, so that
+    spam_pipeline's text-score cache never answers for a repeat (a run that replays texts would
+    measure the cache, and earlier phases of a benchmark would warm it for later ones)."""
+    text, label = _sms()[i % len(_sms())]
+    spammy = label == 1
     return {
         "external_id": f"{run}-{i}",
-        "text": (f"WIN a FREE iPhone {i}!!! click now" if spammy else f"Lunch at noon tomorrow? ({i})"),
+        "text": f"{text} ({next(_unique)})",
         "url": f"https://promo{i % 7}.example.com/win?ref={i}" if spammy else "",
         "author": {"external_id": f"{run}-u{i % 25}", "account_created_at": "2026-10-01T08:00:00Z"},
         "ip": f"198.51.100.{i % 200 + 1}",
