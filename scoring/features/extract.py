@@ -15,14 +15,16 @@ features the same way."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from django.db.models import Count, Q
+from django.db import connection
+from django.db.models import Count, ForeignKey, Model, Q, QuerySet
 
-from moderation.models import Post, Report
+from moderation.models import Author, Domain, IpAddress, Link, Post, Report, Source
 from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from scoring.features.email import email_features
 from scoring.features.journey import JourneyError, journey_features
@@ -50,8 +52,11 @@ SPAM_REPORT_REASONS = frozenset({"spam", "scam", "phishing", "malware", "fraud",
 
 def posts_for_scoring(post_ids: Iterable[int]) -> dict[int, Post]:
     """One query: the posts and everything the features and short-circuits read from them."""
-    qs = Post.objects.filter(id__in=list(post_ids)).select_related("source", "author", "link__domain", "ip")
-    return {p.id: p for p in qs}
+    return {p.id: p for p in _scoring_queryset(Post.objects.filter(id__in=list(post_ids)))}
+
+
+def _scoring_queryset(posts: QuerySet[Post]) -> QuerySet[Post]:
+    return posts.select_related("source", "author", "link__domain", "ip")
 
 
 def features_for_posts(post_ids: Iterable[int]) -> dict[int, PostFeatures]:
@@ -66,22 +71,148 @@ def features_for_loaded_posts(posts: Iterable[Post]) -> dict[int, PostFeatures]:
     reports = _report_stats([p.id for p in posts])
     link_counts = _user_link_counts(posts)
     text_counts = _user_text_counts(posts)
-    result: dict[int, PostFeatures] = {}
-    for post in posts:
-        link = _link_values(post)
-        behaviour = _behaviour_values(
+    return {
+        post.id: _post_features(
             post,
             reports=reports.get(post.id, ReportStats()),
             user_link_count=link_counts.get((post.author_id, post.link_id), 0) if post.link_id else 0,
             user_post_count=text_counts.get((post.author_id, post.text), 0) if post.text else 0,
         )
-        result[post.id] = PostFeatures(
-            link=link,
-            behaviour=behaviour,
-            text=post.text,
-            preview_text=preview_text_of(post),
-        )
-    return result
+        for post in posts
+    }
+
+
+def post_with_features(post_id: int) -> tuple[Post, PostFeatures] | None:
+    """`posts_for_scoring` + `features_for_loaded_posts` for one post in ONE statement (the
+    inline check, where every round trip and every compiled queryset is latency): the post
+    joined to what posts_for_scoring joins, the report stats and the two per-author counts as
+    correlated subqueries counting exactly the rows the grouped queries count for that post
+    (tests/scoring/test_pipeline_extract.py compares the two). The SQL is built once from the
+    models' metadata: the ORM compiling the same query each time cost more than running it."""
+    query = _inline_query()
+    with connection.cursor() as cursor:
+        cursor.execute(query.sql, [*sorted(SPAM_REPORT_REASONS), post_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    post = _instances(row, query)
+    reports, reporters, spam, links, texts = row[-5:]
+    features = _post_features(
+        post,
+        reports=ReportStats(reports, reporters, spam),
+        user_link_count=links,
+        user_post_count=texts,
+    )
+    return post, features
+
+
+class _Table(NamedTuple):
+    alias: str
+    model: type[Model]
+    parent: str  # alias of the table whose foreign key joins this one ("" for the post)
+    relation: str  # that foreign key's field name
+
+
+# What posts_for_scoring's select_related("source", "author", "link__domain", "ip") joins.
+_TABLES = (
+    _Table("p", Post, "", ""),
+    _Table("s", Source, "p", "source"),
+    _Table("a", Author, "p", "author"),
+    _Table("l", Link, "p", "link"),
+    _Table("d", Domain, "l", "domain"),
+    _Table("i", IpAddress, "p", "ip"),
+)
+
+
+class _InlineQuery(NamedTuple):
+    sql: str
+    fields: dict[str, list[Any]]  # alias -> its model's concrete fields, in column order
+    # alias -> (column index within the table, the ORM's converters for it, its Col)
+    converters: dict[str, list[tuple[int, list[Any], Any]]]
+
+
+def _foreign_key(model: type[Model], name: str) -> ForeignKey:
+    field = model._meta.get_field(name)
+    assert isinstance(field, ForeignKey)
+    return field
+
+
+@functools.cache
+def _inline_query() -> _InlineQuery:
+    qn = connection.ops.quote_name
+    models = {t.alias: t.model for t in _TABLES}
+    fields = {t.alias: list(t.model._meta.concrete_fields) for t in _TABLES}
+    columns = [f"{t.alias}.{qn(str(f.column))}" for t in _TABLES for f in fields[t.alias]]
+    joins = [
+        f"LEFT JOIN {qn(t.model._meta.db_table)} {t.alias} ON {t.alias}.{qn(str(t.model._meta.pk.column))} = "
+        f"{t.parent}.{qn(str(_foreign_key(models[t.parent], t.relation).column))}"
+        for t in _TABLES[1:]
+    ]
+    report, post = qn(Report._meta.db_table), qn(Post._meta.db_table)
+    reasons = ", ".join(["%s"] * len(SPAM_REPORT_REASONS))
+    counts = [
+        f"(SELECT COUNT(*) FROM {report} r WHERE r.post_id = p.id)",  # noqa: S608
+        f"(SELECT COUNT(DISTINCT r.reporter_id) FROM {report} r WHERE r.post_id = p.id)",  # noqa: S608
+        f"(SELECT COUNT(*) FROM {report} r WHERE r.post_id = p.id AND r.reason IN ({reasons}))",  # noqa: S608
+        f"(SELECT COUNT(*) FROM {post} o WHERE o.author_id = p.author_id AND o.link_id = p.link_id)",  # noqa: S608
+        f"(SELECT COUNT(*) FROM {post} o WHERE o.author_id = p.author_id AND o.text = p.text)",  # noqa: S608
+    ]
+    # Identifiers come from model metadata, values are parameters: no injection.
+    sql = f"SELECT {', '.join(columns + counts)} FROM {post} p {' '.join(joins)} WHERE p.id = %s"  # noqa: S608
+    return _InlineQuery(
+        sql=sql, fields=fields, converters={t.alias: _converters(t.alias, fields[t.alias]) for t in _TABLES}
+    )
+
+
+def _converters(alias: str, fields: list[Any]) -> list[tuple[int, list[Any], Any]]:
+    """What the ORM's compiler applies to each column (from_db_value ...), looked up once."""
+    found = []
+    for i, field in enumerate(fields):
+        col = field.get_col(alias)
+        converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+        if converters:
+            found.append((i, converters, col))
+    return found
+
+
+def _instances(row: Sequence[Any], query: _InlineQuery) -> Post:
+    """The Post of `row` with its joined rows cached on their foreign keys, as select_related
+    leaves them (None for a missing link or IP), values converted as the ORM converts them."""
+    objects: dict[str, Model | None] = {}
+    start = 0
+    for t in _TABLES:
+        fields = query.fields[t.alias]
+        values = list(row[start : start + len(fields)])
+        start += len(fields)
+        if values[0] is None:  # the pk: no joined row
+            objects[t.alias] = None
+            continue
+        for i, converters, col in query.converters[t.alias]:
+            for convert in converters:
+                values[i] = convert(values[i], col, connection)
+        objects[t.alias] = t.model.from_db(connection.alias, [f.attname for f in fields], values)
+    post = objects["p"]
+    assert isinstance(post, Post)
+    for t in _TABLES[1:]:
+        parent = objects[t.parent]
+        if parent is not None:
+            _foreign_key(type(parent), t.relation).set_cached_value(parent, objects[t.alias])
+    return post
+
+
+def _post_features(post: Post, *, reports: ReportStats, user_link_count: int, user_post_count: int) -> PostFeatures:
+    return PostFeatures(
+        link=_link_values(post),
+        behaviour=_behaviour_values(
+            post,
+            reports=reports,
+            # A post without a link or text has no pair to count (the grouped queries skip it).
+            user_link_count=user_link_count if post.link_id else 0,
+            user_post_count=user_post_count if post.text else 0,
+        ),
+        text=post.text,
+        preview_text=preview_text_of(post),
+    )
 
 
 def preview_text_of(post: Post) -> str:

@@ -128,9 +128,10 @@ def infer(items: Sequence[_Item], *, client: ScoringClient) -> None:
         item.extra["model_ms"] = round(elapsed_ms, 3)
 
 
-def prepare(posts: Iterable[Post]) -> list[_Item]:
+def prepare(posts: Iterable[Post], *, features: dict[int, PostFeatures] | None = None) -> list[_Item]:
+    """`features`: already computed (the inline check's one-query load), else queried here."""
     posts = list(posts)
-    features = features_for_loaded_posts(posts)
+    features = features_for_loaded_posts(posts) if features is None else features
     return [_Item(post=p, features=features[p.id], reason=short_circuit_reason(p)) for p in posts]
 
 
