@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, OperationalError, transaction
 
+from moderation import sql_rows
 from moderation.links import link_identity, url_hash
 from moderation.models import Domain, IpAddress, Link, Post, PostStatus, Source
 from moderation.services.authors import authors_upsert_counting_posts
@@ -117,7 +118,8 @@ def _build_post(
 
 
 def _stored_post(*, source: Source, external_id: str) -> Post | None:
-    return Post.objects.filter(source=source, external_id=external_id).first()
+    # Every ingest runs this first: SQL built once (moderation.sql_rows), not a compiled queryset.
+    return sql_rows.select_first(Post, where="t.source_id = %s AND t.external_id = %s", params=[source.pk, external_id])
 
 
 def post_ingest(

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 from django.db import connection
 from django.db.models import Count, ForeignKey, Model, Q, QuerySet
 
+from moderation import sql_rows
 from moderation.models import Author, Domain, IpAddress, Link, Post, Report, Source
 from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from scoring.features.email import email_features
@@ -89,13 +90,12 @@ def post_with_features(post_id: int) -> tuple[Post, PostFeatures] | None:
     correlated subqueries counting exactly the rows the grouped queries count for that post
     (tests/scoring/test_pipeline_extract.py compares the two). The SQL is built once from the
     models' metadata: the ORM compiling the same query each time cost more than running it."""
-    query = _inline_query()
     with connection.cursor() as cursor:
-        cursor.execute(query.sql, [*sorted(SPAM_REPORT_REASONS), post_id])
+        cursor.execute(_inline_sql(), [*sorted(SPAM_REPORT_REASONS), post_id])
         row = cursor.fetchone()
     if row is None:
         return None
-    post = _instances(row, query)
+    post = _instances(row)
     reports, reporters, spam, links, texts = row[-5:]
     features = _post_features(
         post,
@@ -124,13 +124,6 @@ _TABLES = (
 )
 
 
-class _InlineQuery(NamedTuple):
-    sql: str
-    fields: dict[str, list[Any]]  # alias -> its model's concrete fields, in column order
-    # alias -> (column index within the table, the ORM's converters for it, its Col)
-    converters: dict[str, list[tuple[int, list[Any], Any]]]
-
-
 def _foreign_key(model: type[Model], name: str) -> ForeignKey:
     field = model._meta.get_field(name)
     assert isinstance(field, ForeignKey)
@@ -138,11 +131,9 @@ def _foreign_key(model: type[Model], name: str) -> ForeignKey:
 
 
 @functools.cache
-def _inline_query() -> _InlineQuery:
+def _inline_sql() -> str:
     qn = connection.ops.quote_name
     models = {t.alias: t.model for t in _TABLES}
-    fields = {t.alias: list(t.model._meta.concrete_fields) for t in _TABLES}
-    columns = [f"{t.alias}.{qn(str(f.column))}" for t in _TABLES for f in fields[t.alias]]
     joins = [
         f"LEFT JOIN {qn(t.model._meta.db_table)} {t.alias} ON {t.alias}.{qn(str(t.model._meta.pk.column))} = "
         f"{t.parent}.{qn(str(_foreign_key(models[t.parent], t.relation).column))}"
@@ -157,46 +148,26 @@ def _inline_query() -> _InlineQuery:
         f"(SELECT COUNT(*) FROM {post} o WHERE o.author_id = p.author_id AND o.link_id = p.link_id)",  # noqa: S608
         f"(SELECT COUNT(*) FROM {post} o WHERE o.author_id = p.author_id AND o.text = p.text)",  # noqa: S608
     ]
+    columns = [sql_rows.select_list(t.model, t.alias) for t in _TABLES]
     # Identifiers come from model metadata, values are parameters: no injection.
-    sql = f"SELECT {', '.join(columns + counts)} FROM {post} p {' '.join(joins)} WHERE p.id = %s"  # noqa: S608
-    return _InlineQuery(
-        sql=sql, fields=fields, converters={t.alias: _converters(t.alias, fields[t.alias]) for t in _TABLES}
-    )
+    return f"SELECT {', '.join(columns + counts)} FROM {post} p {' '.join(joins)} WHERE p.id = %s"  # noqa: S608
 
 
-def _converters(alias: str, fields: list[Any]) -> list[tuple[int, list[Any], Any]]:
-    """What the ORM's compiler applies to each column (from_db_value ...), looked up once."""
-    found = []
-    for i, field in enumerate(fields):
-        col = field.get_col(alias)
-        converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
-        if converters:
-            found.append((i, converters, col))
-    return found
-
-
-def _instances(row: Sequence[Any], query: _InlineQuery) -> Post:
+def _instances(row: Sequence[Any]) -> Post:
     """The Post of `row` with its joined rows cached on their foreign keys, as select_related
-    leaves them (None for a missing link or IP), values converted as the ORM converts them."""
+    leaves them (None for a missing link or IP)."""
     objects: dict[str, Model | None] = {}
     start = 0
     for t in _TABLES:
-        fields = query.fields[t.alias]
-        values = list(row[start : start + len(fields)])
-        start += len(fields)
-        if values[0] is None:  # the pk: no joined row
-            objects[t.alias] = None
-            continue
-        for i, converters, col in query.converters[t.alias]:
-            for convert in converters:
-                values[i] = convert(values[i], col, connection)
-        objects[t.alias] = t.model.from_db(connection.alias, [f.attname for f in fields], values)
-    post = objects["p"]
-    assert isinstance(post, Post)
+        end = start + sql_rows.width(t.model)
+        objects[t.alias] = sql_rows.instance(t.model, t.alias, row[start:end])
+        start = end
     for t in _TABLES[1:]:
         parent = objects[t.parent]
         if parent is not None:
             _foreign_key(type(parent), t.relation).set_cached_value(parent, objects[t.alias])
+    post = objects["p"]
+    assert isinstance(post, Post)
     return post
 
 
