@@ -9,6 +9,9 @@ fixed whatever the batch size (asserted in tests/scoring/test_pipeline_extract.p
 3. how often each author shared each link (user_link_count), grouped;
 4. how often each author posted each text (user_post_count), grouped.
 
+The inline pre-publish check (scoring.services.inline) reads one post: `post_with_features`
+answers all four in a single statement with the same counts.
+
 The per-value arithmetic (URL parsing, the journey, e-mail providers) lives in pure functions
 (scoring.features.url / journey / email / reputation) so the trainers and the pipeline compute
 features the same way."""
