@@ -299,7 +299,7 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
 def _lock_posts(ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     """id -> {id, status, report_count} of the posts, row-locked in id order (no deadlock
     between overlapping batches). Plain SQL: the ORM compiling this select_for_update().values()
-    on every scoring transaction cost more than running it (the ?wait_ms path, py-spy)."""
+    on every scoring transaction cost more than running it (?wait_ms path, cProfile)."""
     if not ids:
         return {}
     qn = connection.ops.quote_name
