@@ -216,6 +216,9 @@ def main() -> None:
     parser.add_argument("--rates", default="10,20,40,80", help="ingest rates in posts/s, ascending")
     parser.add_argument("--seconds", type=float, default=10.0, help="ingest duration per rate")
     parser.add_argument("--model-seconds", type=float, default=8.0, help="model-alone throughput run")
+    parser.add_argument(
+        "--model-callers", default="2,4", help="concurrent callers tried for the model-alone run (best one kept)"
+    )
     parser.add_argument("--warmup", type=int, default=30, help="unmeasured posts sent first")
     parser.add_argument("--sync-rate", type=float, default=20.0, help="wait_ms=50 requests/s (0: skip)")
     parser.add_argument("--sync-seconds", type=float, default=10.0)
@@ -304,7 +307,11 @@ def main() -> None:
             return s
 
         if not args.only_sync:
-            model = model_throughput(args.model_seconds, args.batch_size, args.concurrency)
+            # The model at its best: as many callers as the worker has processes, and more (a
+            # denominator measured below the model's peak would flatter the end-to-end ratio).
+            callers = sorted({args.concurrency, *(int(c) for c in args.model_callers.split(",") if c)})
+            tries = [model_throughput(args.model_seconds, args.batch_size, c) for c in callers]
+            model = max(tries, key=lambda t: t["posts_per_s"]) | {"tries": tries}
             print(f"served model alone: {model}", flush=True)
 
         # Warm-up (not measured): first requests load Python modules, connections, Triton models.

@@ -324,6 +324,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--skip-alternative", action="store_true", help="skip text_classifier's 1 x 2 threads layout")
     p.add_argument(
+        "--fusion-variant",
+        action="store_true",
+        help="also text_classifier with ONNX Runtime's default graph fusions (DISABLED_OPTIMIZERS empty)",
+    )
+    p.add_argument(
         "--cache-duplicates", type=float, default=0.3, help="share of cache-run posts repeating one (0 = skip)"
     )
     p.add_argument("--cache-requests", type=int, default=1500, help="posts in the cache run's stream")
@@ -441,6 +446,7 @@ def run_triton(
                         args.stability,
                         alternative=not args.skip_alternative,
                         no_batching=args.variants,
+                        fusions=args.fusion_variant,
                     )
                 )
                 continue
@@ -537,6 +543,7 @@ def text_classifier_settings(
     *,
     alternative: bool = True,
     no_batching: bool = False,
+    fusions: bool = False,
 ) -> list[dict[str, Any]]:
     """text_classifier with the repository's config and under other serving settings, to show
     what the chosen ones buy. Interleaved: at each concurrency level every setting is measured
@@ -560,6 +567,15 @@ def text_classifier_settings(
         )
     if no_batching:
         settings.append((f"text_classifier:{count}x{threads}-no-dynamic-batching", {"dynamic_batching": None}))
+    if fusions and params.get("DISABLED_OPTIMIZERS", {}).get("string_value"):
+        # ONNX Runtime's default graph fusions (SkipLayerNormalization included): what leaving
+        # them off (TEXT_DISABLED_OPTIMIZERS) buys, same run.
+        settings.append(
+            (
+                "text_classifier:ort-default-fusions",
+                {"parameters": {**params, "DISABLED_OPTIMIZERS": {"string_value": ""}}},
+            )
+        )
     runs: dict[str, dict[str, Any]] = {}
     for level in range(lo, hi + 1):
         for name, change in settings:

@@ -16,6 +16,16 @@ from typing import Literal
 
 from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
 
+# ONNX Runtime graph fusions left off everywhere the text model runs (offline evaluation in
+# scoring/ml/text/inference.py; serving through text_classifier's DISABLED_OPTIMIZERS
+# parameter), so that the score a model was evaluated with is the score it serves.
+# SkipLayerNormFusion: onnxruntime 1.31's CPU SkipLayerNormalization kernel took 17 % of an int8
+# forward pass (ORT profile: 12 nodes, ~0.4 ms each for a [4, 25, 384] batch, 7x a plain
+# LayerNormalization of the same shape). Add + LayerNormalization instead: 2.96 -> 2.31 ms per
+# SMS (1 thread, batches of 4 length-sorted texts, best of 4 runs); probabilities move by at
+# most 2e-4. Numbers in benchmarks/RESULTS.md.
+TEXT_DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
+
 Profile = Literal["cpu", "gpu"]
 
 # Text length cap (tokens, incl. [CLS]/[SEP]); settings.TEXT_MAX_LENGTH default. The GPU
@@ -159,7 +169,13 @@ def specs(profile: Profile) -> dict[str, ModelSpec]:
                 "Triton has to itself. "
                 "No thread spinning: idle ORT threads would burn the cores the other stubs need."
             ),
-            parameters={"INTRA_OP_THREADS": "1", "ALLOW_SPINNING": "0", "LENGTH_GROUP_RATIO": "1.25"},
+            parameters={
+                "INTRA_OP_THREADS": "1",
+                "ALLOW_SPINNING": "0",
+                "LENGTH_GROUP_RATIO": "1.25",
+                # The offline evaluation's list: served scores equal evaluated ones.
+                "DISABLED_OPTIMIZERS": ";".join(TEXT_DISABLED_OPTIMIZERS),
+            },
         )
     else:
         text = ModelSpec(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 import torch
 from django.core.management import call_command
@@ -22,9 +23,17 @@ from scoring.ml.text.export import (
     load_torch_model,
     run_export,
 )
-from scoring.ml.text.inference import FP32_FILE, INT8_FILE, SERVING_FILE, OnnxTextClassifier, pad_ids
+from scoring.ml.text.inference import (
+    FP32_FILE,
+    INT8_FILE,
+    SERVING_FILE,
+    OnnxTextClassifier,
+    pad_ids,
+    session_options,
+)
 from scoring.ml.text.tiny import build_tiny_checkpoint
 from scoring.ml.text.train import TrainConfig, current_model_dir, read_metrics, run_training
+from scoring.ml.triton_configs import TEXT_DISABLED_OPTIMIZERS
 from tests.scoring.test_text_train import small_splits
 
 MAX_LENGTH = 64
@@ -179,3 +188,22 @@ def test_weight_only_recipe_keeps_attention_matmuls_in_float(tmp_path: Path) -> 
         if node.op_type == "Gemm" and "/classifier/" in node.name:
             assert produced_by.get(node.input[0]) != "DequantizeLinear"
     assert any(n.op_type == "DequantizeLinear" for n in graph.node)
+
+
+def _optimized_op_types(model: Path, options: ort.SessionOptions, out: Path) -> set[str]:
+    options.optimized_model_filepath = str(out)
+    ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
+    return {node.op_type for node in onnx.load(str(out)).graph.node}
+
+
+def test_evaluation_sessions_leave_the_slow_fusions_off(exported: tuple[Path, ExportReport], tmp_path: Path) -> None:
+    """The evaluation session runs the graph serving runs: ORT's default options fuse
+    Add + LayerNormalization into SkipLayerNormalization (slower on CPU, slightly different
+    scores); session_options, like text_classifier's DISABLED_OPTIMIZERS, leaves it unfused."""
+    model = exported[0] / INT8_FILE  # the served export (fp32's fusions differ and keep no SkipLN)
+    default = _optimized_op_types(model, ort.SessionOptions(), tmp_path / "default.onnx")
+    ours = _optimized_op_types(model, session_options(threads=1), tmp_path / "ours.onnx")
+    assert "SkipLayerNormalization" in default  # the check below can fail
+    assert "SkipLayerNormalization" not in ours
+    assert "LayerNormalization" in ours
+    assert set(TEXT_DISABLED_OPTIMIZERS) == {"SkipLayerNormFusion"}

@@ -40,6 +40,12 @@ class TritonPythonModel:
         spinning = _param(config, "ALLOW_SPINNING", "0")
         options.add_session_config_entry("session.intra_op.allow_spinning", spinning)
         options.add_session_config_entry("session.inter_op.allow_spinning", spinning)
+        # Graph fusions left off (";"-separated ORT optimizer names), the same list the
+        # offline evaluation uses (scoring/ml/text/inference.py DISABLED_OPTIMIZERS): onnxruntime's
+        # fused SkipLayerNormalization is slower on CPU than Add + LayerNormalization.
+        disabled = _param(config, "DISABLED_OPTIMIZERS", "")
+        if disabled:
+            options.add_session_config_entry("optimization.disable_specified_optimizers", disabled)
         self.session = ort.InferenceSession(
             str(version_dir / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
         )

@@ -16,6 +16,8 @@ import numpy as np
 import onnxruntime as ort
 from transformers import AutoTokenizer
 
+from scoring.ml.triton_configs import TEXT_DISABLED_OPTIMIZERS
+
 SERVING_FILE = "serving.json"
 FP32_FILE = "model.onnx"
 INT8_FILE = "model.int8.onnx"
@@ -31,11 +33,18 @@ def read_serving(model_dir: Path) -> dict[str, Any]:
     return data
 
 
-def make_session(path: Path, *, threads: int | None = None) -> ort.InferenceSession:
+def session_options(*, threads: int | None = None) -> ort.SessionOptions:
     options = ort.SessionOptions()
     if threads:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+    # The same fusions left off as in serving, so the evaluated score is the served one.
+    options.add_session_config_entry("optimization.disable_specified_optimizers", ";".join(TEXT_DISABLED_OPTIMIZERS))
+    return options
+
+
+def make_session(path: Path, *, threads: int | None = None) -> ort.InferenceSession:
+    options = session_options(threads=threads)
     return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
 
 
