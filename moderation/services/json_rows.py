@@ -9,7 +9,7 @@ parses a 600-literal statement. Here the statement text is fixed per model and c
 (psycopg caches its conversion), the rows are one JSON text made by the C json encoder, and
 PostgreSQL parses one literal. Fixed-shape SQL, built from model metadata only.
 
-The values are the fields' ``pre_save`` values; the recordset declares each column with its
+The values are the fields' ``pre_save`` values through ``get_prep_value``; the recordset declares each column with its
 model's database type, so PostgreSQL converts the JSON text exactly as it converts a quoted
 literal of that type. Length limits (varchar(n)) are checked by the INSERT, as before."""
 
@@ -54,7 +54,12 @@ def recordset(fields: Sequence[models.Field], alias: str = "r") -> str:
 
 def rows_json(rows: Sequence[models.Model], fields: Sequence[models.Field], *, add: bool = True) -> str:
     """The parameter for `recordset(fields)`: one JSON object per row, keyed by column."""
-    payload = [{f.column: f.pre_save(row, add) for f in fields} for row in rows]
+    for f in fields:
+        if isinstance(f, models.JSONField) and f.encoder is not None:
+            raise TypeError(f"{f}: a JSONField with its own encoder is not supported here")
+    # get_prep_value: the field's own conversion (float(), int(), IPv6 clean-up ...), as the
+    # ORM applies before binding; JSON fields give their Python value, nested as is.
+    payload = [{f.column: f.get_prep_value(f.pre_save(row, add)) for f in fields} for row in rows]
     # allow_nan=False: PostgreSQL's json has no NaN; fail here rather than store something else.
     return json.dumps(payload, default=_default, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
