@@ -9,9 +9,11 @@ parses a 600-literal statement. Here the statement text is fixed per model and c
 (psycopg caches its conversion), the rows are one JSON text made by the C json encoder, and
 PostgreSQL parses one literal. Fixed-shape SQL, built from model metadata only.
 
-The values are the fields' ``pre_save`` values through ``get_prep_value``; the recordset declares each column with its
-model's database type, so PostgreSQL converts the JSON text exactly as it converts a quoted
-literal of that type. Length limits (varchar(n)) are checked by the INSERT, as before."""
+The values are the fields' ``pre_save`` values through ``get_prep_value``; the recordset
+declares each column with its model's database type, so PostgreSQL converts the JSON text as
+it converts a quoted literal of that type. Length limits (varchar(n)) are checked by the
+INSERT, as before. Row order: INSERT ... SELECT FROM the recordset processes the rows in the
+order sent and RETURNING follows it, the assumption Django's own UNNEST bulk_create makes."""
 
 from __future__ import annotations
 
@@ -85,7 +87,8 @@ def insert_rows(rows: Sequence[models.Model]) -> None:
     names = ", ".join(qn(str(f.column)) for f in fields)
     pk = qn(str(model._meta.pk.column))
     # Identifiers come from model metadata and the rows are one parameter: no injection.
-    sql = f"INSERT INTO {qn(model._meta.db_table)} ({names}) SELECT {names} FROM {recordset(fields)} RETURNING {pk}"  # noqa: S608
+    table = qn(model._meta.db_table)
+    sql = f"INSERT INTO {table} ({names}) SELECT {names} FROM {recordset(fields)} RETURNING {pk}"  # noqa: S608
     with connection.cursor() as cursor:
         cursor.execute(sql, [param])
         pks = [value for (value,) in cursor.fetchall()]
