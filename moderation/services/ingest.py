@@ -22,6 +22,7 @@ from moderation.links import link_identity, url_hash
 from moderation.models import Domain, IpAddress, Link, Post, PostStatus, Source
 from moderation.services.authors import authors_upsert_counting_posts
 from moderation.services.counters import counters_add, upsert_counting
+from moderation.services.json_rows import insert_rows
 
 logger = logging.getLogger(__name__)
 
@@ -252,7 +253,7 @@ def _posts_create(
             )
             for payload in payloads
         ]
-        Post.objects.bulk_create(posts)
+        insert_rows(posts)  # bulk_create's effect, one JSON parameter (json_rows)
         if inline_budget_ms is not None:  # last statement before the commit: the hold is taken
             for post in posts:  # before the post is visible
                 _score_enqueue_after_inline(post_id=post.pk, budget_ms=inline_budget_ms)

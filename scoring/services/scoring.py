@@ -14,14 +14,14 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from django.db import connection, models, transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from moderation.models import POST_TRANSITIONS, RESCORABLE_STATUSES, Author, Domain, IpAddress, Post, PostStatus
 from moderation.services.counters import counters_add
+from moderation.services.json_rows import column_fields, insert_rows, recordset, rows_json
 from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from scoring.features.extract import PostFeatures, features_for_loaded_posts, posts_for_scoring
 from scoring.models import Action, DecisionPolicy, Score
@@ -275,7 +275,7 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
             results.append(
                 ScoreResult(post_id=post.id, status=post.status, action=action, final_score=score.final_score)
             )
-        Score.objects.bulk_create(scores)
+        insert_rows(scores)  # Score.objects.bulk_create, all rows as one JSON parameter
         by_post = {s.post_id: s for s in scores}
         for r in results:
             if r.post_id in by_post:
@@ -325,22 +325,25 @@ def _posts_update(posts: Sequence[Post]) -> None:
         Post.objects.bulk_update(posts, POST_SCORE_FIELDS)
         return
     qn = connection.ops.quote_name
-    fields = [f for f in (Post._meta.get_field(n) for n in ["id", *POST_SCORE_FIELDS]) if isinstance(f, models.Field)]
-    # Every placeholder cast to its column's type: a column of NULLs alone still has a type.
-    row_sql = "(" + ", ".join(f"CAST(%s AS {f.db_type(connection)})" for f in fields) + ")"
+    fields = column_fields(Post, ["id", *POST_SCORE_FIELDS])
     columns = [qn(str(f.column)) for f in fields]
-    params: list[Any] = []
-    for post in sorted(posts, key=lambda p: p.pk):
-        params.extend(f.get_db_prep_save(getattr(post, f.attname), connection) for f in fields)
     sets = ", ".join(f"{c} = v.{c}" for c in columns[1:])
     table = qn(Post._meta.db_table)
-    # Identifiers come from model metadata and every value is a parameter: no injection.
+    # The rows are one JSON parameter typed by the recordset (moderation.services.json_rows):
+    # a fixed statement text, not one placeholder per value. The rows are locked already
+    # (persist's SELECT ... FOR UPDATE in id order), so the join order does not matter.
+    # Identifiers come from model metadata and the rows are one parameter: no injection.
     sql = (
-        f"UPDATE {table} SET {sets} FROM (VALUES {', '.join([row_sql] * len(posts))}) "  # noqa: S608
-        f"AS v({', '.join(columns)}) WHERE {table}.{columns[0]} = v.{columns[0]}"
+        f"UPDATE {table} SET {sets} FROM {recordset(fields, alias='v')} "  # noqa: S608
+        f"WHERE {table}.{columns[0]} = v.{columns[0]}"
     )
+    try:
+        param = rows_json(posts, fields, add=False)
+    except ValueError:  # a NaN score: JSON has none, the ORM's parameters carry it
+        Post.objects.bulk_update(posts, POST_SCORE_FIELDS)
+        return
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, [param])
 
 
 def _bump_spam_counters(posts: Sequence[Post]) -> None:
