@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import Max
