@@ -94,6 +94,7 @@ def score_inline(
     if not held and not claim_post(post.pk, token):
         # A worker took the post's task first and is scoring it: its answer is as fast as ours.
         return _wait_for_worker(post, remaining_s)
+    done: list[int] = []
     try:
         found = post_with_features(post.pk)  # the post, its joins and features: one query
         if found is None:
@@ -118,8 +119,12 @@ def score_inline(
         # then finds the post scored. The caller still gets None (it already answered 202).
         overran = remaining_s() < 0
         (result,) = persist([item], allowed_from=INITIAL_FROM, started=started)
+        if result.score is not None:
+            # The "done" marker, set with the release (same round trip): the post's delayed
+            # task then returns without touching PostgreSQL, as after a worker batch.
+            done = [post.pk]
     finally:
-        release_posts([post.pk], token)
+        release_posts([post.pk], token, done=done)
     if overran:
         return None
     if result.score is None:  # another writer got there first (a moderator, a duplicate request)
