@@ -237,6 +237,12 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+    # The cache db too: scoring keeps per-post "done" markers and claims there keyed by post id,
+    # and a benchmark database dropped and created again reuses the ids (its posts would be
+    # skipped as already scored until the markers expire).
+    from django.core.cache import cache
+
+    cache.clear()
 
     workdir = Path(tempfile.mkdtemp(prefix="e2e-bench-"))
     triton_config = None
