@@ -278,6 +278,12 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+    # The cache db too: scoring keeps per-post "done" markers and claims there keyed by post id,
+    # and a benchmark database dropped and created again reuses the ids (its posts would be
+    # skipped as already scored until the markers expire).
+    from django.core.cache import cache
+
+    cache.clear()
     env = dict(os.environ)
     env.update({"SCORING_BATCH_SIZE": str(args.batch_size), "PYTHONUNBUFFERED": "1"})
     workdir = Path(tempfile.mkdtemp(prefix="e2e-load-"))

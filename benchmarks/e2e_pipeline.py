@@ -112,7 +112,10 @@ def _proc_stats() -> list[tuple[str, list[str]]]:
 
 
 def _cpu_s(fields: list[str]) -> float:
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    """utime + stime of the process, plus cutime + cstime: the CPU of its children that have
+    exited (Celery replaces pool processes; without these their CPU would vanish from a sum
+    over live processes and a later reading could come out lower than an earlier one)."""
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def session_cpu_s(sid: int) -> float:
@@ -234,6 +237,12 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+    # The cache db too: scoring keeps per-post "done" markers and claims there keyed by post id,
+    # and a benchmark database dropped and created again reuses the ids (its posts would be
+    # skipped as already scored until the markers expire).
+    from django.core.cache import cache
+
+    cache.clear()
 
     workdir = Path(tempfile.mkdtemp(prefix="e2e-bench-"))
     triton_config = None

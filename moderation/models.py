@@ -174,17 +174,25 @@ RESCORABLE_STATUSES = frozenset(
 
 
 class Post(models.Model):
-    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="posts")
+    # No single-column index on the hot foreign keys (source, author, link, ip): the unique
+    # (source, external_id) and the (fk, received_at) indexes below lead with them and answer
+    # the same lookups; each extra index was one more entry written per insert and per status
+    # update (scoring moves `status`, which is indexed, so those updates are never HOT).
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="posts", db_index=False)
     external_id = models.CharField(max_length=255)
-    author = models.ForeignKey(Author, on_delete=models.PROTECT, related_name="posts")
+    author = models.ForeignKey(Author, on_delete=models.PROTECT, related_name="posts", db_index=False)
     text = models.TextField(blank=True)
     url = models.CharField(max_length=2048, blank=True)
-    link = models.ForeignKey(Link, null=True, blank=True, on_delete=models.PROTECT, related_name="posts")
+    link = models.ForeignKey(
+        Link, null=True, blank=True, on_delete=models.PROTECT, related_name="posts", db_index=False
+    )
     # What the link points at, as the platform saw it: spam often hides on the destination.
     preview_title = models.CharField(max_length=500, blank=True)
     preview_description = models.TextField(blank=True)
     preview_text = models.TextField(blank=True, help_text="Page text, OCR of images, video transcripts.")
-    ip = models.ForeignKey(IpAddress, null=True, blank=True, on_delete=models.PROTECT, related_name="posts")
+    ip = models.ForeignKey(
+        IpAddress, null=True, blank=True, on_delete=models.PROTECT, related_name="posts", db_index=False
+    )
     # Ordered UI steps: [{"step": "open_composer", "at": "2026-...Z"}, ...]
     journey = RowJSONField(default=list, blank=True)
     share_count = models.PositiveIntegerField(default=0)

@@ -17,7 +17,8 @@ class Action(models.TextChoices):
 
 
 class Score(models.Model):
-    post = models.ForeignKey("moderation.Post", on_delete=models.CASCADE, related_name="scores")
+    # No index of its own: the unique (post, model_set, revision) leads with post_id.
+    post = models.ForeignKey("moderation.Post", on_delete=models.CASCADE, related_name="scores", db_index=False)
     # Identifies the model versions that produced this row, e.g. "text:3,link:1,behaviour:1,fusion:2"
     # or "short_circuit" when a block list decided before any model ran.
     model_set = models.CharField(max_length=200)

@@ -86,6 +86,7 @@ class BoundedDateTimeField(serializers.DateTimeField):
         "future": "The timestamp is too far in the future.",
         "past": "The timestamp is before {not_before}.",
         "invalid_type": "Expected an ISO 8601 timestamp string.",
+        "invalid_unicode": "{reason}",
     }
 
     def __init__(self, *, not_before: datetime, **kwargs: Any) -> None:
@@ -95,8 +96,9 @@ class BoundedDateTimeField(serializers.DateTimeField):
     def to_internal_value(self, value: Any) -> datetime:
         if not isinstance(value, str):
             self.fail("invalid_type")
-        if unicode_problem(value):
-            self.fail("invalid")
+        problem = unicode_problem(value)
+        if problem:
+            self.fail("invalid_unicode", reason=problem)
         parsed = super().to_internal_value(value)
         if parsed > timezone.now() + FUTURE_SKEW:
             self.fail("future")

@@ -3,6 +3,7 @@
 Counters go up in SQL (``post_count = post_count + n``) so concurrent ingests never lose an
 increment. Plain SQL because the ORM has no upsert that adds to a column, and no multi-row
 UPDATE with a value per row; written for PostgreSQL and SQLite >= 3.39 (the laptop default).
+On PostgreSQL the upsert's rows travel as one JSON parameter (moderation.services.json_rows).
 
 Lock order. Every writer of the counter rows (authors, links, domains, IPs) takes its row
 locks in ascending primary key, table by table (authors -> links -> domains -> IPs), so two
@@ -21,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import connection, models
+
+from moderation.services.json_rows import column_fields, recordset, rows_json
 
 
 def _column(model: type[models.Model], name: str | None = None) -> str:
@@ -42,8 +45,9 @@ def upsert_counting(
     """INSERT ``rows`` (all of one model, distinct on ``unique``); a row that exists already gets
     the ``overwrite`` fields of its new version and its ``counter`` raised by the new row's
     ``counter`` value. ``touch`` (an auto_now field) moves only when an overwritten value
-    changed. Returns the primary keys in the order of ``rows`` (RETURNING follows the VALUES
-    order, as Django's bulk_create relies on too). On PostgreSQL, more than one row: the rows
+    changed. Returns the primary keys in the order of ``rows`` (RETURNING follows the order of
+    the rows sent, as Django's bulk_create relies on too; on PostgreSQL they are sent as one
+    JSON parameter, moderation.services.json_rows). On PostgreSQL, more than one row: the rows
     that exist already are first locked in primary-key order (one SELECT ... FOR NO KEY
     UPDATE), the order every counter writer uses; callers sort ``rows`` on ``unique`` so that
     concurrent inserts of the same new rows also wait in one order."""
@@ -51,12 +55,10 @@ def upsert_counting(
         return []
     model, meta = type(rows[0]), rows[0]._meta
     qn = connection.ops.quote_name
-    columns = [f for f in meta.concrete_fields if not f.primary_key and f.column]
-    params: list[Any] = []
-    for row in rows:
-        params.extend(f.get_db_prep_save(f.pre_save(row, add=True), connection) for f in columns)
+    columns = column_fields(model)
     table = qn(meta.db_table)
-    if len(rows) > 1 and connection.vendor == "postgresql":
+    postgresql = connection.vendor == "postgresql"
+    if len(rows) > 1 and postgresql:
         _lock_existing(rows=rows, unique=unique)
 
     def col(name: str) -> str:
@@ -67,11 +69,20 @@ def upsert_counting(
     if touch is not None and overwrite:
         changed = " OR ".join(f"{table}.{col(n)} IS DISTINCT FROM EXCLUDED.{col(n)}" for n in overwrite)
         updates.append(f"{col(touch)} = CASE WHEN {changed} THEN EXCLUDED.{col(touch)} ELSE {table}.{col(touch)} END")
-    row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
+    names = ", ".join(qn(str(f.column)) for f in columns)
+    params: list[Any]
+    if postgresql:
+        # All rows as one JSON parameter (moderation.services.json_rows): a fixed statement text
+        # instead of one placeholder per value. RETURNING follows the recordset's row order.
+        source = f"SELECT {names} FROM {recordset(columns)}"  # noqa: S608
+        params = [rows_json(rows, columns)]
+    else:
+        row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
+        source = f"VALUES {', '.join([row_sql] * len(rows))}"
+        params = [f.get_db_prep_save(f.pre_save(row, add=True), connection) for row in rows for f in columns]
     # Identifiers come from model metadata and every value is a parameter: no injection.
     sql = (
-        f"INSERT INTO {table} ({', '.join(qn(str(f.column)) for f in columns)}) "  # noqa: S608
-        f"VALUES {', '.join([row_sql] * len(rows))} "
+        f"INSERT INTO {table} ({names}) {source} "
         f"ON CONFLICT ({', '.join(col(name) for name in unique)}) DO UPDATE SET {', '.join(updates)} "
         f"RETURNING {_column(model)}"
     )

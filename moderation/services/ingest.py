@@ -17,10 +17,12 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, OperationalError, transaction
 
+from moderation import sql_rows
 from moderation.links import link_identity, url_hash
 from moderation.models import Domain, IpAddress, Link, Post, PostStatus, Source
 from moderation.services.authors import authors_upsert_counting_posts
 from moderation.services.counters import counters_add, upsert_counting
+from moderation.services.json_rows import insert_rows
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +119,8 @@ def _build_post(
 
 
 def _stored_post(*, source: Source, external_id: str) -> Post | None:
-    return Post.objects.filter(source=source, external_id=external_id).first()
+    # Every ingest runs this first: SQL built once (moderation.sql_rows), not a compiled queryset.
+    return sql_rows.select_first(Post, where="t.source_id = %s AND t.external_id = %s", params=[source.pk, external_id])
 
 
 def post_ingest(
@@ -250,7 +253,7 @@ def _posts_create(
             )
             for payload in payloads
         ]
-        Post.objects.bulk_create(posts)
+        insert_rows(posts)  # bulk_create's effect, one JSON parameter (json_rows)
         if inline_budget_ms is not None:  # last statement before the commit: the hold is taken
             for post in posts:  # before the post is visible
                 _score_enqueue_after_inline(post_id=post.pk, budget_ms=inline_budget_ms)

@@ -9,20 +9,26 @@ fixed whatever the batch size (asserted in tests/scoring/test_pipeline_extract.p
 3. how often each author shared each link (user_link_count), grouped;
 4. how often each author posted each text (user_post_count), grouped.
 
+The inline pre-publish check (scoring.services.inline) reads one post: `post_with_features`
+answers all four in a single statement with the same counts.
+
 The per-value arithmetic (URL parsing, the journey, e-mail providers) lives in pure functions
 (scoring.features.url / journey / email / reputation) so the trainers and the pipeline compute
 features the same way."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from django.db.models import Count, Q
+from django.db import connection
+from django.db.models import Count, ForeignKey, Model, Q, QuerySet
 
-from moderation.models import Post, Report
+from moderation import sql_rows
+from moderation.models import Author, Domain, IpAddress, Link, Post, Report, Source
 from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from scoring.features.email import email_features
 from scoring.features.journey import JourneyError, journey_features
@@ -50,8 +56,11 @@ SPAM_REPORT_REASONS = frozenset({"spam", "scam", "phishing", "malware", "fraud",
 
 def posts_for_scoring(post_ids: Iterable[int]) -> dict[int, Post]:
     """One query: the posts and everything the features and short-circuits read from them."""
-    qs = Post.objects.filter(id__in=list(post_ids)).select_related("source", "author", "link__domain", "ip")
-    return {p.id: p for p in qs}
+    return {p.id: p for p in _scoring_queryset(Post.objects.filter(id__in=list(post_ids)))}
+
+
+def _scoring_queryset(posts: QuerySet[Post]) -> QuerySet[Post]:
+    return posts.select_related("source", "author", "link__domain", "ip")
 
 
 def features_for_posts(post_ids: Iterable[int]) -> dict[int, PostFeatures]:
@@ -66,22 +75,118 @@ def features_for_loaded_posts(posts: Iterable[Post]) -> dict[int, PostFeatures]:
     reports = _report_stats([p.id for p in posts])
     link_counts = _user_link_counts(posts)
     text_counts = _user_text_counts(posts)
-    result: dict[int, PostFeatures] = {}
-    for post in posts:
-        link = _link_values(post)
-        behaviour = _behaviour_values(
+    return {
+        post.id: _post_features(
             post,
             reports=reports.get(post.id, ReportStats()),
             user_link_count=link_counts.get((post.author_id, post.link_id), 0) if post.link_id else 0,
             user_post_count=text_counts.get((post.author_id, post.text), 0) if post.text else 0,
         )
-        result[post.id] = PostFeatures(
-            link=link,
-            behaviour=behaviour,
-            text=post.text,
-            preview_text=preview_text_of(post),
-        )
-    return result
+        for post in posts
+    }
+
+
+def post_with_features(post_id: int) -> tuple[Post, PostFeatures] | None:
+    """`posts_for_scoring` + `features_for_loaded_posts` for one post in ONE statement (the
+    inline check, where every round trip and every compiled queryset is latency): the post
+    joined to what posts_for_scoring joins, the report stats and the two per-author counts as
+    correlated subqueries counting exactly the rows the grouped queries count for that post
+    (tests/scoring/test_pipeline_extract.py compares the two). The SQL is built once from the
+    models' metadata: the ORM compiling the same query each time cost more than running it."""
+    with connection.cursor() as cursor:
+        cursor.execute(_inline_sql(), [*sorted(SPAM_REPORT_REASONS), post_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    post = _instances(row)
+    reports, reporters, spam, links, texts = row[-5:]
+    features = _post_features(
+        post,
+        reports=ReportStats(reports, reporters, spam),
+        user_link_count=links,
+        user_post_count=texts,
+    )
+    return post, features
+
+
+class _Table(NamedTuple):
+    alias: str
+    model: type[Model]
+    parent: str  # alias of the table whose foreign key joins this one ("" for the post)
+    relation: str  # that foreign key's field name
+
+
+# What posts_for_scoring's select_related("source", "author", "link__domain", "ip") joins.
+_TABLES = (
+    _Table("p", Post, "", ""),
+    _Table("s", Source, "p", "source"),
+    _Table("a", Author, "p", "author"),
+    _Table("l", Link, "p", "link"),
+    _Table("d", Domain, "l", "domain"),
+    _Table("i", IpAddress, "p", "ip"),
+)
+
+
+def _foreign_key(model: type[Model], name: str) -> ForeignKey:
+    field = model._meta.get_field(name)
+    assert isinstance(field, ForeignKey)
+    return field
+
+
+@functools.cache
+def _inline_sql() -> str:
+    qn = connection.ops.quote_name
+    models = {t.alias: t.model for t in _TABLES}
+    joins = [
+        f"LEFT JOIN {qn(t.model._meta.db_table)} {t.alias} ON {t.alias}.{qn(str(t.model._meta.pk.column))} = "
+        f"{t.parent}.{qn(str(_foreign_key(models[t.parent], t.relation).column))}"
+        for t in _TABLES[1:]
+    ]
+    report, post = qn(Report._meta.db_table), qn(Post._meta.db_table)
+    reasons = ", ".join(["%s"] * len(SPAM_REPORT_REASONS))
+    counts = [
+        f"(SELECT COUNT(*) FROM {report} r WHERE r.post_id = p.id)",  # noqa: S608
+        f"(SELECT COUNT(DISTINCT r.reporter_id) FROM {report} r WHERE r.post_id = p.id)",  # noqa: S608
+        f"(SELECT COUNT(*) FROM {report} r WHERE r.post_id = p.id AND r.reason IN ({reasons}))",  # noqa: S608
+        f"(SELECT COUNT(*) FROM {post} o WHERE o.author_id = p.author_id AND o.link_id = p.link_id)",  # noqa: S608
+        f"(SELECT COUNT(*) FROM {post} o WHERE o.author_id = p.author_id AND o.text = p.text)",  # noqa: S608
+    ]
+    columns = [sql_rows.select_list(t.model, t.alias) for t in _TABLES]
+    # Identifiers come from model metadata, values are parameters: no injection.
+    return f"SELECT {', '.join(columns + counts)} FROM {post} p {' '.join(joins)} WHERE p.id = %s"  # noqa: S608
+
+
+def _instances(row: Sequence[Any]) -> Post:
+    """The Post of `row` with its joined rows cached on their foreign keys, as select_related
+    leaves them (None for a missing link or IP)."""
+    objects: dict[str, Model | None] = {}
+    start = 0
+    for t in _TABLES:
+        end = start + sql_rows.width(t.model)
+        objects[t.alias] = sql_rows.instance(t.model, t.alias, row[start:end])
+        start = end
+    for t in _TABLES[1:]:
+        parent = objects[t.parent]
+        if parent is not None:
+            _foreign_key(type(parent), t.relation).set_cached_value(parent, objects[t.alias])
+    post = objects["p"]
+    assert isinstance(post, Post)
+    return post
+
+
+def _post_features(post: Post, *, reports: ReportStats, user_link_count: int, user_post_count: int) -> PostFeatures:
+    return PostFeatures(
+        link=_link_values(post),
+        behaviour=_behaviour_values(
+            post,
+            reports=reports,
+            # A post without a link or text has no pair to count (the grouped queries skip it).
+            user_link_count=user_link_count if post.link_id else 0,
+            user_post_count=user_post_count if post.text else 0,
+        ),
+        text=post.text,
+        preview_text=preview_text_of(post),
+    )
 
 
 def preview_text_of(post: Post) -> str:

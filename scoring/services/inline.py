@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable
 
 from moderation.models import Post
-from scoring.features.extract import posts_for_scoring
+from scoring.features.extract import post_with_features
 from scoring.models import Score
 from scoring.services.claims import claim_post, claim_post_for, release_posts
 from scoring.services.inference import ScoringClient, TritonError, get_client_with_timeout
@@ -94,14 +94,16 @@ def score_inline(
     if not held and not claim_post(post.pk, token):
         # A worker took the post's task first and is scoring it: its answer is as fast as ours.
         return _wait_for_worker(post, remaining_s)
+    done: list[int] = []
     try:
-        loaded = posts_for_scoring([post.pk]).get(post.pk)
-        if loaded is None:
+        found = post_with_features(post.pk)  # the post, its joins and features: one query
+        if found is None:
             return None
+        loaded, features = found
         if loaded.status not in INITIAL_FROM:
             _copy_score_fields(loaded, to=post)
             return _latest(post)
-        (item,) = prepare([loaded])
+        (item,) = prepare([loaded], features={loaded.pk: features})
         if item.reason is None:
             left = remaining_s()
             if left <= 0:
@@ -117,8 +119,12 @@ def score_inline(
         # then finds the post scored. The caller still gets None (it already answered 202).
         overran = remaining_s() < 0
         (result,) = persist([item], allowed_from=INITIAL_FROM, started=started)
+        if result.score is not None:
+            # The "done" marker, set with the release (same round trip): the post's delayed
+            # task then returns without touching PostgreSQL, as after a worker batch.
+            done = [post.pk]
     finally:
-        release_posts([post.pk], token)
+        release_posts([post.pk], token, done=done)
     if overran:
         return None
     if result.score is None:  # another writer got there first (a moderator, a duplicate request)

@@ -22,6 +22,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
 
+from moderation import sql_rows
 from moderation.errors import ApplicationError, NotFound
 from moderation.models import AuditLog
 from scoring.models import Action, DecisionPolicy
@@ -34,7 +35,8 @@ DEFAULT_ESCALATE_THRESHOLD = 0.9
 def policy_active() -> DecisionPolicy:
     """The active policy. When the table is empty (a flushed test database, a fresh install
     that skipped the data migration) version 1 is created with the documented defaults."""
-    policy = DecisionPolicy.objects.filter(is_active=True).first()
+    # Every scoring transaction reads it: SQL built once (moderation.sql_rows), not a queryset.
+    policy = sql_rows.select_first(DecisionPolicy, where="t.is_active")
     if policy is not None:
         return policy
     if DecisionPolicy.objects.exists():

@@ -16,12 +16,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection, models, transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from moderation.models import POST_TRANSITIONS, RESCORABLE_STATUSES, Author, Domain, IpAddress, Post, PostStatus
 from moderation.services.counters import counters_add
+from moderation.services.json_rows import column_fields, insert_rows, recordset, rows_json
 from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from scoring.features.extract import PostFeatures, features_for_loaded_posts, posts_for_scoring
 from scoring.models import Action, DecisionPolicy, Score
@@ -128,9 +129,10 @@ def infer(items: Sequence[_Item], *, client: ScoringClient) -> None:
         item.extra["model_ms"] = round(elapsed_ms, 3)
 
 
-def prepare(posts: Iterable[Post]) -> list[_Item]:
+def prepare(posts: Iterable[Post], *, features: dict[int, PostFeatures] | None = None) -> list[_Item]:
+    """`features`: already computed (the inline check's one-query load), else queried here."""
     posts = list(posts)
-    features = features_for_loaded_posts(posts)
+    features = features_for_loaded_posts(posts) if features is None else features
     return [_Item(post=p, features=features[p.id], reason=short_circuit_reason(p)) for p in posts]
 
 
@@ -225,13 +227,7 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
     with transaction.atomic():
         policy = policy_active()
         ids = [i.post.id for i in items]
-        fresh = {
-            row["id"]: row
-            for row in Post.objects.select_for_update(of=("self",))
-            .filter(id__in=ids)
-            .values("id", "status", "report_count")
-            .order_by("id")  # lock in a fixed order: no deadlock between overlapping batches
-        }
+        fresh = _lock_posts(ids)
         # A post still in `received` has no Score: the one transaction that writes a post's first
         # Score also moves it out of `received`, and the row lock above orders us after it. So
         # only a re-score needs to look (the unique key on Score stays the backstop).
@@ -280,7 +276,7 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
             results.append(
                 ScoreResult(post_id=post.id, status=post.status, action=action, final_score=score.final_score)
             )
-        Score.objects.bulk_create(scores)
+        insert_rows(scores)  # Score.objects.bulk_create, all rows as one JSON parameter
         by_post = {s.post_id: s for s in scores}
         for r in results:
             if r.post_id in by_post:
@@ -301,6 +297,25 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
     return results
 
 
+def _lock_posts(ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """id -> {id, status, report_count} of the posts, row-locked in id order (no deadlock
+    between overlapping batches). Plain SQL: the ORM compiling this select_for_update().values()
+    on every scoring transaction cost more than running it (?wait_ms path, cProfile)."""
+    if not ids:
+        return {}
+    qn = connection.ops.quote_name
+    table = qn(Post._meta.db_table)
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    # Identifiers come from model metadata and every value is a parameter: no injection.
+    sql = (
+        f"SELECT id, status, report_count FROM {table} "  # noqa: S608
+        f"WHERE id IN ({', '.join(['%s'] * len(ids))}) ORDER BY id{lock}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(ids))
+        return {pk: {"id": pk, "status": status, "report_count": reports} for pk, status, reports in cursor.fetchall()}
+
+
 def _posts_update(posts: Sequence[Post]) -> None:
     """Write POST_SCORE_FIELDS of `posts` in one statement. On PostgreSQL plain SQL, UPDATE ...
     FROM (VALUES ...): bulk_update's CASE WHEN per row and field cost more Python time than
@@ -311,22 +326,25 @@ def _posts_update(posts: Sequence[Post]) -> None:
         Post.objects.bulk_update(posts, POST_SCORE_FIELDS)
         return
     qn = connection.ops.quote_name
-    fields = [f for f in (Post._meta.get_field(n) for n in ["id", *POST_SCORE_FIELDS]) if isinstance(f, models.Field)]
-    # Every placeholder cast to its column's type: a column of NULLs alone still has a type.
-    row_sql = "(" + ", ".join(f"CAST(%s AS {f.db_type(connection)})" for f in fields) + ")"
+    fields = column_fields(Post, ["id", *POST_SCORE_FIELDS])
     columns = [qn(str(f.column)) for f in fields]
-    params: list[Any] = []
-    for post in sorted(posts, key=lambda p: p.pk):
-        params.extend(f.get_db_prep_save(getattr(post, f.attname), connection) for f in fields)
     sets = ", ".join(f"{c} = v.{c}" for c in columns[1:])
     table = qn(Post._meta.db_table)
-    # Identifiers come from model metadata and every value is a parameter: no injection.
+    # The rows are one JSON parameter typed by the recordset (moderation.services.json_rows):
+    # a fixed statement text, not one placeholder per value. The rows are locked already
+    # (persist's SELECT ... FOR UPDATE in id order), so the join order does not matter.
+    # Identifiers come from model metadata and the rows are one parameter: no injection.
     sql = (
-        f"UPDATE {table} SET {sets} FROM (VALUES {', '.join([row_sql] * len(posts))}) "  # noqa: S608
-        f"AS v({', '.join(columns)}) WHERE {table}.{columns[0]} = v.{columns[0]}"
+        f"UPDATE {table} SET {sets} FROM {recordset(fields, alias='v')} "  # noqa: S608
+        f"WHERE {table}.{columns[0]} = v.{columns[0]}"
     )
+    try:
+        param = rows_json(posts, fields, add=False)
+    except ValueError:  # a NaN score: JSON has none, the ORM's parameters carry it
+        Post.objects.bulk_update(posts, POST_SCORE_FIELDS)
+        return
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, [param])
 
 
 def _bump_spam_counters(posts: Sequence[Post]) -> None:

@@ -167,6 +167,9 @@ def test_ip_is_canonicalized(api: ApiCaller):
         ({"external_id": "id\u0000"}, "external_id"),
         ({"preview": {"title": "\udfff"}}, "preview.title"),
         ({"journey": [{"step": "x\u0000", "at": "2026-01-01T00:00:00Z"}]}, "journey[0].step"),
+        # Timestamps too (they were a KeyError, i.e. a 500: DRF's "invalid" message wants a format).
+        ({"created_at": "2026-01-01T00:00:00Z\u0000"}, "created_at"),
+        ({"journey": [{"step": "tap", "at": "2026-01-01\ud800"}]}, "journey[0].at"),
     ],
 )
 def test_bad_unicode_is_rejected(api: ApiCaller, override: dict, field: str):
@@ -340,3 +343,12 @@ def test_unknown_fields_elsewhere(api: ApiCaller):
     assert_field_error(response, "mail", "unknown_field")
     response = api.post("/api/v1/posts/batch", {"posts": [post_payload()], "extra": True})
     assert_field_error(response, "extra", "unknown_field")
+
+
+def test_bad_unicode_timestamp_in_a_batch_is_one_invalid_item(api: ApiCaller):
+    bad = post_payload("bad", created_at="2026-01-01T00:00:00Z\u0000")
+    response = api.post("/api/v1/posts/batch", {"posts": [post_payload("good"), bad]})
+    assert response.status_code == 207
+    results = response.json()["results"]
+    assert [r["status"] for r in results] == ["created", "invalid"]
+    assert "created_at" in results[1]["errors"]

@@ -7,7 +7,13 @@ from django.utils import timezone
 
 from moderation.models import Report
 from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
-from scoring.features.extract import features_for_posts
+from scoring.features.extract import (
+    PostFeatures,
+    features_for_loaded_posts,
+    features_for_posts,
+    post_with_features,
+    posts_for_scoring,
+)
 from tests.scoring.pipeline_support import make_author, make_ip, make_link, make_post, make_source
 
 pytestmark = pytest.mark.django_db
@@ -97,3 +103,63 @@ def test_post_without_link_or_ip_has_zero_link_features():
     assert f.link["ip_post_count"] == 0.0
     assert f.behaviour["user_link_count"] == 0.0
     assert f.preview_text == ""
+
+
+def _loaded_fields(post) -> dict:
+    """The post's and its joined rows' field values, as the features read them."""
+    rows = {"post": post, "source": post.source, "author": post.author, "link": post.link, "ip": post.ip}
+    rows["domain"] = post.link.domain if post.link is not None else None
+    return {
+        name: None if row is None else {f.attname: getattr(row, f.attname) for f in type(row)._meta.concrete_fields}
+        for name, row in rows.items()
+    }
+
+
+def _inline_matches_worker(post_id: int, django_assert_num_queries) -> PostFeatures:
+    with django_assert_num_queries(1):
+        found = post_with_features(post_id)
+    assert found is not None
+    loaded, inline = found
+    worker_post = posts_for_scoring([post_id])[post_id]
+    assert inline == features_for_loaded_posts([worker_post])[post_id]
+    with django_assert_num_queries(0):  # the joins are cached as select_related leaves them
+        assert _loaded_fields(loaded) == _loaded_fields(worker_post)
+    return inline
+
+
+def test_the_inline_one_query_load_computes_the_workers_features(django_assert_num_queries):
+    source = make_source()
+    author = make_author(source, post_count=5, spam_count=2, email_domain="mailinator.com")
+    link = make_link("https://bit.ly/abc", domain="bit.ly")
+    ip = make_ip(post_count=8, spam_count=2)
+    make_post(author=author, link=link, ip=ip, text="buy now")
+    make_post(author=author, link=make_link(), text="buy now")  # same text, other link
+    make_post(author=make_author(source), link=link, ip=ip, text="buy now")  # other author
+    post = make_post(
+        author=author,
+        link=link,
+        ip=ip,
+        text="buy now",
+        preview_title="Title",
+        journey=[{"step": "submit", "at": "2026-01-01T00:00:04Z"}],
+    )
+    Report.objects.create(post=post, reporter_id="a", reason="spam")
+    Report.objects.create(post=post, reporter_id="a", reason="abuse")
+    Report.objects.create(post=post, reporter_id="b", reason="phishing")
+    f = _inline_matches_worker(post.id, django_assert_num_queries)
+    # The counts are really read (not zero by accident): the inline load sees what the worker sees.
+    assert (f.behaviour["user_link_count"], f.behaviour["user_post_count"]) == (2.0, 3.0)
+    assert (f.behaviour["report_count"], f.behaviour["report_distinct_reporters"]) == (3.0, 2.0)
+    assert f.behaviour["report_spam_reason_count"] == 2.0
+
+
+def test_the_inline_load_of_a_post_without_link_ip_or_text(django_assert_num_queries):
+    author = make_author(make_source())
+    make_post(author=author, text="")  # another empty text by the author: not a repeat
+    post = make_post(author=author, text="")
+    f = _inline_matches_worker(post.id, django_assert_num_queries)
+    assert (f.behaviour["user_post_count"], f.link["url_present"]) == (0.0, 0.0)
+
+
+def test_the_inline_load_of_a_missing_post_is_none():
+    assert post_with_features(10**12) is None

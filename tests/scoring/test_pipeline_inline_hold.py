@@ -14,7 +14,7 @@ from moderation.services.ingest import post_ingest
 from scoring import tasks
 from scoring.models import Score
 from scoring.services.batching import PostClaimed, score_post_batch
-from scoring.services.claims import CLAIM_PREFIX
+from scoring.services.claims import CLAIM_PREFIX, posts_done
 from scoring.services.inline import INLINE_TASK_MARGIN_S, score_inline
 from tests.scoring.pipeline_support import FakeClient, down_client, make_source
 
@@ -65,7 +65,7 @@ def test_without_wait_ms_the_task_is_published_at_once_and_nothing_is_held(
 
 
 def test_the_held_post_is_the_inline_checks_and_the_late_task_finds_it_scored(
-    published, django_capture_on_commit_callbacks
+    published, django_capture_on_commit_callbacks, django_assert_num_queries
 ):
     post = _ingest(2, 50, django_capture_on_commit_callbacks)
     # held before the commit, task delayed past the 50 ms budget
@@ -86,9 +86,12 @@ def test_the_held_post_is_the_inline_checks_and_the_late_task_finds_it_scored(
     assert [len(c) for c in inline_client.calls] == [1]
     assert cache.get(f"{CLAIM_PREFIX}{post.pk}") is None  # released
 
-    # the delayed task: nothing left to do, no model call, no claim round trip
-    (result,) = score_post_batch(post_id=post.pk, client=worker_client)
-    assert result.skipped == "not_pending"
+    # the delayed task: nothing left to do, no model call, no claim round trip, and (the
+    # inline check marked the post done) no query either
+    assert posts_done([post.pk]) == {post.pk}
+    with django_assert_num_queries(0):
+        (result,) = score_post_batch(post_id=post.pk, client=worker_client)
+    assert result.skipped == "done"
     assert worker_client.calls == [] and Score.objects.filter(post=post).count() == 1
 
 

@@ -1,0 +1,100 @@
+"""Many rows as ONE query parameter on PostgreSQL: ``json_to_recordset(%s::json) AS r(...)``.
+
+Why. Django's psycopg backend binds parameters client side: psycopg splits the query text at
+its placeholders on every execution (cached only for short queries with at most 50 parameters)
+and quotes each parameter in Python. A 32-post insert as ``VALUES (%s, ...), ...`` has ~600
+placeholders: that splitting and quoting was the largest single cost of the batch ingest
+request after validation (cProfile, benchmarks/ingest_profile.py), and PostgreSQL in turn
+parses a 600-literal statement. Here the statement text is fixed per model and column set
+(psycopg caches its conversion), the rows are one JSON text made by the C json encoder, and
+PostgreSQL parses one literal. Fixed-shape SQL, built from model metadata only.
+
+The values are the fields' ``pre_save`` values through ``get_prep_value``; the recordset
+declares each column with its model's database type, so PostgreSQL converts the JSON text as
+it converts a quoted literal of that type. Length limits (varchar(n)) are checked by the
+INSERT, as before. Row order: INSERT ... SELECT FROM the recordset processes the rows in the
+order sent and RETURNING follows it, the assumption Django's own UNNEST bulk_create makes."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from datetime import date, datetime
+from typing import Any
+
+from django.db import connection, models
+
+_TYPMOD = re.compile(r"\(.*\)")
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    raise TypeError(f"no JSON form for {type(value).__name__} in a json_rows column")
+
+
+def column_fields(model: type[models.Model], names: Sequence[str] | None = None) -> list[models.Field]:
+    """The concrete non-pk fields of `model` (or the fields `names`), in model order."""
+    meta = model._meta
+    if names is None:
+        return [f for f in meta.concrete_fields if not f.primary_key and f.column]
+    fields = [meta.get_field(n) for n in names]
+    concrete = [f for f in fields if isinstance(f, models.Field) and f.column]
+    if len(concrete) != len(fields):
+        raise TypeError(f"{meta.label}: {list(names)} must be concrete fields")
+    return concrete
+
+
+def recordset(fields: Sequence[models.Field], alias: str = "r") -> str:
+    """``json_to_recordset(%s::json) AS r("col" type, ...)``: one placeholder for all rows.
+    The type without its modifier (varchar, not varchar(255)): the INSERT checks lengths."""
+    qn = connection.ops.quote_name
+    columns = ", ".join(f"{qn(str(f.column))} {_TYPMOD.sub('', str(f.db_type(connection)))}" for f in fields)
+    return f"json_to_recordset(%s::json) AS {alias}({columns})"
+
+
+def rows_json(rows: Sequence[models.Model], fields: Sequence[models.Field], *, add: bool = True) -> str:
+    """The parameter for `recordset(fields)`: one JSON object per row, keyed by column."""
+    for f in fields:
+        if isinstance(f, models.JSONField) and f.encoder is not None:
+            raise TypeError(f"{f}: a JSONField with its own encoder is not supported here")
+    # get_prep_value: the field's own conversion (float(), int(), IPv6 clean-up ...), as the
+    # ORM applies before binding; JSON fields give their Python value, nested as is.
+    payload = [{f.column: f.get_prep_value(f.pre_save(row, add)) for f in fields} for row in rows]
+    # allow_nan=False: PostgreSQL's json has no NaN; fail here rather than store something else.
+    return json.dumps(payload, default=_default, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def insert_rows(rows: Sequence[models.Model]) -> None:
+    """INSERT new `rows` (one model, pk unset) in one statement and set their pks, as
+    bulk_create does; on PostgreSQL through one JSON parameter (RETURNING follows the
+    recordset's row order, as Django's UNNEST bulk_create relies on), elsewhere (and for a
+    row holding a NaN or infinite float) through bulk_create."""
+    if not rows:
+        return
+    model = type(rows[0])
+    if connection.vendor != "postgresql":
+        model._default_manager.bulk_create(rows)
+        return
+    fields = column_fields(model)
+    try:
+        param = rows_json(rows, fields)
+    except ValueError:  # NaN or infinity: JSON has none, the ORM's own parameters carry them
+        model._default_manager.bulk_create(rows)
+        return
+    qn = connection.ops.quote_name
+    names = ", ".join(qn(str(f.column)) for f in fields)
+    pk = qn(str(model._meta.pk.column))
+    # Identifiers come from model metadata and the rows are one parameter: no injection.
+    table = qn(model._meta.db_table)
+    sql = f"INSERT INTO {table} ({names}) SELECT {names} FROM {recordset(fields)} RETURNING {pk}"  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [param])
+        pks = [value for (value,) in cursor.fetchall()]
+    if len(pks) != len(rows):
+        raise RuntimeError(f"insert of {len(rows)} {model._meta.label} rows returned {len(pks)} ids")
+    for row, value in zip(rows, pks, strict=True):
+        row.pk = value
+        row._state.adding = False
+        row._state.db = connection.alias
