@@ -52,6 +52,8 @@ TREE_MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 PIPELINE = "spam_pipeline"
 ALL_MODELS = (*TEXT_MODELS, *TREE_MODELS, PIPELINE)
+# spam_pipeline runs these in-process from copies in its own version folder (bundle.json).
+BUNDLED_MODELS = ("tokenizer", *TREE_MODELS)
 # The XGBoost models run the same python backend: one source, copied into every version folder.
 TREE_MODEL_SOURCE = SOURCE_REPOSITORY / "xgboost_model.py"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
@@ -169,6 +171,7 @@ class _VersionWriter:
 
     def copy(self, src: Path, name: str | None = None) -> Path:
         dest = self.tmp / (name or src.name)
+        dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, dest)
         return dest
 
@@ -291,20 +294,52 @@ def pipeline_schema() -> dict[str, object]:
     }
 
 
-def _publish_pipeline(repository: Path) -> dict[str, int]:
-    """A new spam_pipeline version only when its code or the feature schema changed."""
+def _bundle(repository: Path) -> dict[str, int] | None:
+    """The versions spam_pipeline bundles (the newest of each part), None while one is missing."""
+    found = {model: latest_version(model, repository=repository) for model in BUNDLED_MODELS}
+    if any(v is None for v in found.values()):
+        return None
+    return {model: int(v) for model, v in found.items() if v is not None}
+
+
+def _copy_bundle(writer: _VersionWriter, repository: Path, bundle: Mapping[str, int]) -> None:
+    """Copy the tokenizer's and the trees' files of `bundle` into the pipeline version being
+    written (<n>/tokenizer/..., <n>/<tree model>/...): the version is self-contained, so
+    cleaning or rolling back a part never changes what a loaded pipeline runs."""
+    for model, number in bundle.items():
+        folder = repository / model / str(number)
+        for item in sorted(folder.iterdir()):
+            if item.is_file() and item.name not in ("model.py", "PUBLISHED.json"):
+                writer.copy(item, f"{model}/{item.name}")
+
+
+def publish_pipeline(*, repository: Path | None = None) -> dict[str, int]:
+    """A new spam_pipeline version when its code, the feature schema or the version of a part
+    it bundles (tokenizer, tree models) changed; return {"spam_pipeline": n} or {}.
+
+    publish, rollback and refresh_code call it after writing their parts, so loading the
+    returned models in ALL_MODELS order (the pipeline last) switches everything at once."""
+    repository = repository or _default_repository()
+    bundle = _bundle(repository)
+    if bundle is None:
+        return {}
     schema = pipeline_schema()
     code = model_source(PIPELINE).read_bytes()
     current = latest_version(PIPELINE, repository=repository)
     if current is not None:
         folder = repository / PIPELINE / str(current)
+
+        def same(name: str, data: object) -> bool:
+            return (folder / name).exists() and json.loads((folder / name).read_text()) == data
+
         same_code = (folder / "model.py").exists() and (folder / "model.py").read_bytes() == code
-        same_schema = (folder / "schema.json").exists() and json.loads((folder / "schema.json").read_text()) == schema
-        if same_code and same_schema:
+        if same_code and same("schema.json", schema) and same("bundle.json", bundle):
             return {}
     number = (current or 0) + 1
     writer = _VersionWriter(repository, PIPELINE, number)
     writer.write_json("schema.json", schema)
+    writer.write_json("bundle.json", bundle)
+    _copy_bundle(writer, repository, bundle)
     return {PIPELINE: writer.commit(source="scoring/feature_schema.py", sha256=hashlib.sha256(code).hexdigest())}
 
 
@@ -320,7 +355,7 @@ def publish(artifacts: Artifacts, *, repository: Path | None = None) -> dict[str
         out.update(_publish_text(repo, Path(artifacts.text)))
     if artifacts.tabular is not None:
         out.update(_publish_trees(repo, Path(artifacts.tabular)))
-    out.update(_publish_pipeline(repo))
+    out.update(publish_pipeline(repository=repo))
     return out
 
 
@@ -367,16 +402,17 @@ def refresh_code(*, repository: Path | None = None) -> dict[str, int]:
                     writer.copy(item)
             meta = json.loads((src / "PUBLISHED.json").read_text()) if (src / "PUBLISHED.json").exists() else {}
             out[m] = writer.commit(source=str(meta.get("source", src)), sha256=str(meta.get("sha256", "")))
-    if PIPELINE in stale:
-        out.update(_publish_pipeline(repo))
+    # A new part (or new pipeline code) means a new bundle.
+    out.update(publish_pipeline(repository=repo))
     return out
 
 
-def rollback(model: str, to_version: int, *, repository: Path | None = None) -> dict[str, int]:
+def rollback(model: str, to_version: int, *, repository: Path | None = None, bundle: bool = True) -> dict[str, int]:
     """Serve `to_version` again by copying it to a new, higher number; return {model: new version}.
 
-    The text pair (tokenizer, text_classifier) always moves together. Load the returned
-    models afterwards."""
+    The text pair (tokenizer, text_classifier) always moves together. `bundle`: also write
+    the spam_pipeline version that bundles it (pass False when rolling back several parts,
+    then call publish_pipeline once). Load the returned models afterwards, in ALL_MODELS order."""
     repo = repository or _default_repository()
     models: Iterable[str] = TEXT_MODELS if model in TEXT_MODELS else (model,)
     if model not in ALL_MODELS:
@@ -397,6 +433,8 @@ def rollback(model: str, to_version: int, *, repository: Path | None = None) -> 
         out[m] = writer.commit(
             source=str(meta.get("source", src)), sha256=str(meta.get("sha256", "")), rollback_of=to_version
         )
+    if bundle:
+        out.update(publish_pipeline(repository=repo))
     return out
 
 

@@ -286,7 +286,7 @@ def promote_if_better(*, run: TrainingRun) -> list[ModelVersion]:
 
 def rollback_to(*, target: ModelVersion, user: Any) -> ModelVersion:
     """Serve `target` again: its files are copied into a new, higher version and loaded."""
-    from scoring.model_repository import rollback
+    from scoring.model_repository import publish_pipeline, rollback
 
     check_ml_admin(user)
     if target.is_production:
@@ -301,7 +301,9 @@ def rollback_to(*, target: ModelVersion, user: Any) -> ModelVersion:
         for model in members:
             if model in out:  # the text pair moves together in one rollback call
                 continue
-            out.update(rollback(model, int(target.triton_versions[model]), repository=repository()))
+            out.update(rollback(model, int(target.triton_versions[model]), repository=repository(), bundle=False))
+        # One new spam_pipeline bundle for all the parts rolled back.
+        out.update(publish_pipeline(repository=repository()))
         return out
 
     registry_sync()

@@ -231,22 +231,25 @@ def specs(profile: Profile) -> dict[str, ModelSpec]:
             max_batch_size=PIPELINE_MAX_BATCH,
             comment=(
                 "Entry point (BLS, python backend): text + optional preview + feature vectors -> all "
-                "sub-scores, final score, contributions and the versions that answered."
+                "sub-scores, final score, contributions and the versions that answered. Tokenizer "
+                "and tree models run in-process from copies bundled into each version folder; "
+                "text_classifier is the one BLS call."
             ),
             batching_comment=(
-                "Each execution fans all its rows out to the sub-models concurrently, so the "
-                f"sub-models' batchers merge concurrent posts. {_ZERO_DELAY}"
+                "Each execution sends the texts of all its rows to text_classifier in concurrent "
+                f"chunks, so the classifier's batcher merges concurrent posts. {_ZERO_DELAY}"
             ),
             instances=2,
             instance_comment=(
-                "two instances: the BLS mostly awaits sub-models, so a second one lets the next "
-                "batch tokenize while the current one is in the text model."
+                "two instances: an execution mostly awaits the text model, so a second one lets "
+                "the next batch tokenize and run its trees meanwhile."
             ),
-            parameters={"TEXT_CACHE_SIZE": str(TEXT_CACHE_SIZE)},
+            parameters={"TEXT_CACHE_SIZE": str(TEXT_CACHE_SIZE), **tokenizer_params},
             parameters_comment=(
                 "TEXT_CACHE_SIZE: LRU entries per instance of text-model scores keyed by "
                 "(text_classifier version, token ids); spam campaigns repeat themselves, a hit "
                 "skips the classifier and returns the bit-identical score. 0 turns it off."
+                + (" PAD_BUCKETS: the bundled tokenizer pads as the tokenizer model does." if profile == "gpu" else "")
             ),
         ),
     }

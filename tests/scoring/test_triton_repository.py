@@ -33,11 +33,12 @@ def test_publish_writes_self_contained_versions(tmp_path: Path, tiny: Artifacts)
         "fusion_model": 1,
         "spam_pipeline": 1,
     }
-    # Same code and schema: spam_pipeline keeps its version; the weights get new numbers.
+    # New tree versions: spam_pipeline gets a new version bundling them (its code is the same).
     assert publish(Artifacts(tabular=tiny.tabular), repository=repo) == {
         "link_model": 2,
         "behaviour_model": 2,
         "fusion_model": 2,
+        "spam_pipeline": 2,
     }
     v1 = repo / "text_classifier" / "1"
     assert {"model.py", "model.onnx", "serving.json", "PUBLISHED.json"} <= {p.name for p in v1.iterdir()}
@@ -54,11 +55,64 @@ def test_publish_writes_self_contained_versions(tmp_path: Path, tiny: Artifacts)
             assert (repo / model / version / "model.py").read_bytes() == shared, (model, version)
 
 
+def test_pipeline_bundles_copies_of_the_tokenizer_and_trees_it_runs(tmp_path: Path, tiny: Artifacts):
+    """spam_pipeline runs the tokenizer and the trees in-process: each of its versions holds
+    copies of exactly the part versions its bundle.json names, so cleaning or rolling back a
+    part never changes a loaded pipeline, and a new part means a new pipeline version."""
+    repo = tmp_path / "repo"
+    publish(tiny, repository=repo)
+    # Text only into an empty repository: no trees yet, so no pipeline can be bundled.
+    other = tmp_path / "text-only"
+    assert "spam_pipeline" not in publish(Artifacts(text=tiny.text), repository=other)
+
+    v1 = repo / "spam_pipeline" / "1"
+    parts = {"tokenizer": 1, "link_model": 1, "behaviour_model": 1, "fusion_model": 1}
+    assert json.loads((v1 / "bundle.json").read_text()) == parts
+    for model, number in parts.items():
+        source = repo / model / str(number)
+        copied = {p.name for p in (v1 / model).iterdir()}
+        assert "model.py" not in copied and "PUBLISHED.json" not in copied
+        for name in copied:
+            assert (v1 / model / name).read_bytes() == (source / name).read_bytes(), (model, name)
+    assert {"tokenizer.json", "serving.json"} <= {p.name for p in (v1 / "tokenizer").iterdir()}
+    assert {"model.json", "features.json"} <= {p.name for p in (v1 / "fusion_model").iterdir()}
+
+    # Nothing changed: no new version. A new text model: a new bundle naming it.
+    assert model_repository.publish_pipeline(repository=repo) == {}
+    assert publish(Artifacts(text=tiny.text), repository=repo) == {
+        "tokenizer": 2,
+        "text_classifier": 2,
+        "spam_pipeline": 2,
+    }
+    assert json.loads((repo / "spam_pipeline" / "2" / "bundle.json").read_text()) == {**parts, "tokenizer": 2}
+    # Rolling back several parts with bundle=False, then one bundle for all of them.
+    publish(Artifacts(tabular=tiny.tabular), repository=repo)
+    out: dict[str, int] = {}
+    for model in ("link_model", "behaviour_model", "fusion_model"):
+        out.update(model_repository.rollback(model, 1, repository=repo, bundle=False))
+    assert out == {"link_model": 3, "behaviour_model": 3, "fusion_model": 3}
+    assert model_repository.publish_pipeline(repository=repo) == {"spam_pipeline": 4}
+    assert json.loads((repo / "spam_pipeline" / "4" / "bundle.json").read_text()) == {
+        "tokenizer": 2,
+        "link_model": 3,
+        "behaviour_model": 3,
+        "fusion_model": 3,
+    }
+    # The bundled copies outlive the parts' own folders.
+    model_repository.clean_versions("fusion_model", keep=1, repository=repo)
+    assert (v1 / "fusion_model" / "model.json").exists()
+
+
 def test_rollback_copies_old_files_to_a_new_number(tmp_path: Path, tiny: Artifacts):
     repo = tmp_path / "repo"
     publish(tiny, repository=repo)
     publish(tiny, repository=repo)
-    assert model_repository.rollback("tokenizer", 1, repository=repo) == {"tokenizer": 3, "text_classifier": 3}
+    assert model_repository.rollback("tokenizer", 1, repository=repo) == {
+        "tokenizer": 3,
+        "text_classifier": 3,
+        "spam_pipeline": 3,
+    }
+    assert json.loads((repo / "spam_pipeline" / "3" / "bundle.json").read_text())["tokenizer"] == 3
     assert (repo / "text_classifier" / "3" / "model.onnx").read_bytes() == (
         repo / "text_classifier" / "1" / "model.onnx"
     ).read_bytes()
@@ -127,7 +181,12 @@ def test_refresh_code_republishes_served_weights_with_new_model_py(tmp_path: Pat
     (repo / "text_classifier" / "1" / "model.py").write_text("# old code\n")
     (repo / "fusion_model" / "1" / "model.py").write_text("# old code\n")
     assert model_repository.stale_code(repository=repo) == ["text_classifier", "fusion_model"]
-    assert model_repository.refresh_code(repository=repo) == {"tokenizer": 2, "text_classifier": 2, "fusion_model": 2}
+    assert model_repository.refresh_code(repository=repo) == {
+        "tokenizer": 2,
+        "text_classifier": 2,
+        "fusion_model": 2,
+        "spam_pipeline": 2,
+    }
     fresh = repo / "text_classifier" / "2"
     assert (fresh / "model.onnx").read_bytes() == (repo / "text_classifier" / "1" / "model.onnx").read_bytes()
     assert (fresh / "model.py").read_bytes() == (

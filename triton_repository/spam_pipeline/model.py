@@ -1,37 +1,53 @@
 """Triton python backend (BLS): the one entry point the application calls.
 
 One request row = TEXT, PREVIEW_TEXT (empty = the platform sent no link preview),
-LINK_FEATURES and BEHAVIOUR_FEATURES (vectors in scoring/feature_schema.py order). It fans
-out to the sub-models and returns every sub-score, the fused score, the per-feature
-contributions of the three tree models (feature order of the schema, then the bias) and the
-version of every model that produced them (MODEL_VERSIONS, a JSON object per row).
+LINK_FEATURES and BEHAVIOUR_FEATURES (vectors in scoring/feature_schema.py order). It returns
+every sub-score, the fused score, the per-feature contributions of the three tree models
+(feature order of the schema, then the bias) and the version of every model that produced
+them (MODEL_VERSIONS, a JSON object per row).
+
+What runs where: the text model (DistilBERT) is the one sub-model called over BLS
+(text_classifier, its own instances and dynamic batcher; a TensorRT plan in the GPU profile).
+The tokenizer and the three XGBoost models run inside this process, from copies bundled into
+this model's version folder at publish time (scoring/model_repository.py):
+
+    <n>/bundle.json              {"tokenizer": 7, "link_model": 3, ...}: the versions copied
+    <n>/tokenizer/               tokenizer.json + serving.json of that tokenizer version
+    <n>/<tree model>/model.json  the booster of that tree version (+ features.json)
+
+Why: every BLS hop costs a round trip through the Triton core and a second stub process, about
+1 ms of CPU and 0.5-1 ms of latency each, and tokenizing (~0.1 ms) or a tree call (~0.3 ms)
+is cheaper than its hop. With five hops a one-post request spent 10.9 ms of Triton CPU at
+p50 9.0 ms; with one hop 6.0-7.6 ms at p50 6.4 ms (benchmarks/pipeline_stages.py, issue 7),
+with bit-identical outputs. The tokenizer and tree models stay published and served on their
+own (same files, same numbers) for direct callers and for the tests that compare the two.
+A publish writes a new bundle whenever one of its parts changes, so loading spam_pipeline
+switches tokenizer and trees at once; text_classifier is asked for the very version bundled
+with the tokenizer (they share a number).
 
 Why BLS and not an ensemble: the preview is optional (an ensemble would classify an empty
 string for every post without one), the fusion vector is assembled by feature *name* from the
-sub-scores and the raw vectors, and the versions of the models that actually answered are
-collected per request.
+sub-scores and the raw vectors, and the versions that answered are reported per request.
 
-Batching: execute is a coroutine; all rows of all requests handed to it go to the sub-models
-concurrently: texts (and non-empty previews) in chunks of TEXT_CHUNK per tokenizer ->
-text_classifier request (the classifier trims the padding and groups rows by
-length), the whole [rows, n] matrix in one request per tree model. The sub-models' own dynamic
-batchers merge the requests of concurrent executions.
+Batching: execute is a coroutine; the texts (and non-empty previews) of all rows of all
+requests handed to it go to text_classifier in chunks of TEXT_CHUNK, sent concurrently
+(unpadded rows; the classifier trims the padding and groups rows by length), while the trees
+score the [rows, n] matrices here. The classifier's batcher merges chunks of concurrent
+executions.
 
 Text-score cache (spam campaigns repeat themselves): a bounded LRU per instance of spam
-probabilities keyed by (text_classifier version, the token ids the tokenizer produced). The
-ids are exactly what the classifier sees, so the key is the most that can be normalised
-without changing a score: case, whitespace and anything else the uncased tokenizer folds, and
-text past max_length, map to one entry; nothing that changes the ids does. A hit therefore
-returns the bit-identical probability (the served int8 model is batch-invariant; an fp32
-model's scores may already differ by ~1e-6 with batch composition). Tokenizing still runs
-(~0.1 ms); a hit skips the classifier. The classifier is asked for the very version the
-tokenizer reported, so an entry can only hold that version's score; while a publish has
-loaded the new tokenizer but not yet the classifier, that request fails and the chunk falls
-back to the unpinned classifier without caching. TEXT_CACHE_SIZE (config parameter, entries
-per instance; 0 = off).
+probabilities keyed by (text version, the token ids the tokenizer produced). The ids are
+exactly what the classifier sees, so the key is the most that can be normalised without
+changing a score: case, whitespace and anything else the uncased tokenizer folds, and text
+past max_length, map to one entry; nothing that changes the ids does. A hit therefore returns
+the bit-identical probability (the served int8 model is batch-invariant; an fp32 model's
+scores may already differ by ~1e-6 with batch composition) and skips the classifier. While a
+publish has loaded the new classifier but not yet this bundle, the pinned request fails and
+the chunk falls back to the unpinned classifier without caching. TEXT_CACHE_SIZE (config
+parameter, entries per instance; 0 = off).
 
-The version folder carries schema.json, a copy of the feature lists written by publish (no
-import of the Django project here).
+The version folder also carries schema.json, a copy of the feature lists written by publish
+(no import of the Django project here).
 """
 
 import asyncio
@@ -41,8 +57,10 @@ from pathlib import Path
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
+import xgboost as xgb
+from tokenizers import Tokenizer
 
-SUB_MODEL_VERSION_KEYS = ("tokenizer", "text_classifier", "link_model", "behaviour_model", "fusion_model")
+TREE_MODELS = ("link_model", "behaviour_model", "fusion_model")
 
 
 class SubModelError(Exception):
@@ -84,6 +102,60 @@ class ScoreCache:
             self.entries.popitem(last=False)
 
 
+class BundledTokenizer:
+    """The tokenizer model's work (triton_repository/tokenizer/model.py), in this process:
+    texts -> right-padded input_ids / attention_mask (pad id 0, attention 0), truncated at
+    max_length; padded to the next of `buckets` when given (GPU profile: TensorRT batches one
+    shape at a time)."""
+
+    def __init__(self, folder, buckets):
+        serving = json.loads((folder / "serving.json").read_text())
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length=int(serving["max_length"]))
+        self.pad_id = int(serving.get("pad_token_id", 0))
+        self.buckets = buckets
+
+    def __call__(self, texts):
+        encodings = self.tokenizer.encode_batch([t.decode("utf-8", errors="replace") for t in texts])
+        width = max((len(e.ids) for e in encodings), default=0)
+        if self.buckets:
+            width = next((b for b in self.buckets if b >= width), width)
+        ids = np.full((len(encodings), width), self.pad_id, dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        for i, enc in enumerate(encodings):
+            ids[i, : len(enc.ids)] = enc.ids
+            mask[i, : len(enc.ids)] = 1
+        return ids, mask
+
+
+class BundledTrees:
+    """One XGBoost model's work (triton_repository/xgboost_model.py), in this process:
+    FEATURES [rows, n] -> (PROB [rows], CONTRIBUTIONS [rows, n + 1])."""
+
+    def __init__(self, folder):
+        features = json.loads((folder / "features.json").read_text())
+        model_file = folder / "model.json"
+        self.booster = xgb.Booster(model_file=str(model_file if model_file.exists() else folder / "model.ubj"))
+        # One thread: DMatrix defaults to every core, and its OpenMP start-up cost more than
+        # both predictions of a small batch (0.76 -> 0.28 ms CPU per 1-row call).
+        self.booster.set_param({"nthread": 1})
+        if self.booster.num_features() != len(features):
+            raise pb_utils.TritonModelException(
+                f"{folder}: booster expects {self.booster.num_features()} features, features.json lists {len(features)}"
+            )
+        self.width = len(features)
+
+    def __call__(self, matrix):
+        x = np.ascontiguousarray(matrix, dtype=np.float32)
+        dmatrix = xgb.DMatrix(x, nthread=1)
+        margin = self.booster.predict(dmatrix, output_margin=True, validate_features=False)
+        margin = margin.astype(np.float64).reshape(-1)
+        contribs = self.booster.predict(dmatrix, pred_contribs=True, validate_features=False)
+        prob = (1.0 / (1.0 + np.exp(-margin))).astype(np.float32)
+        return prob, contribs.astype(np.float32, copy=False).reshape(x.shape[0], -1)
+
+
 def _param(config, name, default):
     value = config.get("parameters", {}).get(name, {}).get("string_value")
     return default if value in (None, "") else value
@@ -97,11 +169,29 @@ class TritonPythonModel:
         self.behaviour_names = list(schema["BEHAVIOUR_FEATURES"])
         self.fusion_names = list(schema["FUSION_FEATURES"])
         self.version = str(args["model_version"])
-        self._versions_cache = {}
+        config = json.loads(args["model_config"])
+        # The tokenizer and trees this version bundles, and their versions (see the docstring).
+        bundle = json.loads((version_dir / "bundle.json").read_text())
+        buckets = sorted(int(b) for b in _param(config, "PAD_BUCKETS", "").split(",") if b.strip())
+        self.tokenize = BundledTokenizer(version_dir / "tokenizer", buckets)
+        self.text_version = str(bundle["tokenizer"])
+        self.trees = {model: BundledTrees(version_dir / model) for model in TREE_MODELS}
+        self.tree_versions = {model: str(bundle[model]) for model in TREE_MODELS}
+        widths = {
+            "link_model": self.link_names,
+            "behaviour_model": self.behaviour_names,
+            "fusion_model": self.fusion_names,
+        }
+        for model, names in widths.items():
+            if self.trees[model].width != len(names):
+                raise pb_utils.TritonModelException(
+                    f"bundled {model} takes {self.trees[model].width} features, schema.json {len(names)}"
+                )
+        # MODEL_VERSIONS: fixed for the life of this instance (a publish loads a new one).
+        self.versions = self._versions_json()
         self.spam_index = int(schema.get("TEXT_SPAM_INDEX", 1))
         # Texts per tokenizer/text_classifier request (<= their max_batch_size).
         self.text_chunk = int(schema.get("TEXT_CHUNK", 8))
-        config = json.loads(args["model_config"])
         cache_size = int(_param(config, "TEXT_CACHE_SIZE", "0"))
         self.cache = ScoreCache(cache_size) if cache_size > 0 else None
         # Where each fusion input comes from: a computed sub-score or a raw feature by name.
@@ -133,23 +223,33 @@ class TritonPythonModel:
         exp = np.exp(logits - logits.max(axis=1, keepdims=True))
         return exp[:, self.spam_index] / exp.sum(axis=1)
 
+    async def _classify(self, ids, mask, pinned):
+        """Logits of text_classifier for padded rows; pinned: ask for the bundled version.
+        Returns (logits, whether the bundled version answered)."""
+        feeds = [
+            pb_utils.Tensor("input_ids", np.ascontiguousarray(ids)),
+            pb_utils.Tensor("attention_mask", np.ascontiguousarray(mask)),
+        ]
+        if not pinned:
+            return (await self._infer("text_classifier", feeds, ["logits"]))["logits"].as_numpy(), False
+        try:
+            out = await self._infer("text_classifier", feeds, ["logits"], int(self.text_version))
+            return out["logits"].as_numpy(), True
+        except SubModelError:
+            # A publish has loaded a new classifier but not yet this model's new bundle:
+            # answer from whatever classifier is loaded, but do not cache it as this version.
+            return (await self._infer("text_classifier", feeds, ["logits"]))["logits"].as_numpy(), False
+
     async def _text_chunk(self, texts):
-        """One tokenizer request and (unless every text is cached) one text_classifier request
-        for up to text_chunk texts."""
-        tok = await self._infer(
-            "tokenizer",
-            [pb_utils.Tensor("TEXT", np.array([[t] for t in texts], dtype=np.object_))],
-            ["input_ids", "attention_mask", "VERSION"],
-        )
-        raw_version = tok["VERSION"].as_numpy().reshape(-1)[0]
-        version = raw_version.decode() if isinstance(raw_version, bytes) else str(raw_version)
+        """Tokenize up to text_chunk texts here and (unless every text is cached) classify
+        them in one text_classifier request."""
+        ids, mask = self.tokenize(texts)
+        pinned = self.text_version.isdigit()
         if self.cache is None:
-            out = await self._infer("text_classifier", [tok["input_ids"], tok["attention_mask"]], ["logits"])
-            return self._probs(out["logits"].as_numpy(), len(texts)), version
-        ids = tok["input_ids"].as_numpy()
-        mask = tok["attention_mask"].as_numpy()
+            logits, _ = await self._classify(ids, mask, pinned)
+            return self._probs(logits, len(texts))
         lengths = [max(int(m.sum()), 1) for m in mask]
-        keys = [(version, ids[i, : lengths[i]].tobytes()) for i in range(len(texts))]
+        keys = [(self.text_version, ids[i, : lengths[i]].tobytes()) for i in range(len(texts))]
         probs = np.zeros(len(texts), dtype=np.float64)
         missing = {}  # key -> rows of this chunk (repeats within a chunk are classified once)
         for i, key in enumerate(keys):
@@ -159,30 +259,17 @@ class TritonPythonModel:
             else:
                 probs[i] = cached
         if not missing:
-            return probs, version
+            return probs
         first = [rows[0] for rows in missing.values()]
-        # The tokenizer's padded width is kept: the GPU profile pads to length buckets so the
-        # TensorRT batcher sees few shapes (the CPU classifier trims each row to its mask).
-        feeds = [
-            pb_utils.Tensor("input_ids", np.ascontiguousarray(ids[first])),
-            pb_utils.Tensor("attention_mask", np.ascontiguousarray(mask[first])),
-        ]
-        pinned = version.isdigit()
-        try:
-            out = await self._infer("text_classifier", feeds, ["logits"], int(version) if pinned else -1)
-        except SubModelError:
-            if not pinned:
-                raise
-            # A publish is between loading the new tokenizer and the new classifier: answer
-            # from whatever classifier is loaded, but do not file that under `version`.
-            out = await self._infer("text_classifier", feeds, ["logits"])
-            pinned = False
-        fresh = self._probs(out["logits"].as_numpy(), len(first))
+        # The padded width is kept: the GPU profile pads to length buckets so the TensorRT
+        # batcher sees few shapes (the CPU classifier trims each row to its mask).
+        logits, answered = await self._classify(ids[first], mask[first], pinned)
+        fresh = self._probs(logits, len(first))
         for (key, rows), prob in zip(missing.items(), fresh, strict=True):
             probs[rows] = prob
-            if pinned:
+            if answered:
                 self.cache.put(key, float(prob))
-        return probs, version
+        return probs
 
     async def _text_probs(self, *groups):
         """Spam probability of every text of every group, in order, in chunks sent
@@ -201,51 +288,27 @@ class TritonPythonModel:
                     unique[g].append(text)
                 where.append(first[text])
         if not where:
-            return np.zeros(0, dtype=np.float32), ""
+            return np.zeros(0, dtype=np.float32)
         size = self.text_chunk
         chunks = [(g, texts[i : i + size]) for g, texts in enumerate(unique) for i in range(0, len(texts), size)]
         results = await asyncio.gather(*[self._text_chunk(chunk) for _, chunk in chunks])
         per_group = [[] for _ in groups]
-        for (g, _), (probs, _version) in zip(chunks, results, strict=True):
+        for (g, _), probs in zip(chunks, results, strict=True):
             per_group[g].append(probs)
         flat = [np.concatenate(p) if p else np.zeros(0) for p in per_group]
-        probs = np.array([flat[g][i] for g, i in where], dtype=np.float64).astype(np.float32)
-        return probs, results[0][1]
+        return np.array([flat[g][i] for g, i in where], dtype=np.float64).astype(np.float32)
 
-    async def _trees(self, model, matrix):
-        out = await self._infer(
-            model,
-            [pb_utils.Tensor("FEATURES", matrix.astype(np.float32, copy=False))],
-            ["PROB", "CONTRIBUTIONS", "VERSION"],
-        )
-        version = out["VERSION"].as_numpy().reshape(-1)[0]
-        return (
-            out["PROB"].as_numpy().reshape(-1).astype(np.float32),
-            out["CONTRIBUTIONS"].as_numpy().astype(np.float32),
-            version.decode() if isinstance(version, bytes) else str(version),
-        )
-
-    def _versions_json(self, text_version, link_version, behaviour_version, fusion_version):
-        """MODEL_VERSIONS of one execution (memoised: the versions change only on a publish)."""
-        key = (text_version, link_version, behaviour_version, fusion_version)
-        cached = self._versions_cache.get(key)
-        if cached is None:
-            cached = json.dumps(
-                {
-                    "tokenizer": text_version,
-                    # tokenizer and text_classifier are published together under one number.
-                    "text_classifier": text_version,
-                    "link_model": link_version,
-                    "behaviour_model": behaviour_version,
-                    "fusion_model": fusion_version,
-                    "spam_pipeline": self.version,
-                },
-                sort_keys=True,
-            ).encode()
-            if len(self._versions_cache) > 64:
-                self._versions_cache.clear()
-            self._versions_cache[key] = cached
-        return cached
+    def _versions_json(self):
+        return json.dumps(
+            {
+                "tokenizer": self.text_version,
+                # tokenizer and text_classifier are published together under one number.
+                "text_classifier": self.text_version,
+                **self.tree_versions,
+                "spam_pipeline": self.version,
+            },
+            sort_keys=True,
+        ).encode()
 
     def _parse(self, request):
         link = pb_utils.get_input_tensor_by_name(request, "LINK_FEATURES").as_numpy().astype(np.float32, copy=False)
@@ -277,38 +340,38 @@ class TritonPythonModel:
         link = np.concatenate([p[2] for p in good], axis=0)
         behaviour = np.concatenate([p[3] for p in good], axis=0)
         preview_rows = [i for i, t in enumerate(previews) if t.strip()]
+        # The text model is the critical path: its requests go out first, and the trees
+        # score here while it runs. Two loop turns let _text_probs start its chunk tasks and
+        # each chunk send its request (async_exec submits at once) before the trees take the
+        # GIL; a tree call is ~0.3 ms.
+        text_task = asyncio.ensure_future(self._text_probs(texts + [previews[i] for i in preview_rows]))
+        for _ in range(2):
+            await asyncio.sleep(0)
+        link_prob, link_contrib = self.trees["link_model"](link)
+        behaviour_prob, behaviour_contrib = self.trees["behaviour_model"](behaviour)
         try:
-            # The text chain (tokenizer -> classifier) is the critical path: send it first.
-            results = await asyncio.gather(
-                self._text_probs(texts + [previews[i] for i in preview_rows]),
-                self._trees("link_model", link),
-                self._trees("behaviour_model", behaviour),
-            )
-            all_text_probs, text_version = results[0]
-            link_prob, link_contrib, link_version = results[1]
-            behaviour_prob, behaviour_contrib, behaviour_version = results[2]
-            text_prob = all_text_probs[: len(texts)]
-            preview_prob = np.full(len(texts), -1.0, dtype=np.float32)
-            preview_prob[preview_rows] = all_text_probs[len(texts) :]
-            computed = {
-                "text_prob": text_prob,
-                "preview_prob": preview_prob,
-                "link_prob": link_prob,
-                "behaviour_prob": behaviour_prob,
-            }
-            columns = []
-            for kind, key in self.fusion_sources:
-                if kind == "computed":
-                    columns.append(computed[key])
-                elif kind == "link":
-                    columns.append(link[:, key])
-                else:
-                    columns.append(behaviour[:, key])
-            fusion = np.stack(columns, axis=1).astype(np.float32)
-            final_prob, fusion_contrib, fusion_version = await self._trees("fusion_model", fusion)
+            all_text_probs = await text_task
         except SubModelError as exc:
             return [pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc))) for _ in requests]
-        versions = self._versions_json(text_version, link_version, behaviour_version, fusion_version)
+        text_prob = all_text_probs[: len(texts)]
+        preview_prob = np.full(len(texts), -1.0, dtype=np.float32)
+        preview_prob[preview_rows] = all_text_probs[len(texts) :]
+        computed = {
+            "text_prob": text_prob,
+            "preview_prob": preview_prob,
+            "link_prob": link_prob,
+            "behaviour_prob": behaviour_prob,
+        }
+        columns = []
+        for kind, key in self.fusion_sources:
+            if kind == "computed":
+                columns.append(computed[key])
+            elif kind == "link":
+                columns.append(link[:, key])
+            else:
+                columns.append(behaviour[:, key])
+        final_prob, fusion_contrib = self.trees["fusion_model"](np.stack(columns, axis=1).astype(np.float32))
+        versions = self.versions
         responses, row = [], 0
         for i, p in enumerate(parsed):
             if p is None:
