@@ -127,12 +127,15 @@ def start_web(env: dict[str, str], port: int, workers: int, threads: int, log_pa
 
 class OpenLoop:
     """Sends `count` requests at `rate`/s on schedule from a thread pool (open loop), bounded by
-    `max_s` seconds; records (status, client-side ms) per request."""
+    `max_s` seconds; records (status, client-side ms) per request, and in `sent` the request's
+    index and send time (seconds from the start) under the same position."""
 
     def __init__(self, send: Any, rate: float, count: int, max_s: float, threads: int = 16) -> None:
         self.send, self.rate, self.count, self.max_s, self.threads = send, rate, count, max_s, threads
         self.results: list[tuple[int, float]] = []
+        self.sent: list[tuple[int, float]] = []
         self.lock = threading.Lock()
+        self.started = 0.0
 
     def _one(self, i: int) -> None:
         t = time.perf_counter()
@@ -142,9 +145,10 @@ class OpenLoop:
             status = 0
         with self.lock:
             self.results.append((status, (time.perf_counter() - t) * 1000))
+            self.sent.append((i, t - self.started))
 
     def run(self) -> float:
-        started = time.perf_counter()
+        started = self.started = time.perf_counter()
         with ThreadPoolExecutor(max_workers=self.threads) as pool:
             for i in range(self.count):
                 delay = started + i / self.rate - time.perf_counter()
@@ -222,6 +226,12 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=30, help="unmeasured posts sent first")
     parser.add_argument("--sync-rate", type=float, default=20.0, help="wait_ms=50 requests/s (0: skip)")
     parser.add_argument("--sync-seconds", type=float, default=10.0)
+    parser.add_argument(
+        "--sync-warmup",
+        type=float,
+        default=3.0,
+        help="seconds of wait_ms=50 requests at --sync-rate before the measured phase, reported as cold_start",
+    )
     parser.add_argument(
         "--only-sync", action="store_true", help="skip the model-alone run and the rates: only the wait_ms=50 phase"
     )
@@ -398,6 +408,29 @@ def main() -> None:
             def send_sync(i: int) -> int:
                 return session(raw_key).post(f"{url}?wait_ms=50", json=payload(i, run), timeout=30).status_code
 
+            # The first requests after start find the check's path cold in every web process
+            # and thread (imports, PostgreSQL and Triton connections per thread): a deployment
+            # pays that once per process, so those seconds are reported apart ("cold_start")
+            # and the measured phase starts warm.
+            cold = OpenLoop(
+                lambda i: send_sync(-1 - i),
+                args.sync_rate,
+                int(args.sync_rate * args.sync_warmup),
+                args.sync_warmup * 3,
+            )
+            cold.run()
+            cold_ms = [m for _, m in cold.results] or [0.0]
+            cold_start = {
+                "seconds": args.sync_warmup,
+                "requests": len(cold.results),
+                "ms_p50": round(percentile(cold_ms, 0.5), 1),
+                "ms_max": round(max(cold_ms), 1),
+                "over_50ms": sum(1 for m in cold_ms if m > 50),
+                "first_10_ms": [
+                    round(m, 1)
+                    for (_, m), _ in sorted(zip(cold.results, cold.sent, strict=True), key=lambda r: r[1][0])
+                ][:10],
+            }
             loop = OpenLoop(send_sync, args.sync_rate, int(args.sync_rate * args.sync_seconds), args.sync_seconds * 3)
             cpu_before = cpu_by_component(sessions)
             loop.run()
@@ -413,6 +446,14 @@ def main() -> None:
                 "ms_p95": round(percentile(ms, 0.95), 1),
                 "ms_p99": round(percentile(ms, 0.99), 1),
                 "answers": answers,  # 201: scored within the budget; 202: left to the worker
+                "cold_start": cold_start,
+                # Where the tail is: the slowest requests with their index and send time.
+                "slowest": [
+                    {"index": i, "sent_s": round(at, 3), "ms": round(m, 1), "status": st}
+                    for (st, m), (i, at) in sorted(zip(loop.results, loop.sent, strict=True), key=lambda r: -r[0][1])[
+                        :12
+                    ]
+                ],
                 "cpu_ms_per_request": {
                     k: round(1000 * (cpu_after[k] - cpu_before[k]) / max(len(loop.results), 1), 2) for k in cpu_after
                 },
@@ -456,6 +497,8 @@ def main() -> None:
             print(" " * 24 + "  ".join(f"{c:>14}" for c in cells))
     if sync.get("cpu_ms_per_request"):
         print(f"wait_ms=50 CPU ms per request: {sync['cpu_ms_per_request']}")
+    if sync.get("cold_start"):
+        print(f"wait_ms=50 cold start (not in the figures above): {sync['cold_start']}")
     best = max((r["scored_posts_per_s"] for r in rows), default=0.0)
     if model.get("posts_per_s"):
         print(
