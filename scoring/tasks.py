@@ -39,7 +39,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from scoring.services import batching, scoring, webhooks
+from scoring.services import batching, inline, scoring, webhooks
 from scoring.services.inference import TritonUnavailable
 
 logger = logging.getLogger(__name__)
@@ -75,7 +75,9 @@ def rescore_post(post_id: int) -> None:
 
 @shared_task(name="scoring.sweep_stuck_posts", acks_late=True, soft_time_limit=50, time_limit=60)
 def sweep_stuck_posts(older_than_s: float | None = None) -> int:
-    post_ids = batching.posts_to_requeue(older_than_s=older_than_s)
+    # Posts whose inline check died with its web process first (their hold has expired and
+    # no task exists), then posts still unscored after SCORING_SWEEP_AFTER_S.
+    post_ids = list(dict.fromkeys([*inline.overdue_holds(), *batching.posts_to_requeue(older_than_s=older_than_s)]))
     for post_id in post_ids:
         score_post.delay(post_id)
     delivery_ids = batching.stuck_webhook_ids(older_than_s=older_than_s)

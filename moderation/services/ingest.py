@@ -27,7 +27,7 @@ from moderation.services.json_rows import insert_rows
 logger = logging.getLogger(__name__)
 
 
-def _publish_on_commit(*, task_name: str, post_id: int | list[int], countdown: float = 0.0, **kwargs: Any) -> None:
+def _publish_on_commit(*, task_name: str, post_id: int | list[int], **kwargs: Any) -> None:
     """Publish ``task_name(post_id, **kwargs)`` once the current transaction commits; never raises.
 
     Same effect as ``task.delay_on_commit(post_id)``, but the publish is wrapped so a broker
@@ -37,11 +37,7 @@ def _publish_on_commit(*, task_name: str, post_id: int | list[int], countdown: f
         from scoring import tasks
 
         try:
-            task = getattr(tasks, task_name)
-            if countdown > 0:
-                task.apply_async((post_id,), countdown=countdown)
-            else:
-                task.delay(post_id, **kwargs)
+            getattr(tasks, task_name).delay(post_id, **kwargs)
         except Exception:
             logger.warning("moderation.score_enqueue_failed task=%s post_id=%s", task_name, post_id, exc_info=True)
 
@@ -63,8 +59,9 @@ def scores_enqueue(*, post_ids: Sequence[int]) -> None:
 
 def _score_enqueue_after_inline(*, post_id: int, budget_ms: int) -> None:
     """The new post is about to get the caller's inline check (?wait_ms): hold it for that
-    check before the commit makes it visible, and publish its score_post task with a countdown
-    past the budget, so a worker does not race the check for it (scoring.services.inline)."""
+    check before the commit makes it visible, so no worker races the check for it. A held post
+    gets no task now: the check publishes it only if it does not decide the post
+    (scoring.services.inline). Not held (no pipeline here, Redis down): the task, as usual."""
     try:
         module = importlib.import_module("scoring.services.inline")
     except ModuleNotFoundError as exc:  # a deployment without the pipeline (as the API view)
@@ -72,8 +69,8 @@ def _score_enqueue_after_inline(*, post_id: int, budget_ms: int) -> None:
             raise
         module = None
     hold = getattr(module, "inline_hold", None)
-    countdown = float(hold(post_id=post_id, budget_ms=budget_ms)) if hold is not None else 0.0
-    _publish_on_commit(task_name="score_post", post_id=post_id, countdown=countdown)
+    if hold is None or not hold(post_id=post_id, budget_ms=budget_ms):
+        _publish_on_commit(task_name="score_post", post_id=post_id)
 
 
 def rescore_enqueue(*, post: Post) -> None:

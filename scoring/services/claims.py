@@ -19,6 +19,10 @@ from django.core.cache.backends.redis import RedisCache
 
 CLAIM_PREFIX = "scoring:claim:"
 DONE_PREFIX = "scoring:done:"
+# Sorted set of posts held for an inline check (member: post id, score: when the hold is over).
+# The check removes its post when it ends; a post still listed after its time belongs to a web
+# process that died mid-check, and the sweeper enqueues it (scoring.services.inline).
+INLINE_PENDING_KEY = "scoring:inline:pending"
 
 # Delete each KEYS[i] only while it still holds ARGV[1] (the releasing holder's token).
 RELEASE_SCRIPT = """
@@ -67,13 +71,53 @@ def claim_posts(post_ids: Sequence[int], token: str) -> list[int]:
     return [i for i, ok in zip(post_ids, pipe.execute(), strict=True) if ok]
 
 
-def release_posts(post_ids: Iterable[int], token: str, *, done: Iterable[int] = ()) -> int:
+def hold_for_inline(post_id: int, token: str, *, ttl_s: int, until: float) -> bool:
+    """Claim a post for an inline check and list it as pending until `until` (Unix time), in
+    one round trip; True when the claim was taken."""
+    redis = _redis()
+    if redis is None:  # not used in this project's settings: the claim alone
+        return claim_post_for(post_id, token, ttl_s=ttl_s)
+    backend, inner = redis
+    key = backend.make_and_validate_key(f"{CLAIM_PREFIX}{post_id}")
+    pipe = inner.get_client(key, write=True).pipeline(transaction=False)
+    pipe.set(key, inner._serializer.dumps(token), nx=True, ex=ttl_s)
+    pipe.zadd(backend.make_and_validate_key(INLINE_PENDING_KEY), {str(post_id): until})
+    return bool(pipe.execute()[0])
+
+
+# Members of KEYS[1] scored at most ARGV[1], removed and returned (atomic: two sweepers never
+# both get a post).
+POP_DUE_SCRIPT = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+if #due > 0 then
+    redis.call('ZREM', KEYS[1], unpack(due))
+end
+return due
+"""
+
+
+def pop_overdue_inline(now: float, *, limit: int = 1000) -> list[int]:
+    """The posts whose inline hold ended before `now` without the check removing them (its
+    web process died mid-check), taken off the pending list."""
+    redis = _redis()
+    if redis is None:
+        return []
+    backend, inner = redis
+    key = backend.make_and_validate_key(INLINE_PENDING_KEY)
+    due = inner.get_client(key, write=True).eval(POP_DUE_SCRIPT, 1, key, now, limit)
+    return [int(member) for member in due]
+
+
+def release_posts(
+    post_ids: Iterable[int], token: str, *, done: Iterable[int] = (), inline_over: Iterable[int] = ()
+) -> int:
     """Release the claims `token` holds on `post_ids` (compare-and-delete: a claim now held by
-    someone else is left alone) and mark `done` posts scored, in one round trip. Returns the
-    number of claims released."""
+    someone else is left alone), mark `done` posts scored and take `inline_over` off the
+    inline pending list, in one round trip. Returns the number of claims released."""
     ids = list(post_ids)
     done_ids = list(done)
-    if not ids and not done_ids:
+    over_ids = [str(i) for i in inline_over]
+    if not ids and not done_ids and not over_ids:
         return 0
     ttl = settings.SCORING_DONE_TTL_S
     redis = _redis()
@@ -93,6 +137,8 @@ def release_posts(post_ids: Iterable[int], token: str, *, done: Iterable[int] = 
         pipe.eval(RELEASE_SCRIPT, len(keys), *keys, inner._serializer.dumps(token))
     for i in done_ids:
         pipe.set(backend.make_and_validate_key(f"{DONE_PREFIX}{i}"), inner._serializer.dumps(1), ex=ttl)
+    if over_ids:
+        pipe.zrem(backend.make_and_validate_key(INLINE_PENDING_KEY), *over_ids)
     replies = pipe.execute()
     return int(replies[0]) if keys else 0
 

@@ -8,14 +8,21 @@ it returns None, the API answers 202, and the post's score_post task scores it a
 The inline check and the worker must not race for the post (the loser would wait for the
 winner and blow the budget). So ingest calls `inline_hold` inside its transaction, before the
 commit makes the post visible: the post's claim is taken for the inline check (no worker batch
-can pick the post up as a candidate), and its score_post task is published with a countdown
-just past the budget (`inline_hold` returns it), so the task normally runs once the inline
-check is over and finds the post scored (a no-op), or scores it when the check gave up.
-The hold is a short-lived claim (INLINE_HOLD_TTL_S past the budget): if the web process dies
-mid-check, the task meets the claim, retries (PostClaimed) and scores the post once the claim
-has expired, seconds later. A post accepted is never lost and never waits for the sweeper.
-The writes are idempotent (row lock + unique Score key), so even a claim that expired under a
-slow inline check cannot produce two scores."""
+can pick the post up as a candidate) and NO score_post task is published. The held check owns
+the post: when it does not decide (budget out, Triton down, an error), score_inline publishes
+the post's task on its way out; when it decides, there is nothing left to do. That saves every
+decided post a delayed Celery task (a no-op costing 3.5-6 ms of worker CPU, plus its publish
+and the broker, benchmarks/RESULTS.md, issue 7).
+
+A web process that dies mid-check publishes nothing. Two things cover it: the hold is a
+short-lived claim (INLINE_HOLD_TTL_S past the budget) that frees itself, and the post is listed
+as pending in Redis (same round trip as the claim) until the check ends; the sweeper
+(scoring.sweep_stuck_posts, every minute) enqueues every post still listed after its hold
+expired, so such a post waits about a minute, not the sweeper's SCORING_SWEEP_AFTER_S. If
+Redis is down at ingest, nothing is held: the task is published at once as for any post, and
+the inline check claims or waits like a worker. The writes are idempotent (row lock + unique
+Score key), so even a claim that expired under a slow inline check cannot produce two scores.
+"""
 
 from __future__ import annotations
 
@@ -28,31 +35,45 @@ from collections.abc import Callable
 from moderation.models import Post
 from scoring.features.extract import post_with_features
 from scoring.models import Score
-from scoring.services.claims import claim_post, claim_post_for, release_posts
+from scoring.services.claims import claim_post, hold_for_inline, pop_overdue_inline, release_posts
 from scoring.services.inference import ScoringClient, TritonError, get_client_with_timeout
 from scoring.services.scoring import INITIAL_FROM, POST_SCORE_FIELDS, infer, persist, prepare
 
 logger = logging.getLogger(__name__)
 
 WAIT_POLL_S = 0.005
-# The task runs this long after the budget: the inline check's write lands in between.
-INLINE_TASK_MARGIN_S = 0.1
 # The hold outlives the budget by this much (whole seconds: a Redis TTL), then frees itself.
 INLINE_HOLD_TTL_S = 2
 
 
-def inline_hold(*, post_id: int, budget_ms: float) -> float:
+def inline_hold(*, post_id: int, budget_ms: float) -> bool:
     """Reserve a post being ingested for the caller's inline check; call it in the ingest
-    transaction, before the commit. Returns the countdown (seconds) to publish the post's
-    score_post task with: just past the budget when held, 0 when the hold failed (Redis
-    down: the worker scores the post as usual and the inline check claims or waits)."""
-    budget_s = max(budget_ms, 0.0) / 1000.0
+    transaction, before the commit. True: held, publish no task (score_inline publishes it
+    when the check does not decide). False: the hold failed (Redis down), publish the task as
+    usual; the inline check then claims or waits like a worker."""
+    ttl_s = math.ceil(max(budget_ms, 0.0) / 1000.0) + INLINE_HOLD_TTL_S
     try:
-        held = claim_post_for(post_id, _hold_token(post_id), ttl_s=math.ceil(budget_s) + INLINE_HOLD_TTL_S)
+        return hold_for_inline(post_id, _hold_token(post_id), ttl_s=ttl_s, until=time.time() + ttl_s)
     except Exception:  # the claim store is best effort here; ingest must not fail on it
         logger.warning("scoring.inline_hold_failed post_id=%s", post_id, exc_info=True)
-        return 0.0
-    return round(budget_s + INLINE_TASK_MARGIN_S, 3) if held else 0.0
+        return False
+
+
+def overdue_holds() -> list[int]:
+    """Posts held for an inline check whose web process died before the check ended (their
+    hold has expired, no task was published): the sweeper enqueues them."""
+    return pop_overdue_inline(time.time())
+
+
+def _enqueue(post_id: int) -> None:
+    """The held post's score_post task, now (the check did not decide). Never raises: with
+    the broker down the post stays in `received` for the sweeper, as at ingest."""
+    from scoring import tasks
+
+    try:
+        tasks.score_post.delay(post_id)
+    except Exception:
+        logger.warning("scoring.inline_enqueue_failed post_id=%s", post_id, exc_info=True)
 
 
 def _hold_token(post_id: int) -> str:
@@ -83,8 +104,20 @@ def score_inline(
 ) -> Score | None:
     """The post's Score if it was decided within `budget_ms`, else None (the task scores it).
 
-    `held`: ingest took the post's claim for this check (`inline_hold`); otherwise the check
-    claims the post like a worker would, and waits for the worker when one has it."""
+    `held`: ingest held the post for this check (`inline_hold`) and published no task, so
+    this check owns the post: when it does not decide (None, or an exception) it publishes
+    the post's score_post task before returning. Otherwise the check claims the post like a
+    worker would, and waits for the worker when one has it."""
+    decided: Score | None = None
+    try:
+        decided = _score_inline(post=post, budget_ms=budget_ms, held=held, client=client)
+    finally:
+        if held and decided is None:
+            _enqueue(post.pk)
+    return decided
+
+
+def _score_inline(*, post: Post, budget_ms: float, held: bool, client: ScoringClient | None) -> Score | None:
     started = time.perf_counter()
 
     def remaining_s() -> float:
@@ -124,7 +157,8 @@ def score_inline(
             # task then returns without touching PostgreSQL, as after a worker batch.
             done = [post.pk]
     finally:
-        release_posts([post.pk], token, done=done)
+        # The check is over (decided or not): off the pending list, same round trip.
+        release_posts([post.pk], token, done=done, inline_over=[post.pk] if held else ())
     if overran:
         return None
     if result.score is None:  # another writer got there first (a moderator, a duplicate request)

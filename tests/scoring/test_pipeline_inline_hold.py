@@ -1,9 +1,12 @@
 """The pre-publish check and the worker do not race for a post: ingest with ?wait_ms holds
-the post for the inline check before the commit and delays its score_post task past the budget
-(scoring.services.inline.inline_hold)."""
+the post for the inline check before the commit and publishes no task; the check publishes the
+post's score_post task only when it does not decide, and the sweeper enqueues a post whose
+check died with its web process (scoring.services.inline)."""
 
 from __future__ import annotations
 
+import time
+import types
 from typing import Any
 
 import pytest
@@ -14,8 +17,8 @@ from moderation.services.ingest import post_ingest
 from scoring import tasks
 from scoring.models import Score
 from scoring.services.batching import PostClaimed, score_post_batch
-from scoring.services.claims import CLAIM_PREFIX, posts_done
-from scoring.services.inline import INLINE_TASK_MARGIN_S, score_inline
+from scoring.services.claims import CLAIM_PREFIX, INLINE_PENDING_KEY, posts_done
+from scoring.services.inline import overdue_holds, score_inline
 from tests.scoring.pipeline_support import FakeClient, down_client, make_source
 
 pytestmark = pytest.mark.django_db
@@ -64,13 +67,19 @@ def test_without_wait_ms_the_task_is_published_at_once_and_nothing_is_held(
     assert cache.get(f"{CLAIM_PREFIX}{post.pk}") is None
 
 
-def test_the_held_post_is_the_inline_checks_and_the_late_task_finds_it_scored(
+def _pending() -> list[int]:
+    key = cache.make_key(INLINE_PENDING_KEY)
+    return [int(m) for m in cache._cache.get_client(key).zrange(key, 0, -1)]  # type: ignore[attr-defined]
+
+
+def test_the_held_post_is_the_inline_checks_and_a_decided_post_gets_no_task(
     published, django_capture_on_commit_callbacks, django_assert_num_queries
 ):
     post = _ingest(2, 50, django_capture_on_commit_callbacks)
-    # held before the commit, task delayed past the 50 ms budget
+    # held before the commit, listed as pending, and no task published
     assert cache.get(f"{CLAIM_PREFIX}{post.pk}") is not None
-    assert published == [("apply_async", (post.pk,), pytest.approx(0.05 + INLINE_TASK_MARGIN_S))]
+    assert _pending() == [post.pk]
+    assert published == []
 
     # a worker meeting the post now (its task, or a batch looking for candidates) keeps off it
     worker_client = FakeClient()
@@ -85,9 +94,11 @@ def test_the_held_post_is_the_inline_checks_and_the_late_task_finds_it_scored(
     assert Score.objects.get(post=post).pk == score.pk
     assert [len(c) for c in inline_client.calls] == [1]
     assert cache.get(f"{CLAIM_PREFIX}{post.pk}") is None  # released
+    assert _pending() == [] and overdue_holds() == []
+    assert published == []  # decided: no task at all
 
-    # the delayed task: nothing left to do, no model call, no claim round trip, and (the
-    # inline check marked the post done) no query either
+    # a task for it anyway (a platform resending, the sweeper): nothing left to do, no model
+    # call, no claim round trip, and (the inline check marked the post done) no query either
     assert posts_done([post.pk]) == {post.pk}
     with django_assert_num_queries(0):
         (result,) = score_post_batch(post_id=post.pk, client=worker_client)
@@ -95,25 +106,53 @@ def test_the_held_post_is_the_inline_checks_and_the_late_task_finds_it_scored(
     assert worker_client.calls == [] and Score.objects.filter(post=post).count() == 1
 
 
-def test_when_the_inline_check_gives_up_the_delayed_task_scores_the_post(published, django_capture_on_commit_callbacks):
+def test_when_the_inline_check_gives_up_it_publishes_the_task_that_scores_the_post(
+    published, django_capture_on_commit_callbacks
+):
     post = _ingest(3, 50, django_capture_on_commit_callbacks)
+    assert published == []
     assert score_inline(post=post, budget_ms=50, held=True, client=down_client()) is None
     assert cache.get(f"{CLAIM_PREFIX}{post.pk}") is None  # the hold is released on the way out
+    assert _pending() == []
+    assert published == [("delay", (post.pk,), 0.0)]  # published by the check, at once
     worker_client = FakeClient()
     score_post_batch(post_id=post.pk, client=worker_client)
     assert [len(c) for c in worker_client.calls] == [1]
     assert Score.objects.filter(post=post).count() == 1
 
 
-def test_a_hold_whose_web_process_died_expires_and_the_task_then_scores_the_post(
-    published, django_capture_on_commit_callbacks
+def test_a_check_that_raises_still_publishes_the_task(published, django_capture_on_commit_callbacks, monkeypatch):
+    post = _ingest(5, 50, django_capture_on_commit_callbacks)
+
+    def boom(post_id: int) -> None:
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr("scoring.services.inline.post_with_features", boom)
+    with pytest.raises(RuntimeError):
+        score_inline(post=post, budget_ms=50, held=True, client=FakeClient())
+    assert published == [("delay", (post.pk,), 0.0)]
+    assert _pending() == []
+
+
+def test_a_hold_whose_web_process_died_is_enqueued_by_the_sweeper_once_it_expired(
+    published, django_capture_on_commit_callbacks, monkeypatch
 ):
     post = _ingest(4, 50, django_capture_on_commit_callbacks)
     key = f"{CLAIM_PREFIX}{post.pk}"
     # The hold is short-lived: a few seconds, not the worker's SCORING_CLAIM_TTL_S.
     ttl = cache._cache.get_client(key).ttl(cache.make_key(key))  # type: ignore[attr-defined]
     assert 0 < ttl <= 3
-    with pytest.raises(PostClaimed):  # the task retries while the hold lasts ...
+    # The web process dies here: no check, no task. While the hold lasts the sweeper leaves
+    # the post alone (a live check may still decide it) ...
+    assert published == []
+    assert tasks.sweep_stuck_posts() == 0
+    # ... once the hold is over it enqueues the post, once.
+    later = time.time() + ttl + 1
+    monkeypatch.setattr("scoring.services.inline.time", types.SimpleNamespace(time=lambda: later))
+    assert tasks.sweep_stuck_posts() == 1
+    assert published == [("delay", (post.pk,), 0.0)]
+    assert tasks.sweep_stuck_posts() == 0 and _pending() == []
+    with pytest.raises(PostClaimed):  # the task retries while the claim lasts ...
         score_post_batch(post_id=post.pk, client=FakeClient())
     cache.delete(key)  # ... and scores the post once it has expired
     score_post_batch(post_id=post.pk, client=FakeClient())
