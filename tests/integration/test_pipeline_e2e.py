@@ -205,21 +205,30 @@ def test_inline_pre_publish_check_within_and_past_the_budget(api, worker):
 
 
 def test_inline_check_and_worker_do_not_race_and_a_dead_check_loses_nothing(api, worker, triton_server):
-    # The inline check owns the post: one model call in all (the worker's delayed task finds
-    # the post scored), whatever the worker is doing.
+    # The inline check owns the post: one model call in all (a decided post gets no task at
+    # all), whatever the worker is doing.
     before = pipeline_inferences(triton_server)
     response = api.post("posts?wait_ms=1000", payload(3))
     assert response.status_code == 201, response.content
     inline_id = response.json()["id"]
     assert response.json()["score"] is not None
 
-    # The web process dies between the commit and the inline check: the post is held, its task
-    # delayed; the worker scores it once the short hold expires, without the sweeper.
+    # The web process dies between the commit and the inline check: the post is held and no
+    # task exists. The sweeper (beat runs it every minute; here every poll) leaves it alone
+    # while the short hold lasts, then enqueues it, and the worker scores it.
     from moderation.services.ingest import post_ingest
+    from scoring.tasks import sweep_stuck_posts
 
     post, created = post_ingest(source=api.source, payload=payload(4), inline_budget_ms=50)
     assert created and post.status == PostStatus.RECEIVED
-    wait_until(lambda: all_scored([post.pk]), timeout=SCORED_TIMEOUT, message=f"scored\n{worker.log_tail()}")
+    time.sleep(1)
+    assert sweep_stuck_posts() == 0  # still held (a live check may yet decide it): not enqueued
+
+    def swept_and_scored() -> bool:
+        sweep_stuck_posts()
+        return all_scored([post.pk])
+
+    wait_until(swept_and_scored, timeout=SCORED_TIMEOUT, message=f"scored\n{worker.log_tail()}")
     assert_scored_exactly_once([inline_id, post.pk])
     assert pipeline_inferences(triton_server) - before == 2
 
