@@ -1,4 +1,5 @@
-"""A web process imports what its first requests would (config/warmup.py), at start."""
+"""A web process imports what its first requests would (config/warmup.py), at start, and
+freezes those objects out of the garbage collector's full collections."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ fresh = set(sys.modules) - before
 expected = ["scoring.services.inline", "scoring.tasks", "tritonclient.grpc", "moderation.api.views"]
 for name in [*expected, *views(get_resolver().url_patterns)]:
     assert name in fresh, name
+import gc
+assert gc.get_freeze_count() > 100_000, gc.get_freeze_count()  # start-up objects out of the GC's walks
 print("ok")
 """
 
