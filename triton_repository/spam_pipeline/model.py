@@ -51,6 +51,7 @@ The version folder also carries schema.json, a copy of the feature lists written
 """
 
 import asyncio
+import gc
 import json
 from collections import OrderedDict
 from pathlib import Path
@@ -208,6 +209,10 @@ class TritonPythonModel:
                 raise pb_utils.TritonModelException(
                     f"fusion feature {name!r} is neither computed nor in an input vector"
                 )
+        # This stub lives as long as the model version: take what initialize built (imports,
+        # sessions, tables) out of the garbage collector's full collections, whose walk of
+        # those objects otherwise pauses whichever request triggers it (config/warmup.py).
+        gc.freeze()
 
     async def _infer(self, model, inputs, outputs, version=-1):
         request = pb_utils.InferenceRequest(
