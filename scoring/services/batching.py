@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from moderation.models import Post, PostStatus
 from scoring.models import WebhookDelivery
-from scoring.services.claims import claim_post, claim_posts, posts_done, release_posts
+from scoring.services.claims import claim_post, claim_posts, database_namespace, posts_done, release_posts
 from scoring.services.inference import ScoringClient, TritonUnavailable
 from scoring.services.scoring import RESCORE_FROM, ScoreResult, rescore_post, score_posts
 
@@ -196,7 +196,11 @@ def posts_to_requeue(*, older_than_s: float | None = None) -> list[int]:
     """Stuck posts not re-enqueued recently: during a long Triton outage the sweeper would
     otherwise add one more (retrying) message per stuck post every minute."""
     ids = stuck_post_ids(older_than_s=older_than_s)
-    return [i for i in ids if cache.add(f"{SWEPT_PREFIX}{i}", 1, timeout=settings.SCORING_SWEEP_REQUEUE_TTL_S)]
+    return [
+        i
+        for i in ids
+        if cache.add(f"{SWEPT_PREFIX}{database_namespace()}:{i}", 1, timeout=settings.SCORING_SWEEP_REQUEUE_TTL_S)
+    ]
 
 
 def stuck_post_ids(*, older_than_s: float | None = None, limit: int = 5000) -> list[int]:

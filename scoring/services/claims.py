@@ -6,16 +6,22 @@ A claim's value is its holder's token, and releasing compares it before deleting
 script): a claim that expired under a slow holder and was taken by another worker stays with
 the new holder. The release also writes "done" markers for the posts the batch scored (SETEX,
 SCORING_DONE_TTL_S), in the same round trip, so the other tasks of those posts return without
-a database query (post_done_many); the database stays the truth when a marker is missing."""
+a database query (post_done_many); the database stays the truth when a marker is missing.
+
+Every key carries the database's identity (its PostgreSQL OID, read once per process): post ids
+restart in a database that is re-created or restored under the same Redis, and a marker left
+by the old one would otherwise make a new post with the same id look scored until it expired."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache, caches
 from django.core.cache.backends.redis import RedisCache
+from django.db import connection
 
 CLAIM_PREFIX = "scoring:claim:"
 DONE_PREFIX = "scoring:done:"
@@ -23,6 +29,31 @@ DONE_PREFIX = "scoring:done:"
 # The check removes its post when it ends; a post still listed after its time belongs to a web
 # process that died mid-check, and the sweeper enqueues it (scoring.services.inline).
 INLINE_PENDING_KEY = "scoring:inline:pending"
+
+
+@functools.cache
+def database_namespace() -> str:
+    """This database's identity for Redis keys: its OID (a re-created or restored database
+    gets a new one), or its name outside PostgreSQL."""
+    if connection.vendor != "postgresql":
+        return str(connection.settings_dict["NAME"])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT oid FROM pg_database WHERE datname = current_database()")
+        row = cursor.fetchone()
+    return str(row[0])
+
+
+def claim_key(post_id: int) -> str:
+    return f"{CLAIM_PREFIX}{database_namespace()}:{post_id}"
+
+
+def done_key(post_id: int) -> str:
+    return f"{DONE_PREFIX}{database_namespace()}:{post_id}"
+
+
+def pending_key() -> str:
+    return f"{INLINE_PENDING_KEY}:{database_namespace()}"
+
 
 # Delete each KEYS[i] only while it still holds ARGV[1] (the releasing holder's token).
 RELEASE_SCRIPT = """
@@ -42,7 +73,7 @@ def claim_post(post_id: int, token: str) -> bool:
 
 
 def claim_post_for(post_id: int, token: str, *, ttl_s: int) -> bool:
-    return bool(cache.add(f"{CLAIM_PREFIX}{post_id}", token, timeout=ttl_s))
+    return bool(cache.add(claim_key(post_id), token, timeout=ttl_s))
 
 
 def _redis() -> tuple[RedisCache, Any] | None:
@@ -62,7 +93,7 @@ def claim_posts(post_ids: Sequence[int], token: str) -> list[int]:
     if redis is None:
         return [i for i in post_ids if claim_post_for(i, token, ttl_s=ttl)]
     backend, inner = redis
-    keys = [backend.make_and_validate_key(f"{CLAIM_PREFIX}{i}") for i in post_ids]
+    keys = [backend.make_and_validate_key(claim_key(i)) for i in post_ids]
     client = inner.get_client(keys[0], write=True)
     value = inner._serializer.dumps(token)
     pipe = client.pipeline(transaction=False)
@@ -78,10 +109,10 @@ def hold_for_inline(post_id: int, token: str, *, ttl_s: int, until: float) -> bo
     if redis is None:  # not used in this project's settings: the claim alone
         return claim_post_for(post_id, token, ttl_s=ttl_s)
     backend, inner = redis
-    key = backend.make_and_validate_key(f"{CLAIM_PREFIX}{post_id}")
+    key = backend.make_and_validate_key(claim_key(post_id))
     pipe = inner.get_client(key, write=True).pipeline(transaction=False)
     pipe.set(key, inner._serializer.dumps(token), nx=True, ex=ttl_s)
-    pipe.zadd(backend.make_and_validate_key(INLINE_PENDING_KEY), {str(post_id): until})
+    pipe.zadd(backend.make_and_validate_key(pending_key()), {str(post_id): until})
     return bool(pipe.execute()[0])
 
 
@@ -103,7 +134,7 @@ def pop_overdue_inline(now: float, *, limit: int = 1000) -> list[int]:
     if redis is None:
         return []
     backend, inner = redis
-    key = backend.make_and_validate_key(INLINE_PENDING_KEY)
+    key = backend.make_and_validate_key(pending_key())
     due = inner.get_client(key, write=True).eval(POP_DUE_SCRIPT, 1, key, now, limit)
     return [int(member) for member in due]
 
@@ -124,21 +155,21 @@ def release_posts(
     if redis is None:  # not used in this project's settings; same semantics, not atomic
         released = 0
         for i in ids:
-            if cache.get(f"{CLAIM_PREFIX}{i}") == token:
-                cache.delete(f"{CLAIM_PREFIX}{i}")
+            if cache.get(claim_key(i)) == token:
+                cache.delete(claim_key(i))
                 released += 1
-        cache.set_many({f"{DONE_PREFIX}{i}": 1 for i in done_ids}, timeout=ttl)
+        cache.set_many({done_key(i): 1 for i in done_ids}, timeout=ttl)
         return released
     backend, inner = redis
-    keys = [backend.make_and_validate_key(f"{CLAIM_PREFIX}{i}") for i in ids]
+    keys = [backend.make_and_validate_key(claim_key(i)) for i in ids]
     client = inner.get_client(keys[0] if keys else None, write=True)
     pipe = client.pipeline(transaction=False)
     if keys:
         pipe.eval(RELEASE_SCRIPT, len(keys), *keys, inner._serializer.dumps(token))
     for i in done_ids:
-        pipe.set(backend.make_and_validate_key(f"{DONE_PREFIX}{i}"), inner._serializer.dumps(1), ex=ttl)
+        pipe.set(backend.make_and_validate_key(done_key(i)), inner._serializer.dumps(1), ex=ttl)
     if over_ids:
-        pipe.zrem(backend.make_and_validate_key(INLINE_PENDING_KEY), *over_ids)
+        pipe.zrem(backend.make_and_validate_key(pending_key()), *over_ids)
     replies = pipe.execute()
     return int(replies[0]) if keys else 0
 
@@ -147,5 +178,6 @@ def posts_done(post_ids: Sequence[int]) -> set[int]:
     """The posts a batch marked scored recently (one MGET); a missing marker proves nothing."""
     if not post_ids:
         return set()
-    found = cache.get_many([f"{DONE_PREFIX}{i}" for i in post_ids])
-    return {i for i in post_ids if f"{DONE_PREFIX}{i}" in found}
+    keys = {i: done_key(i) for i in post_ids}
+    found = cache.get_many(list(keys.values()))
+    return {i for i, key in keys.items() if key in found}

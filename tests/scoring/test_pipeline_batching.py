@@ -9,7 +9,7 @@ from django.utils import timezone
 from moderation.models import Post, PostStatus
 from scoring.models import Score
 from scoring.services.batching import PostClaimed, score_post_batch, score_posts_batch, stuck_post_ids
-from scoring.services.claims import CLAIM_PREFIX, DONE_PREFIX, claim_post, claim_posts, posts_done, release_posts
+from scoring.services.claims import claim_key, claim_post, claim_posts, done_key, posts_done, release_posts
 from scoring.services.inference import TritonUnavailable
 from scoring.services.inline import score_inline
 from tests.scoring.pipeline_support import FakeClient, down_client, make_post
@@ -47,7 +47,7 @@ def test_a_task_whose_post_a_batch_scored_returns_on_the_marker_without_a_query(
     with django_assert_num_queries(0):
         assert score_post_batch(post_id=posts[2].id, client=FakeClient())[0].skipped == "done"
     # without the marker (expired, Redis flushed) the database answers
-    cache.delete(f"{DONE_PREFIX}{posts[2].id}")
+    cache.delete(done_key(posts[2].id))
     with django_assert_num_queries(1):
         assert score_post_batch(post_id=posts[2].id, client=FakeClient())[0].skipped == "not_pending"
 
@@ -77,12 +77,12 @@ def test_a_failed_batch_marks_nothing_done():
 def test_release_leaves_a_claim_another_holder_took_after_expiry():
     post = make_post(text="hi")
     assert claim_post(post.id, "slow-worker")
-    cache.delete(f"{CLAIM_PREFIX}{post.id}")  # the slow worker's claim expired...
+    cache.delete(claim_key(post.id))  # the slow worker's claim expired...
     assert claim_post(post.id, "new-worker")  # ...and another worker took the post
     assert release_posts([post.id], "slow-worker") == 0
-    assert cache.get(f"{CLAIM_PREFIX}{post.id}") == "new-worker"
+    assert cache.get(claim_key(post.id)) == "new-worker"
     assert release_posts([post.id], "new-worker") == 1
-    assert cache.get(f"{CLAIM_PREFIX}{post.id}") is None
+    assert cache.get(claim_key(post.id)) is None
 
 
 def test_release_compares_each_claim_of_a_batch():
@@ -90,7 +90,7 @@ def test_release_compares_each_claim_of_a_batch():
     assert claim_posts([a.id, b.id], "mine") == [a.id, b.id]
     assert claim_post(c.id, "theirs")
     assert release_posts([a.id, b.id, c.id], "mine", done=[a.id]) == 2
-    assert cache.get(f"{CLAIM_PREFIX}{c.id}") == "theirs"
+    assert cache.get(claim_key(c.id)) == "theirs"
     assert posts_done([a.id, b.id, c.id]) == {a.id}
 
 
@@ -125,7 +125,7 @@ def test_a_chunk_with_a_post_another_worker_holds_scores_the_rest_and_retries():
         score_posts_batch(post_ids=[mine.id, theirs.id], batch_size=2, client=client)
     assert [len(c) for c in client.calls] == [1]
     assert Post.objects.get(pk=mine.pk).status == PostStatus.AUTO_APPROVED
-    assert cache.get(f"{CLAIM_PREFIX}{theirs.id}") == "other-worker"
+    assert cache.get(claim_key(theirs.id)) == "other-worker"
     release_posts([theirs.id], "other-worker")
     score_posts_batch(post_ids=[mine.id, theirs.id], batch_size=2, client=client)  # the retry
     assert [len(c) for c in client.calls] == [1, 1]
@@ -134,28 +134,28 @@ def test_a_chunk_with_a_post_another_worker_holds_scores_the_rest_and_retries():
 
 def test_a_post_claimed_by_another_worker_is_retried_not_dropped():
     post = make_post(text="hi")
-    cache.add(f"{CLAIM_PREFIX}{post.id}", "other-worker", timeout=30)
+    cache.add(claim_key(post.id), "other-worker", timeout=30)
     with pytest.raises(PostClaimed):
         score_post_batch(post_id=post.id, client=FakeClient())
-    cache.delete(f"{CLAIM_PREFIX}{post.id}")
+    cache.delete(claim_key(post.id))
     score_post_batch(post_id=post.id, client=FakeClient())
     assert Post.objects.get(pk=post.pk).status == PostStatus.AUTO_APPROVED
 
 
 def test_claimed_posts_are_skipped_by_other_batches_and_claims_are_released():
     mine, theirs = make_post(text="hi"), make_post(text="hi")
-    cache.add(f"{CLAIM_PREFIX}{theirs.id}", "other-worker", timeout=30)
+    cache.add(claim_key(theirs.id), "other-worker", timeout=30)
     client = FakeClient()
     score_post_batch(post_id=mine.id, batch_size=10, client=client)
     assert [len(c) for c in client.calls] == [1]
-    assert cache.get(f"{CLAIM_PREFIX}{mine.id}") is None
+    assert cache.get(claim_key(mine.id)) is None
 
 
 def test_claims_are_released_when_triton_is_down():
     post = make_post(text="hi")
     with pytest.raises(TritonUnavailable):
         score_post_batch(post_id=post.id, client=down_client())
-    assert cache.get(f"{CLAIM_PREFIX}{post.id}") is None
+    assert cache.get(claim_key(post.id)) is None
 
 
 def test_sweeper_finds_posts_stuck_in_received():
@@ -219,7 +219,7 @@ def test_policy_v1_is_recreated_when_the_table_was_flushed():
 
 def test_inline_leaves_a_post_a_worker_is_scoring_to_the_worker():
     post = make_post(text="spam")
-    cache.add(f"{CLAIM_PREFIX}{post.id}", "worker", timeout=30)
+    cache.add(claim_key(post.id), "worker", timeout=30)
     client = FakeClient()
     assert score_inline(post=post, budget_ms=30, client=client) is None  # the worker never answered
     assert client.calls == []
@@ -227,13 +227,13 @@ def test_inline_leaves_a_post_a_worker_is_scoring_to_the_worker():
 
 def test_inline_returns_the_workers_score_when_it_lands_within_the_budget(monkeypatch):
     post = make_post(text="spam")
-    cache.add(f"{CLAIM_PREFIX}{post.id}", "worker", timeout=30)
+    cache.add(claim_key(post.id), "worker", timeout=30)
     polls = []
 
     def worker_finishes(seconds):  # the "worker" writes its score while the check waits
         polls.append(seconds)
         if len(polls) == 2:
-            cache.delete(f"{CLAIM_PREFIX}{post.id}")
+            cache.delete(claim_key(post.id))
             score_post_batch(post_id=post.id, client=FakeClient())
 
     monkeypatch.setattr("scoring.services.inline.time.sleep", worker_finishes)

@@ -17,7 +17,7 @@ from moderation.services.ingest import post_ingest
 from scoring import tasks
 from scoring.models import Score
 from scoring.services.batching import PostClaimed, score_post_batch
-from scoring.services.claims import CLAIM_PREFIX, INLINE_PENDING_KEY, posts_done
+from scoring.services.claims import claim_key, pending_key, posts_done
 from scoring.services.inline import overdue_holds, score_inline
 from tests.scoring.pipeline_support import FakeClient, down_client, make_source
 
@@ -64,11 +64,11 @@ def test_without_wait_ms_the_task_is_published_at_once_and_nothing_is_held(
 ):
     post = _ingest(1, None, django_capture_on_commit_callbacks)
     assert published == [("delay", (post.pk,), 0.0)]
-    assert cache.get(f"{CLAIM_PREFIX}{post.pk}") is None
+    assert cache.get(claim_key(post.pk)) is None
 
 
 def _pending() -> list[int]:
-    key = cache.make_key(INLINE_PENDING_KEY)
+    key = cache.make_key(pending_key())
     return [int(m) for m in cache._cache.get_client(key).zrange(key, 0, -1)]  # type: ignore[attr-defined]
 
 
@@ -77,7 +77,7 @@ def test_the_held_post_is_the_inline_checks_and_a_decided_post_gets_no_task(
 ):
     post = _ingest(2, 50, django_capture_on_commit_callbacks)
     # held before the commit, listed as pending, and no task published
-    assert cache.get(f"{CLAIM_PREFIX}{post.pk}") is not None
+    assert cache.get(claim_key(post.pk)) is not None
     assert _pending() == [post.pk]
     assert published == []
 
@@ -93,7 +93,7 @@ def test_the_held_post_is_the_inline_checks_and_a_decided_post_gets_no_task(
     assert post.status == PostStatus.AUTO_REMOVED and post.final_score == score.final_score
     assert Score.objects.get(post=post).pk == score.pk
     assert [len(c) for c in inline_client.calls] == [1]
-    assert cache.get(f"{CLAIM_PREFIX}{post.pk}") is None  # released
+    assert cache.get(claim_key(post.pk)) is None  # released
     assert _pending() == [] and overdue_holds() == []
     assert published == []  # decided: no task at all
 
@@ -112,7 +112,7 @@ def test_when_the_inline_check_gives_up_it_publishes_the_task_that_scores_the_po
     post = _ingest(3, 50, django_capture_on_commit_callbacks)
     assert published == []
     assert score_inline(post=post, budget_ms=50, held=True, client=down_client()) is None
-    assert cache.get(f"{CLAIM_PREFIX}{post.pk}") is None  # the hold is released on the way out
+    assert cache.get(claim_key(post.pk)) is None  # the hold is released on the way out
     assert _pending() == []
     assert published == [("delay", (post.pk,), 0.0)]  # published by the check, at once
     worker_client = FakeClient()
@@ -138,7 +138,7 @@ def test_a_hold_whose_web_process_died_is_enqueued_by_the_sweeper_once_it_expire
     published, django_capture_on_commit_callbacks, monkeypatch
 ):
     post = _ingest(4, 50, django_capture_on_commit_callbacks)
-    key = f"{CLAIM_PREFIX}{post.pk}"
+    key = claim_key(post.pk)
     # The hold is short-lived: a few seconds, not the worker's SCORING_CLAIM_TTL_S.
     ttl = cache._cache.get_client(key).ttl(cache.make_key(key))  # type: ignore[attr-defined]
     assert 0 < ttl <= 3

@@ -1,0 +1,42 @@
+"""Claims, done markers and the inline pending list are keyed per database: a database that is
+re-created or restored under the same Redis restarts its post ids, and must not see the old
+database's markers (a new post would look scored, or claimed, until they expired)."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.cache import cache
+from django.db import connection
+
+from scoring.services import claims
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _clean_cache():
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def test_the_namespace_is_this_databases_oid():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT oid FROM pg_database WHERE datname = current_database()")
+        (oid,) = cursor.fetchone()
+    assert claims.database_namespace() == str(oid)
+    assert claims.claim_key(7) == f"{claims.CLAIM_PREFIX}{oid}:7"
+
+
+def test_another_databases_markers_and_claims_are_not_seen(monkeypatch):
+    post_id = 4242
+    assert claims.claim_post(post_id, "old-worker")
+    claims.release_posts([], "old-worker", done=[post_id])
+    assert claims.posts_done([post_id]) == {post_id}
+    assert not claims.claim_post(post_id, "someone")
+
+    # The same post id in a re-created database (a new OID) under the same Redis.
+    monkeypatch.setattr(claims, "database_namespace", lambda: "re-created")
+    assert claims.posts_done([post_id]) == set()
+    assert claims.claim_post(post_id, "new-worker")
+    assert claims.pop_overdue_inline(1e12) == []
