@@ -9,8 +9,9 @@ fixed whatever the batch size (asserted in tests/scoring/test_pipeline_extract.p
 3. how often each author shared each link (user_link_count), grouped;
 4. how often each author posted each text (user_post_count), grouped.
 
-The inline pre-publish check (scoring.services.inline) reads one post: `post_with_features`
-answers all four in a single statement with the same counts.
+The scoring worker and the inline pre-publish check read through `posts_with_features`, which
+answers all four in a single statement with the same counts; the grouped queries stay for
+callers that already hold the posts, and as the reference the tests compare it with.
 
 The per-value arithmetic (URL parsing, the journey, e-mail providers) lives in pure functions
 (scoring.features.url / journey / email / reputation) so the trainers and the pipeline compute
@@ -88,25 +89,35 @@ def features_for_loaded_posts(posts: Iterable[Post]) -> dict[int, PostFeatures]:
 
 def post_with_features(post_id: int) -> tuple[Post, PostFeatures] | None:
     """`posts_for_scoring` + `features_for_loaded_posts` for one post in ONE statement (the
-    inline check, where every round trip and every compiled queryset is latency): the post
-    joined to what posts_for_scoring joins, the report stats and the two per-author counts as
-    correlated subqueries counting exactly the rows the grouped queries count for that post
-    (tests/scoring/test_pipeline_extract.py compares the two). The SQL is built once from the
-    models' metadata: the ORM compiling the same query each time cost more than running it."""
+    inline check, where every round trip and every compiled queryset is latency)."""
+    return posts_with_features([post_id]).get(post_id)
+
+
+def posts_with_features(post_ids: Iterable[int]) -> dict[int, tuple[Post, PostFeatures]]:
+    """`posts_for_scoring` + `features_for_loaded_posts` in ONE statement: the posts joined to
+    what posts_for_scoring joins, the report stats and the two per-author counts as correlated
+    subqueries counting exactly the rows the grouped queries count for each post
+    (tests/scoring/test_pipeline_extract.py compares the two). The SQL is built once per batch
+    size from the models' metadata: the ORM compiling the four querysets and building the
+    joined instances was a fifth of the scoring worker's CPU (py-spy, benchmarks/e2e_load.py)."""
+    ids = list(dict.fromkeys(post_ids))
+    if not ids:
+        return {}
     with connection.cursor() as cursor:
-        cursor.execute(_inline_sql(), [*sorted(SPAM_REPORT_REASONS), post_id])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    post = _instances(row)
-    reports, reporters, spam, links, texts = row[-5:]
-    features = _post_features(
-        post,
-        reports=ReportStats(reports, reporters, spam),
-        user_link_count=links,
-        user_post_count=texts,
-    )
-    return post, features
+        cursor.execute(_features_sql(len(ids)), [*sorted(SPAM_REPORT_REASONS), *ids])
+        rows = cursor.fetchall()
+    found: dict[int, tuple[Post, PostFeatures]] = {}
+    for row in rows:
+        post = _instances(row)
+        reports, reporters, spam, links, texts = row[-5:]
+        features = _post_features(
+            post,
+            reports=ReportStats(reports, reporters, spam),
+            user_link_count=links,
+            user_post_count=texts,
+        )
+        found[post.id] = (post, features)
+    return found
 
 
 class _Table(NamedTuple):
@@ -133,8 +144,8 @@ def _foreign_key(model: type[Model], name: str) -> ForeignKey:
     return field
 
 
-@functools.cache
-def _inline_sql() -> str:
+@functools.lru_cache(maxsize=256)  # one text per batch size; sizes are bounded by SCORING_BATCH_SIZE
+def _features_sql(count: int) -> str:
     qn = connection.ops.quote_name
     models = {t.alias: t.model for t in _TABLES}
     joins = [
@@ -153,7 +164,8 @@ def _inline_sql() -> str:
     ]
     columns = [sql_rows.select_list(t.model, t.alias) for t in _TABLES]
     # Identifiers come from model metadata, values are parameters: no injection.
-    return f"SELECT {', '.join(columns + counts)} FROM {post} p {' '.join(joins)} WHERE p.id = %s"  # noqa: S608
+    ids = ", ".join(["%s"] * count)
+    return f"SELECT {', '.join(columns + counts)} FROM {post} p {' '.join(joins)} WHERE p.id IN ({ids})"  # noqa: S608
 
 
 def _instances(row: Sequence[Any]) -> Post:

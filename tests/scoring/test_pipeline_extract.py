@@ -13,6 +13,7 @@ from scoring.features.extract import (
     features_for_posts,
     post_with_features,
     posts_for_scoring,
+    posts_with_features,
 )
 from tests.scoring.pipeline_support import make_author, make_ip, make_link, make_post, make_source
 
@@ -163,3 +164,39 @@ def test_the_inline_load_of_a_post_without_link_ip_or_text(django_assert_num_que
 
 def test_the_inline_load_of_a_missing_post_is_none():
     assert post_with_features(10**12) is None
+
+
+def test_the_batch_one_query_load_matches_the_grouped_queries(django_assert_num_queries):
+    """The worker's batch load (posts_with_features) against the grouped queries, for posts of
+    every shape in one batch: shared authors, links, IPs and texts, reports, no link or IP."""
+    source = make_source()
+    author = make_author(source, post_count=5, spam_count=2, email_domain="mailinator.com")
+    other = make_author(source)
+    link = make_link("https://bit.ly/abc", domain="bit.ly")
+    ip = make_ip(post_count=8, spam_count=2)
+    posts = [
+        make_post(author=author, link=link, ip=ip, text="buy now"),
+        make_post(author=author, link=make_link(), text="buy now"),
+        make_post(author=other, link=link, ip=ip, text="buy now"),
+        make_post(author=other, text=""),
+        make_post(author=author, link=link, text="hello", preview_title="Title"),
+    ]
+    Report.objects.create(post=posts[0], reporter_id="a", reason="spam")
+    Report.objects.create(post=posts[0], reporter_id="b", reason="abuse")
+    ids = [p.id for p in posts] + [10**12]  # and one that does not exist
+    with django_assert_num_queries(1):
+        found = posts_with_features(ids)
+    assert sorted(found) == sorted(p.id for p in posts)
+    worker = posts_for_scoring(ids)
+    grouped = features_for_loaded_posts(worker.values())
+    for post_id, (loaded, features) in found.items():
+        assert features == grouped[post_id]
+        with django_assert_num_queries(0):
+            assert _loaded_fields(loaded) == _loaded_fields(worker[post_id])
+    # The counts are really read, per post: `author` shared the link twice and posted
+    # "buy now" twice; the reports count on their own post only.
+    assert found[posts[0].id][1].behaviour["user_link_count"] == 2.0
+    assert found[posts[0].id][1].behaviour["user_post_count"] == 2.0
+    assert found[posts[0].id][1].behaviour["report_count"] == 2.0
+    assert found[posts[1].id][1].behaviour["report_count"] == 0.0
+    assert posts_with_features([]) == {}

@@ -53,3 +53,22 @@ def test_posts_without_json_columns_of_this_kind_still_use_unnest() -> None:
         Domain.objects.bulk_create([Domain(name="a.example"), Domain(name="b.example")])
     (insert,) = [q["sql"] for q in ctx.captured_queries if q["sql"].startswith('INSERT INTO "moderation_domain"')]
     assert "UNNEST" in insert
+
+
+def test_score_json_is_compressed_with_lz4_on_postgresql():
+    """Migration 0006: a Score's JSON columns are compressed with lz4, not pglz (where the
+    server has lz4; this machine's PostgreSQL does), and a large value really is compressed."""
+    assert connection.vendor == "postgresql"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT attname, attcompression FROM pg_attribute WHERE attrelid = 'scoring_score'::regclass "
+            "AND attname IN ('features', 'contributions', 'model_versions') ORDER BY attname"
+        )
+        assert cursor.fetchall() == [("contributions", "l"), ("features", "l"), ("model_versions", "")]
+    (post,) = PostFactory.create_batch(1)
+    score = _scores([post])[0]
+    score.contributions = {f"model{m}": {f"feature_{i}": i / 7 for i in range(40)} for m in range(4)}
+    score.save()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_column_compression(contributions) FROM scoring_score WHERE id = %s", [score.pk])
+        assert cursor.fetchone() == ("lz4",)
