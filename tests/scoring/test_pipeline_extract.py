@@ -200,3 +200,22 @@ def test_the_batch_one_query_load_matches_the_grouped_queries(django_assert_num_
     assert found[posts[0].id][1].behaviour["report_count"] == 2.0
     assert found[posts[1].id][1].behaviour["report_count"] == 0.0
     assert posts_with_features([]) == {}
+
+
+def test_the_same_text_count_is_an_index_lookup_on_postgresql():
+    """user_post_count reaches post_author_text_md5_idx (moderation 0008) through its md5
+    predicate, rather than reading every post of the author (that scan grew with the author's
+    history). Sequential scans are switched off so the tiny test table cannot hide a predicate
+    that the index does not match."""
+    from django.db import connection
+
+    from scoring.features.extract import SPAM_REPORT_REASONS, _features_sql
+
+    post = make_post(author=make_author(make_source()), text="buy now")
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL enable_bitmapscan = off")
+        cursor.execute("EXPLAIN " + _features_sql(1), [*sorted(SPAM_REPORT_REASONS), post.id])
+        plan = "\n".join(line for (line,) in cursor.fetchall())
+    assert "post_author_text_md5_idx" in plan
+    assert "md5(text) = md5(p.text)" in plan
