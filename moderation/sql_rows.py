@@ -72,3 +72,24 @@ def select_first(model: type[M], *, where: str, params: Sequence[Any] = ()) -> M
         cursor.execute(_first_sql(model, where), list(params))
         row = cursor.fetchone()
     return None if row is None else instance(model, "t", row)
+
+
+@functools.lru_cache(maxsize=1024)  # one text per WHERE clause; callers vary only IN-list lengths
+def _all_sql(model: type[Model], where: str) -> str:
+    table = connection.ops.quote_name(model._meta.db_table)
+    # Identifiers come from model metadata and the callers' literal conditions: no injection.
+    return f"SELECT {select_list(model, 't')} FROM {table} t WHERE {where}"  # noqa: S608
+
+
+def select_all(model: type[M], *, where: str, params: Sequence[Any] = ()) -> list[M]:
+    """`list(model.objects.filter(...))` for a WHERE clause written over alias `t`, with `%s`
+    placeholders for `params` (no order)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_all_sql(model, where), list(params))
+        rows = cursor.fetchall()
+    return [found for row in rows if (found := instance(model, "t", row)) is not None]
+
+
+def in_list(count: int) -> str:
+    """`%s, %s, ...`: the placeholders of an IN list of `count` values."""
+    return ", ".join(["%s"] * count)

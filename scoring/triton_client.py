@@ -171,6 +171,25 @@ def _split_url(url: str) -> tuple[str, int | None]:
     return host, int(port)
 
 
+def float32_decimals(values: np.ndarray) -> list[Any]:
+    """float32 model outputs as Python floats that print in at most 9 significant digits and
+    convert back to the very same float32 values (9 digits always round-trip a float32).
+
+    Why: float(np.float32(x)) is a double whose shortest repr has ~17 digits, and the
+    contributions (about 75 per post) are stored as JSON: printing those digits was the
+    largest single cost of the scoring worker (18 % of its CPU in json.dumps, py-spy), and they
+    carry nothing the float32 had. Vectorized: x rounded to 9 significant digits as k / 10**m,
+    with 10**m exact (m <= 22) and k exact, so the quotient is the double nearest that decimal.
+    Zeros, non-finite values and magnitudes outside [1e-14, 1e8) are passed through as they are."""
+    x = np.asarray(values, dtype=np.float64)
+    magnitude = np.abs(x)
+    scalable = np.isfinite(x) & (magnitude >= 1e-14) & (magnitude < 1e8)
+    exponent = np.floor(np.log10(np.where(scalable, magnitude, 1.0)))
+    scale = 10.0 ** (8.0 - exponent)  # 10**1 .. 10**22: exact doubles
+    decimals = np.where(scalable, np.round(x * scale) / scale, x)
+    return decimals.tolist()
+
+
 class TritonScoringClient:
     """Scores posts with spam_pipeline and manages model versions on a running server."""
 
@@ -256,10 +275,13 @@ class TritonScoringClient:
             missing = [k for k, a in arrays.items() if a is None]
             raise TritonError(f"spam_pipeline response lacks {', '.join(missing)}")
         outputs = []
+        contribution_rows = {
+            model: float32_decimals(arrays[tensor].reshape(n, -1)) for model, (tensor, _) in CONTRIBUTIONS.items()
+        }
         for i in range(n):
             contributions = {}
-            for model, (tensor, names) in CONTRIBUTIONS.items():
-                values = [float(v) for v in arrays[tensor][i].reshape(-1)]
+            for model, (_, names) in CONTRIBUTIONS.items():
+                values = contribution_rows[model][i]
                 contributions[model] = {**dict(zip(names, values[:-1], strict=True)), "bias": values[-1]}
             raw_versions = arrays["MODEL_VERSIONS"][i].reshape(-1)[0]
             versions = json.loads(raw_versions.decode() if isinstance(raw_versions, bytes) else str(raw_versions))

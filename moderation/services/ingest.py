@@ -120,6 +120,16 @@ def _stored_post(*, source: Source, external_id: str) -> Post | None:
     return sql_rows.select_first(Post, where="t.source_id = %s AND t.external_id = %s", params=[source.pk, external_id])
 
 
+def _stored_posts(*, source: Source, external_ids: Sequence[str]) -> list[Post]:
+    # The batch path's first statement: SQL built once per batch size, not a compiled queryset
+    # (7 % of a batch request's CPU, py-spy).
+    unique = list(dict.fromkeys(external_ids))
+    if not unique:
+        return []
+    where = f"t.source_id = %s AND t.external_id IN ({sql_rows.in_list(len(unique))})"
+    return sql_rows.select_all(Post, where=where, params=[source.pk, *unique])
+
+
 def post_ingest(
     *, source: Source, payload: Mapping[str, Any], inline_budget_ms: int | None = None
 ) -> tuple[Post, bool]:
@@ -158,7 +168,7 @@ def posts_ingest_batch(*, source: Source, payloads: Sequence[Mapping[str, Any]])
     writer (a duplicate inserted meanwhile, a deadlock) is rolled back and redone post by post
     through post_ingest, so the outcome per item is the same as sending them one at a time."""
     external_ids = [p["external_id"] for p in payloads]
-    stored = {p.external_id: p for p in Post.objects.filter(source=source, external_id__in=external_ids)}
+    stored = {p.external_id: p for p in _stored_posts(source=source, external_ids=external_ids)}
     fresh: dict[str, Mapping[str, Any]] = {}
     for payload in payloads:
         if payload["external_id"] not in stored:

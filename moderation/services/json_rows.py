@@ -17,6 +17,7 @@ order sent and RETURNING follows it, the assumption Django's own UNNEST bulk_cre
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -49,6 +50,13 @@ def column_fields(model: type[models.Model], names: Sequence[str] | None = None)
 def recordset(fields: Sequence[models.Field], alias: str = "r") -> str:
     """``json_to_recordset(%s::json) AS r("col" type, ...)``: one placeholder for all rows.
     The type without its modifier (varchar, not varchar(255)): the INSERT checks lengths."""
+    return _recordset(tuple(fields), alias)
+
+
+@functools.lru_cache(maxsize=256)
+def _recordset(fields: tuple[models.Field, ...], alias: str) -> str:
+    # Built once per field list: asking every field for its database type on each statement
+    # was 4 % of a batch ingest request's CPU (py-spy).
     qn = connection.ops.quote_name
     columns = ", ".join(f"{qn(str(f.column))} {_TYPMOD.sub('', str(f.db_type(connection)))}" for f in fields)
     return f"json_to_recordset(%s::json) AS {alias}({columns})"
