@@ -13,6 +13,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Model
 
@@ -93,3 +94,54 @@ def select_all(model: type[M], *, where: str, params: Sequence[Any] = ()) -> lis
 def in_list(count: int) -> str:
     """`%s, %s, ...`: the placeholders of an IN list of `count` values."""
     return ", ".join(["%s"] * count)
+
+
+def fetch_all_prepared(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Run a read whose text repeats (built once from metadata) and fetch its rows; on
+    PostgreSQL as a server-side prepared statement (settings.DB_PREPARED_READS), so that
+    PostgreSQL plans it once per connection instead of on every run.
+
+    Why only here: Django binds parameters client side and turns psycopg's automatic
+    preparation off (for connection poolers), so every statement is new text to plan. For the
+    scoring load (six joins, five subqueries) planning took 1.9 ms against 1.4 ms of execution
+    for a batch of 32 (EXPLAIN ANALYZE), on every batch and every inline pre-publish check.
+    The cursor is Django's own server-binding class wrapped as Django wraps its cursors (same
+    error translation, query log and execute wrappers); integers go as int8 so that the
+    statement's parameter types do not change with the values. A deployment behind a pooler
+    in transaction mode without prepared-statement support sets DB_PREPARED_READS=false."""
+    if connection.vendor != "postgresql" or not settings.DB_PREPARED_READS:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, list(params))
+            return cursor.fetchall()
+    from psycopg.types.numeric import Int8
+
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    psycopg_connection = connection.connection
+    if psycopg_connection.prepare_threshold is None:
+        # Django opens connections with preparation off (None); any number lets this cursor
+        # prepare. Django's own cursors bind client side and never prepare, whatever it says.
+        psycopg_connection.prepare_threshold = 5
+    with connection.wrap_database_errors:
+        raw = _preparing_cursor_class()(psycopg_connection)
+    wrapped = connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
+    values = [Int8(v) if type(v) is int else v for v in params]
+    with wrapped as cursor:
+        cursor.execute(sql, values)
+        return cursor.fetchall()
+
+
+@functools.cache
+def _preparing_cursor_class() -> Any:
+    """Django's server-binding cursor, preparing every statement it runs (psycopg keeps the
+    prepared statements per connection, keyed by text and parameter types)."""
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    base: Any = ServerBindingCursor  # django-stubs types it as a wrapper; it is psycopg's Cursor
+
+    class PreparingCursor(base):
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            kwargs.setdefault("prepare", True)
+            return super().execute(query, params, **kwargs)
+
+    return PreparingCursor

@@ -66,6 +66,10 @@ TEMPLATES = [
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+# The scoring load (moderation.sql_rows.fetch_all_prepared) runs as a server-side prepared
+# statement on PostgreSQL. Turn off behind a pooler in transaction mode that cannot carry
+# prepared statements (PgBouncer before 1.21, or without max_prepared_statements).
+DB_PREPARED_READS = env.bool("DB_PREPARED_READS", default=True)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The embedded default: the web server and the Celery worker write concurrently. WAL lets
     # readers run beside the writer; IMMEDIATE transactions take the write lock up front so a

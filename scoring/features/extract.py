@@ -103,9 +103,7 @@ def posts_with_features(post_ids: Iterable[int]) -> dict[int, tuple[Post, PostFe
     ids = list(dict.fromkeys(post_ids))
     if not ids:
         return {}
-    with connection.cursor() as cursor:
-        cursor.execute(_features_sql(len(ids)), [*sorted(SPAM_REPORT_REASONS), *ids])
-        rows = cursor.fetchall()
+    rows = sql_rows.fetch_all_prepared(_features_sql(len(ids)), [*sorted(SPAM_REPORT_REASONS), *ids])
     found: dict[int, tuple[Post, PostFeatures]] = {}
     for row in rows:
         post = _instances(row)

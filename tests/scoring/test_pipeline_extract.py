@@ -219,3 +219,41 @@ def test_the_same_text_count_is_an_index_lookup_on_postgresql():
         plan = "\n".join(line for (line,) in cursor.fetchall())
     assert "post_author_text_md5_idx" in plan
     assert "md5(text) = md5(p.text)" in plan
+
+
+def test_the_batch_load_becomes_a_prepared_statement_on_postgresql():
+    """After psycopg's prepare threshold, the load runs as a server-side prepared statement
+    (PostgreSQL stops planning it on every batch), and still answers the same."""
+    from django.db import connection
+
+    post = make_post(author=make_author(make_source()), link=make_link(), text="buy now")
+    first = posts_with_features([post.id])
+    for _ in range(connection.connection.prepare_threshold or 0):
+        posts_with_features([post.id])
+    again = posts_with_features([post.id])
+    assert again[post.id][1] == first[post.id][1]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE statement LIKE %s", ["%md5(o.text)%"])
+        assert len(cursor.fetchall()) == 1
+
+
+def test_without_prepared_reads_the_load_is_a_plain_statement(settings):
+    """DB_PREPARED_READS=false (a pooler that cannot carry prepared statements): the same rows
+    through Django's ordinary cursor, and nothing prepared on the connection."""
+    from django.db import connection
+
+    def prepared() -> int:
+        # A batch of exactly three posts: its statement ends "IN ($7, $8, $9)" (six reasons first).
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s", ["%IN ($7, $8, $9)"])
+            return int(cursor.fetchone()[0])
+
+    author = make_author(make_source())
+    ids = [make_post(author=author, link=make_link(), text=f"hello {i}").id for i in range(3)]
+    before = prepared()
+    settings.DB_PREPARED_READS = False
+    plain = posts_with_features(ids)
+    assert prepared() == before
+    settings.DB_PREPARED_READS = True
+    assert {i: f for i, (_, f) in posts_with_features(ids).items()} == {i: f for i, (_, f) in plain.items()}
+    assert prepared() == 1
