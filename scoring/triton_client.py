@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import copy
+import functools
 import importlib
 import json
 import math
@@ -171,6 +172,16 @@ def _split_url(url: str) -> tuple[str, int | None]:
     return host, int(port)
 
 
+@functools.lru_cache(maxsize=64)
+def _versions_items(raw: str) -> tuple[tuple[str, str], ...]:
+    # Every post of a batch carries the same versions JSON: parsed once, not once per post.
+    return tuple((str(k), str(v)) for k, v in json.loads(raw).items())
+
+
+def _versions(raw: str) -> dict[str, str]:
+    return dict(_versions_items(raw))  # a dict of its own per output (callers may change it)
+
+
 def float32_decimals(values: np.ndarray) -> list[Any]:
     """float32 model outputs as Python floats that print in at most 9 significant digits and
     convert back to the very same float32 values (9 digits always round-trip a float32).
@@ -284,7 +295,7 @@ class TritonScoringClient:
                 values = contribution_rows[model][i]
                 contributions[model] = {**dict(zip(names, values[:-1], strict=True)), "bias": values[-1]}
             raw_versions = arrays["MODEL_VERSIONS"][i].reshape(-1)[0]
-            versions = json.loads(raw_versions.decode() if isinstance(raw_versions, bytes) else str(raw_versions))
+            versions = _versions(raw_versions.decode() if isinstance(raw_versions, bytes) else str(raw_versions))
             preview = float(arrays["PREVIEW_PROB"][i].reshape(-1)[0])
             outputs.append(
                 ScoringOutput(
@@ -294,7 +305,7 @@ class TritonScoringClient:
                     behaviour_prob=float(arrays["BEHAVIOUR_PROB"][i].reshape(-1)[0]),
                     final_prob=float(arrays["FINAL_PROB"][i].reshape(-1)[0]),
                     contributions=contributions,
-                    model_versions={str(k): str(v) for k, v in versions.items()},
+                    model_versions=versions,
                 )
             )
         return outputs

@@ -9,6 +9,7 @@ per post."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections import Counter
@@ -82,8 +83,8 @@ class _Item:
     latency_ms: float = 0.0
     extra: dict[str, object] = field(default_factory=dict)
 
-    @property
-    def model_set(self) -> str:
+    @functools.cached_property
+    def model_set(self) -> str:  # read three times per post by persist; computed once
         if self.reason is not None:
             return SHORT_CIRCUIT_MODEL_SET
         assert self.output is not None
