@@ -64,6 +64,9 @@ def _scoring_queryset(posts: QuerySet[Post]) -> QuerySet[Post]:
     return posts.select_related("source", "author", "link__domain", "ip")
 
 
+# posts_for_scoring, features_for_posts and features_for_loaded_posts are the ORM reading of
+# the features, one query per count: the scoring paths use posts_with_features, and the tests
+# hold its single statement to these.
 def features_for_posts(post_ids: Iterable[int]) -> dict[int, PostFeatures]:
     return features_for_loaded_posts(posts_for_scoring(post_ids).values())
 

@@ -26,7 +26,7 @@ from moderation.models import POST_TRANSITIONS, RESCORABLE_STATUSES, Author, Dom
 from moderation.services.counters import counters_add
 from moderation.services.json_rows import column_fields, insert_rows, recordset, rows_json
 from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
-from scoring.features.extract import PostFeatures, features_for_loaded_posts, posts_with_features
+from scoring.features.extract import PostFeatures, posts_with_features
 from scoring.models import Action, DecisionPolicy, Score
 from scoring.services.inference import (
     ScoringClient,
@@ -131,10 +131,8 @@ def infer(items: Sequence[_Item], *, client: ScoringClient) -> None:
         item.extra["model_ms"] = round(elapsed_ms, 3)
 
 
-def prepare(posts: Iterable[Post], *, features: dict[int, PostFeatures] | None = None) -> list[_Item]:
-    """`features`: already computed (the inline check's one-query load), else queried here."""
-    posts = list(posts)
-    features = features_for_loaded_posts(posts) if features is None else features
+def prepare(posts: Iterable[Post], *, features: dict[int, PostFeatures]) -> list[_Item]:
+    """`features`: loaded with the posts (extract.posts_with_features, one statement)."""
     return [_Item(post=p, features=features[p.id], reason=short_circuit_reason(p)) for p in posts]
 
 

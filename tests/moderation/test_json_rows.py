@@ -57,3 +57,34 @@ def test_json_field_with_its_own_encoder_is_refused() -> None:
     field.set_attributes_from_name("payload")
     with pytest.raises(TypeError, match="encoder"):
         rows_json([], [field])
+
+
+def test_json_rows_text_is_the_standard_encoders():
+    """rows_json's fast encoder writes what json.dumps writes (as JSON values), and refuses a
+    non-finite number nested in a JSON column as the standard encoder does."""
+    import json
+
+    from moderation.services.json_rows import column_fields, rows_json
+
+    post = PostFactory()
+    fields = column_fields(Score)
+    contributions = {"link_model": {"url_length": -0.025088871, "bias": -2.0380473136901855}, "fusion": {"x": 1e-05}}
+    score = Score(
+        post=post,
+        model_set="m",
+        final_score=0.5,
+        action=Action.QUEUE,
+        features={"link": {"a": 0.1, "b": 3}, "model_ms": 12.5, "note": 'quo"te \\ é'},
+        contributions=contributions,
+        model_versions={"text_classifier": "1"},
+    )
+    fast = rows_json([score], fields)
+    payload = [{f.column: f.get_prep_value(f.pre_save(score, True)) for f in fields}]
+    standard = json.dumps(payload, default=lambda v: v.isoformat(), ensure_ascii=False, allow_nan=False)
+    assert json.loads(fast) == json.loads(standard)
+    score.contributions = {"link_model": {"bias": math.nan}}
+    with pytest.raises(ValueError):
+        rows_json([score], fields)
+    score.contributions = {"link_model": [1.0, [math.inf]]}
+    with pytest.raises(ValueError):
+        rows_json([score], fields)
