@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 
@@ -22,6 +24,12 @@ from scoring.triton_client import (
 from tests.fixtures.triton import free_ports, start_tiny_triton
 
 pytestmark = pytest.mark.integration
+
+
+def _as_float32(values: Iterable[float]) -> list[float]:
+    """The models output float32; the client prints them as short decimals of the same float32
+    values (triton_client.float32_decimals). Bit-identical means identical as float32."""
+    return np.asarray(list(values), dtype=np.float32).tolist()
 
 
 def _row(text: str, preview: str = "", seed: int = 0) -> ScoringInput:
@@ -336,7 +344,7 @@ def test_pipeline_outputs_equal_the_sub_models_called_directly(triton_server):
         ):
             direct_prob, direct_contrib, version = trees(model, vector)
             assert prob == direct_prob
-            assert list(out.contributions[model].values()) == direct_contrib
+            assert _as_float32(out.contributions[model].values()) == _as_float32(direct_contrib)
             assert out.model_versions[model] == version
             computed[model.replace("_model", "_prob")] = prob
         raw = {
@@ -346,5 +354,5 @@ def test_pipeline_outputs_equal_the_sub_models_called_directly(triton_server):
         fusion = [computed[name] if name in computed else raw[name] for name in FUSION_FEATURES]
         final, contrib, version = trees("fusion_model", fusion)
         assert out.final_prob == final
-        assert list(out.contributions["fusion_model"].values()) == contrib
+        assert _as_float32(out.contributions["fusion_model"].values()) == _as_float32(contrib)
         assert out.model_versions["fusion_model"] == version
