@@ -168,7 +168,7 @@ def _features_sql(count: int) -> str:
     ]
     columns = [sql_rows.select_list(t.model, t.alias) for t in _TABLES]
     # Identifiers come from model metadata, values are parameters: no injection.
-    ids = ", ".join(["%s"] * count)
+    ids = sql_rows.in_list(count)
     return f"SELECT {', '.join(columns + counts)} FROM {post} p {' '.join(joins)} WHERE p.id IN ({ids})"  # noqa: S608
 
 
