@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from moderation.db_fields import RowJSONField
+from moderation.db_fields import RowJSONField, StoredJSONField
 
 
 class Action(models.TextChoices):
@@ -32,9 +32,9 @@ class Score(models.Model):
     action = models.CharField(max_length=10, choices=Action.choices)
     short_circuit_reason = models.CharField(max_length=255, blank=True)
     policy = models.ForeignKey("DecisionPolicy", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    features = RowJSONField(default=dict, help_text="Feature values as seen at scoring time.")
-    contributions = RowJSONField(default=dict, help_text="model -> feature -> contribution (pred_contribs).")
-    model_versions = RowJSONField(default=dict, help_text="model name -> version.")
+    features = StoredJSONField(default=dict, help_text="Feature values as seen at scoring time.")
+    contributions = StoredJSONField(default=dict, help_text="model -> feature -> contribution (pred_contribs).")
+    model_versions = StoredJSONField(default=dict, help_text="model name -> version.")
     latency_ms = models.FloatField(default=0.0)
     created_at = models.DateTimeField(default=timezone.now)
 

@@ -57,7 +57,8 @@ def test_posts_without_json_columns_of_this_kind_still_use_unnest() -> None:
 
 def test_score_json_is_compressed_with_lz4_on_postgresql():
     """Migration 0006: a Score's JSON columns are compressed with lz4, not pglz (where the
-    server has lz4; this machine's PostgreSQL does), and a large value really is compressed."""
+    server has lz4; this machine's PostgreSQL does), and a large value really is compressed.
+    Migration 0007's type change resets a column's compression; it sets lz4 again."""
     assert connection.vendor == "postgresql"
     with connection.cursor() as cursor:
         cursor.execute(
@@ -72,3 +73,58 @@ def test_score_json_is_compressed_with_lz4_on_postgresql():
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_column_compression(contributions) FROM scoring_score WHERE id = %s", [score.pk])
         assert cursor.fetchone() == ("lz4",)
+
+
+def test_score_json_columns_are_json_not_jsonb_on_postgresql() -> None:
+    """Migration 0007 / StoredJSONField: the text as written, no jsonb parse on insert."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT attname, atttypid::regtype::text FROM pg_attribute WHERE attrelid = 'scoring_score'::regclass "
+            "AND attname IN ('features', 'contributions', 'model_versions') ORDER BY attname"
+        )
+        assert cursor.fetchall() == [("contributions", "json"), ("features", "json"), ("model_versions", "json")]
+
+
+def test_json_columns_read_back_the_same_values_on_every_path() -> None:
+    """The worker's insert (json_to_recordset), a model save, a queryset and .values() all give
+    the written values back; JSON top-level strings that look like numbers stay strings, which
+    needs json to come from psycopg as text, decoded once by the field (moderation.receivers)."""
+    from moderation.services.json_rows import insert_rows
+
+    posts = PostFactory.create_batch(2)
+    worker_row, saved_row = _scores(posts)
+    insert_rows([worker_row])
+    saved_row.features = "123"  # a JSON string, not a number
+    saved_row.model_versions = {"nested": [1, 2.5, None, True, "x"]}
+    saved_row.save()
+    by_post = {s.post_id: s for s in Score.objects.filter(post__in=posts)}
+    assert by_post[posts[0].pk].contributions == CONTRIBUTIONS
+    assert by_post[posts[0].pk].features == {"url_length": 42, "text": 'it\'s \\ "quoted"'}
+    assert by_post[posts[1].pk].features == "123"
+    assert by_post[posts[1].pk].model_versions == {"nested": [1, 2.5, None, True, "x"]}
+    values = dict(Score.objects.filter(post__in=posts).values_list("post_id", "features"))
+    assert values[posts[1].pk] == "123"
+    with connection.cursor() as cursor:  # raw SQL sees text, as it does for jsonb
+        cursor.execute("SELECT features, '{}'::jsonb FROM scoring_score WHERE post_id = %s", [posts[1].pk])
+        assert cursor.fetchone() == ('"123"', "{}")
+
+
+def test_queryset_lookups_on_json_columns_still_work() -> None:
+    """json has no @>, ? or =; StoredJSONField's lookups and key transforms cast to jsonb."""
+    posts = PostFactory.create_batch(2)
+    first, second = _scores(posts)
+    second.features = {"url_length": 7, "link": {"host": "spam.example"}}
+    second.contributions = {"fusion": {"bias": -3.5}}
+    Score.objects.bulk_create([first, second])
+    mine = Score.objects.filter(post__in=posts)
+    assert list(mine.filter(features__contains={"url_length": 42}).values_list("post_id", flat=True)) == [posts[0].pk]
+    assert list(mine.filter(features__has_key="link").values_list("post_id", flat=True)) == [posts[1].pk]
+    assert mine.filter(features__has_keys=["url_length", "text"]).count() == 1
+    assert mine.filter(features__url_length=7).get().post_id == posts[1].pk
+    assert mine.filter(features__link__host="spam.example").get().post_id == posts[1].pk
+    assert mine.filter(features__link__host__icontains="SPAM").count() == 1
+    assert mine.filter(contributions__fusion__bias__lt=-2).get().post_id == posts[1].pk
+    assert mine.filter(contributions__fusion__text_prob__gt=2).get().post_id == posts[0].pk
+    assert mine.filter(model_versions={"text_classifier": "1"}).count() == 2
+    assert mine.filter(features__contained_by={"url_length": 7, "link": {"host": "spam.example"}, "x": 1}).count() == 1
+    assert mine.filter(features__isnull=False).count() == 2
