@@ -8,6 +8,11 @@ the new holder. The release also writes "done" markers for the posts the batch s
 SCORING_DONE_TTL_S), in the same round trip, so the other tasks of those posts return without
 a database query (post_done_many); the database stays the truth when a marker is missing.
 
+A batch's claims, and its release with its done markers, are one Lua script each (EVALSHA):
+one command of 32 keys instead of a pipeline of 32 commands. redis-py builds every command of
+a pipeline in Python, and the three round trips of a batch were ~15 % of the scoring worker's
+Python time (cProfile of score_posts_batch, benchmarks/RESULTS.md, session 6).
+
 Every key carries the database's identity (its PostgreSQL OID, read once per process): post ids
 restart in a database that is re-created or restored under the same Redis, and a marker left
 by the old one would otherwise make a new post with the same id look scored until it expired."""
@@ -15,6 +20,7 @@ by the old one would otherwise make a new post with the same id look scored unti
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -22,6 +28,7 @@ from django.conf import settings
 from django.core.cache import cache, caches
 from django.core.cache.backends.redis import RedisCache
 from django.db import connection
+from redis.exceptions import NoScriptError
 
 CLAIM_PREFIX = "scoring:claim:"
 DONE_PREFIX = "scoring:done:"
@@ -55,17 +62,52 @@ def pending_key() -> str:
     return f"{INLINE_PENDING_KEY}:{database_namespace()}"
 
 
-# Delete each KEYS[i] only while it still holds ARGV[1] (the releasing holder's token).
+# SET NX EX each KEYS[i] to ARGV[1] for ARGV[2] seconds; the (1-based) indexes of those set.
+CLAIM_SCRIPT = """
+local claimed = {}
+for i, key in ipairs(KEYS) do
+    if redis.call('SET', key, ARGV[1], 'NX', 'EX', ARGV[2]) then
+        claimed[#claimed + 1] = i
+    end
+end
+return claimed
+"""
+
+# KEYS: ARGV[2] claim keys, then ARGV[3] done keys, then optionally the inline pending key.
+# Delete each claim only while it still holds ARGV[1] (the releasing holder's token); set each
+# done key to ARGV[4] for ARGV[5] seconds; remove ARGV[6:] from the pending set. Returns the
+# number of claims released.
 RELEASE_SCRIPT = """
+local claims, dones = tonumber(ARGV[2]), tonumber(ARGV[3])
 local released = 0
-for _, key in ipairs(KEYS) do
-    if redis.call('GET', key) == ARGV[1] then
-        redis.call('DEL', key)
+for i = 1, claims do
+    if redis.call('GET', KEYS[i]) == ARGV[1] then
+        redis.call('DEL', KEYS[i])
         released = released + 1
     end
 end
+for i = claims + 1, claims + dones do
+    redis.call('SET', KEYS[i], ARGV[4], 'EX', ARGV[5])
+end
+if #KEYS > claims + dones and #ARGV > 5 then
+    redis.call('ZREM', KEYS[claims + dones + 1], unpack(ARGV, 6))
+end
 return released
 """
+
+
+@functools.cache
+def _sha(script: str) -> str:
+    return hashlib.sha1(script.encode()).hexdigest()  # noqa: S324 - Redis names scripts by SHA-1
+
+
+def _run_script(client: Any, script: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+    """EVALSHA, and EVAL (which also caches the script) when the server does not know it yet
+    (a restarted or flushed Redis)."""
+    try:
+        return client.evalsha(_sha(script), len(keys), *keys, *args)
+    except NoScriptError:
+        return client.eval(script, len(keys), *keys, *args)
 
 
 def claim_post(post_id: int, token: str) -> bool:
@@ -98,11 +140,8 @@ def claim_posts(post_ids: Sequence[int], token: str) -> list[int]:
     backend, inner = redis
     keys = [backend.make_key(claim_key(i)) for i in post_ids]
     client = inner.get_client(keys[0], write=True)
-    value = inner._serializer.dumps(token)
-    pipe = client.pipeline(transaction=False)
-    for key in keys:
-        pipe.set(key, value, nx=True, ex=ttl)
-    return [i for i, ok in zip(post_ids, pipe.execute(), strict=True) if ok]
+    claimed = _run_script(client, CLAIM_SCRIPT, keys, [inner._serializer.dumps(token), ttl])
+    return [post_ids[int(i) - 1] for i in claimed]
 
 
 def hold_for_inline(post_id: int, token: str, *, ttl_s: int, until: float) -> bool:
@@ -165,22 +204,24 @@ def release_posts(
         return released
     backend, inner = redis
     keys = [backend.make_key(claim_key(i)) for i in ids]
-    client = inner.get_client(keys[0] if keys else None, write=True)
-    pipe = client.pipeline(transaction=False)
-    if keys:
-        pipe.eval(RELEASE_SCRIPT, len(keys), *keys, inner._serializer.dumps(token))
-    for i in done_ids:
-        pipe.set(backend.make_key(done_key(i)), inner._serializer.dumps(1), ex=ttl)
+    keys += [backend.make_key(done_key(i)) for i in done_ids]
+    args = [inner._serializer.dumps(token), len(ids), len(done_ids), inner._serializer.dumps(1), ttl]
     if over_ids:
-        pipe.zrem(backend.make_key(pending_key()), *over_ids)
-    replies = pipe.execute()
-    return int(replies[0]) if keys else 0
+        keys.append(backend.make_key(pending_key()))
+        args += over_ids
+    return int(_run_script(inner.get_client(keys[0], write=True), RELEASE_SCRIPT, keys, args))
 
 
 def posts_done(post_ids: Sequence[int]) -> set[int]:
     """The posts a batch marked scored recently (one MGET); a missing marker proves nothing."""
     if not post_ids:
         return set()
-    keys = {i: done_key(i) for i in post_ids}
-    found = cache.get_many(list(keys.values()))
-    return {i for i, key in keys.items() if key in found}
+    redis = _redis()
+    if redis is None:
+        keys = {i: done_key(i) for i in post_ids}
+        found = cache.get_many(list(keys.values()))
+        return {i for i, key in keys.items() if key in found}
+    backend, inner = redis
+    marker_keys = [backend.make_key(done_key(i)) for i in post_ids]
+    values = inner.get_client(marker_keys[0]).mget(marker_keys)
+    return {i for i, value in zip(post_ids, values, strict=True) if value is not None}
