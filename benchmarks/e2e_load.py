@@ -161,6 +161,25 @@ class OpenLoop:
         return time.perf_counter() - started
 
 
+def analyze_without_autovacuum() -> bool:
+    """ANALYZE the benchmark's database when the server runs without autovacuum (this machine's
+    CI configuration turns it off), and say whether it did. Autovacuum would analyze tables
+    that grow this fast within seconds; without it a database created for the run has no
+    statistics at all, and the planner picks plans for empty tables: reading every post of the
+    source to find 32 external ids, every entry of the received-posts index to check 32 ids
+    (20-28 ms per batch at 10,000 posts, growing with the table; session 6). Run between the
+    rates, outside the measured windows."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW autovacuum")
+        (autovacuum,) = cursor.fetchone()
+        if autovacuum == "on":
+            return False
+        cursor.execute("ANALYZE")
+    return True
+
+
 def model_throughput(seconds: float, batch: int, threads: int) -> dict[str, Any]:
     """The served model alone, in the same run: `threads` callers (the worker's processes) send
     batches of `batch` posts through the same client the worker uses, closed loop."""
@@ -237,6 +256,11 @@ def main() -> None:
         "--only-sync", action="store_true", help="skip the model-alone run and the rates: only the wait_ms=50 phase"
     )
     parser.add_argument("--no-publish", action="store_true", help="serve --repository as already published")
+    parser.add_argument(
+        "--no-analyze",
+        action="store_true",
+        help="do not ANALYZE between the rates when the server has autovacuum off (plans for empty tables)",
+    )
     parser.add_argument("--batch-size", type=int, default=32, help="SCORING_BATCH_SIZE for the worker")
     parser.add_argument("--concurrency", type=int, default=2, help="worker processes")
     parser.add_argument("--prefetch", type=int, default=4, help="worker --prefetch-multiplier")
@@ -342,6 +366,8 @@ def main() -> None:
         )
 
         for rate in [] if args.only_sync else rates:
+            if not args.no_analyze and analyze_without_autovacuum():
+                print("ANALYZE (the server has autovacuum off)", flush=True)
             run = uuid.uuid4().hex[:8]
             source = Source.objects.create(name=f"e2e load {run}", slug=f"e2e-load-{run}")
             _, raw_key = api_key_create(source=source, name="bench")
@@ -411,6 +437,8 @@ def main() -> None:
 
         # The synchronous pre-publish check at a fixed rate (--sync-rate 0 skips it).
         if args.sync_rate > 0:
+            if not args.no_analyze and analyze_without_autovacuum():
+                print("ANALYZE (the server has autovacuum off)", flush=True)
             run = uuid.uuid4().hex[:8]
             source = Source.objects.create(name=f"e2e sync {run}", slug=f"e2e-sync-{run}")
             _, raw_key = api_key_create(source=source, name="bench")
@@ -534,6 +562,7 @@ def main() -> None:
         "web_workers": args.web_workers,
         "web_threads": args.web_threads,
         "ingest_batch": args.ingest_batch,
+        "analyze_between_rates": not args.no_analyze,
         "model_alone": model,
         "best_scored_posts_per_s": max((r["scored_posts_per_s"] for r in rows), default=0.0),
         "rates": rows,

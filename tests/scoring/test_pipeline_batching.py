@@ -304,3 +304,24 @@ def test_a_batch_costs_the_same_queries_whatever_its_size(size, django_assert_nu
         results = score_post_batch(post_id=posts[0].id, batch_size=size, client=client)
     assert sorted(r.post_id for r in results if r.score_id is not None) == sorted(p.id for p in posts)
     assert [len(c) for c in client.calls] == [size]
+
+
+def test_the_chunk_task_checks_its_posts_by_primary_key_only():
+    """The pending check must not filter on status in SQL: the planner may then read the whole
+    received-posts partial index, dead entries included (scoring.services.batching). A post
+    scored meanwhile is still skipped."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    posts = [make_post(text="hi") for _ in range(3)]
+    Post.objects.filter(id=posts[0].id).update(status=PostStatus.AUTO_APPROVED)
+    client = FakeClient()
+    with CaptureQueriesContext(connection) as ctx:
+        results = score_posts_batch(post_ids=[p.id for p in posts], batch_size=3, client=client)
+    assert {r.post_id for r in results} == {posts[1].id, posts[2].id}
+    assert [len(c) for c in client.calls] == [2]
+    head = 'SELECT "moderation_post"."id" AS "id", "moderation_post"."status" AS "status" FROM "moderation_post" WHERE'
+    sqls = [q["sql"] or "" for q in ctx.captured_queries]
+    (check,) = [sql for sql in sqls if sql.startswith(head)]
+    assert '"status" =' not in check.split("WHERE", 1)[1]
+    assert not any("received" in sql and '"id" IN' in sql for sql in sqls)
