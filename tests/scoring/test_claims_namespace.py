@@ -5,19 +5,11 @@ database's markers (a new post would look scored, or claimed, until they expired
 from __future__ import annotations
 
 import pytest
-from django.core.cache import cache
 from django.db import connection
 
 from scoring.services import claims
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _clean_cache():
-    cache.clear()
-    yield
-    cache.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clean_cache")]
 
 
 def test_the_namespace_is_this_databases_oid():

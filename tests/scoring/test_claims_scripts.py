@@ -10,14 +10,7 @@ from django.core.cache import cache
 
 from scoring.services import claims
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _clean_cache():
-    cache.clear()
-    yield
-    cache.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clean_cache")]
 
 
 def _redis():

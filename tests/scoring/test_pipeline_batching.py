@@ -14,14 +14,7 @@ from scoring.services.inference import TritonUnavailable
 from scoring.services.inline import score_inline
 from tests.scoring.pipeline_support import FakeClient, down_client, make_post
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _clean_claims():
-    cache.clear()  # this suite's own Redis DB (CACHE_URL)
-    yield
-    cache.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clean_cache")]
 
 
 def test_a_task_scores_its_post_with_other_waiting_posts():

@@ -21,14 +21,7 @@ from scoring.services.claims import claim_key, pending_key, posts_done
 from scoring.services.inline import overdue_holds, score_inline
 from tests.scoring.pipeline_support import FakeClient, down_client, make_source
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _clean_claims():
-    cache.clear()
-    yield
-    cache.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clean_cache")]
 
 
 @pytest.fixture

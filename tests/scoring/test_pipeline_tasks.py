@@ -5,7 +5,6 @@ from datetime import timedelta
 import pytest
 from celery.exceptions import Retry
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.db import OperationalError
 from django.urls import reverse
 from django.utils import timezone
@@ -16,12 +15,8 @@ from scoring.models import DecisionPolicy, Score, WebhookDelivery
 from scoring.services.inference import TritonUnavailable
 from tests.scoring.pipeline_support import FakeClient, make_post, make_source
 
-
-@pytest.fixture(autouse=True)
-def _clean_cache():
-    cache.clear()
-    yield
-    cache.clear()
+# Every test starts and ends with an empty cache (claims, done markers), whatever it needs.
+pytestmark = pytest.mark.usefixtures("clean_cache")
 
 
 def test_task_options():
