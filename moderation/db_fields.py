@@ -39,7 +39,7 @@ class StoredJSONField(RowJSONField):
     and paying the parse only in the query that asks.
 
     Reading: Django makes psycopg return jsonb as text and decodes it in from_db_value;
-    moderation.apps registers the same text loader for json, so both decode alike. Other
+    moderation.receivers.json_as_text gives json the same text loader, so both decode alike. Other
     databases keep JSONField's own column type."""
 
     def db_type(self, connection: Any) -> str | None:
