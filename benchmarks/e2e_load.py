@@ -161,9 +161,9 @@ class OpenLoop:
         return time.perf_counter() - started
 
 
-def analyze_without_autovacuum() -> bool:
+def analyze_without_autovacuum() -> None:
     """ANALYZE the benchmark's database when the server runs without autovacuum (this machine's
-    CI configuration turns it off), and say whether it did. Autovacuum would analyze tables
+    CI configuration turns it off), and say so. Autovacuum would analyze tables
     that grow this fast within seconds; without it a database created for the run has no
     statistics at all, and the planner picks plans for empty tables: reading every post of the
     source to find 32 external ids, every entry of the received-posts index to check 32 ids
@@ -175,9 +175,9 @@ def analyze_without_autovacuum() -> bool:
         cursor.execute("SHOW autovacuum")
         (autovacuum,) = cursor.fetchone()
         if autovacuum == "on":
-            return False
+            return
         cursor.execute("ANALYZE")
-    return True
+    print("ANALYZE (the server has autovacuum off)", flush=True)
 
 
 def model_throughput(seconds: float, batch: int, threads: int) -> dict[str, Any]:
@@ -366,8 +366,8 @@ def main() -> None:
         )
 
         for rate in [] if args.only_sync else rates:
-            if not args.no_analyze and analyze_without_autovacuum():
-                print("ANALYZE (the server has autovacuum off)", flush=True)
+            if not args.no_analyze:
+                analyze_without_autovacuum()
             run = uuid.uuid4().hex[:8]
             source = Source.objects.create(name=f"e2e load {run}", slug=f"e2e-load-{run}")
             _, raw_key = api_key_create(source=source, name="bench")
@@ -437,8 +437,8 @@ def main() -> None:
 
         # The synchronous pre-publish check at a fixed rate (--sync-rate 0 skips it).
         if args.sync_rate > 0:
-            if not args.no_analyze and analyze_without_autovacuum():
-                print("ANALYZE (the server has autovacuum off)", flush=True)
+            if not args.no_analyze:
+                analyze_without_autovacuum()
             run = uuid.uuid4().hex[:8]
             source = Source.objects.create(name=f"e2e sync {run}", slug=f"e2e-sync-{run}")
             _, raw_key = api_key_create(source=source, name="bench")
