@@ -171,9 +171,6 @@ def specs(profile: Profile) -> dict[str, ModelSpec]:
             ),
             parameters={
                 "INTRA_OP_THREADS": "1",
-                # A lone long text runs on both cores (model.py's latency session).
-                "LATENCY_THREADS": "2",
-                "LATENCY_MIN_TOKENS": "32",
                 "ALLOW_SPINNING": "0",
                 "LENGTH_GROUP_RATIO": "1.25",
                 # The offline evaluation's list: served scores equal evaluated ones.
