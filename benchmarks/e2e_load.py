@@ -49,6 +49,7 @@ from e2e_pipeline import (  # noqa: E402 - benchmarks/ is on sys.path
     cpu_by_component,
     payload,
     percentile,
+    session_cpu_s,
     start_worker,
 )
 
@@ -180,9 +181,10 @@ def analyze_without_autovacuum() -> None:
     print("ANALYZE (the server has autovacuum off)", flush=True)
 
 
-def model_throughput(seconds: float, batch: int, threads: int) -> dict[str, Any]:
+def model_throughput(seconds: float, batch: int, threads: int, triton_sid: int | None = None) -> dict[str, Any]:
     """The served model alone, in the same run: `threads` callers (the worker's processes) send
-    batches of `batch` posts through the same client the worker uses, closed loop."""
+    batches of `batch` posts through the same client the worker uses, closed loop. With
+    `triton_sid`, also Triton's CPU per post (to set beside its CPU per post end to end)."""
     from django.conf import settings
 
     from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
@@ -221,18 +223,23 @@ def model_throughput(seconds: float, batch: int, threads: int) -> dict[str, Any]
                 latencies.append((time.perf_counter() - t) * 1000)
 
     started = time.perf_counter()
+    triton_before = session_cpu_s(triton_sid) if triton_sid else 0.0
     workers = [threading.Thread(target=caller) for _ in range(threads)]
     for w in workers:
         w.start()
     for w in workers:
         w.join(timeout=seconds + 120)
     elapsed = time.perf_counter() - started
-    return {
+    result = {
         "batch": batch,
         "callers": threads,
         "posts_per_s": round(done[0] / elapsed, 1),
         "batch_ms_p50": round(percentile(latencies, 0.5), 1),
     }
+    if triton_sid:
+        # Includes the callers' warm-up batches: a few of ~100 per try.
+        result["triton_cpu_ms_per_post"] = round(1000 * (session_cpu_s(triton_sid) - triton_before) / done[0], 2)
+    return result
 
 
 def main() -> None:
@@ -353,7 +360,7 @@ def main() -> None:
             # The model at its best: as many callers as the worker has processes, and more (a
             # denominator measured below the model's peak would flatter the end-to-end ratio).
             callers = sorted({args.concurrency, *(int(c) for c in args.model_callers.split(",") if c)})
-            tries = [model_throughput(args.model_seconds, args.batch_size, c) for c in callers]
+            tries = [model_throughput(args.model_seconds, args.batch_size, c, triton_pid) for c in callers]
             print(f"served model alone, before the rates: {tries}", flush=True)
 
         # Warm-up (not measured): first requests load Python modules, connections, Triton models.
@@ -431,7 +438,7 @@ def main() -> None:
             # The model alone again, after the rates: this machine's speed drifts by up to 30 %
             # within minutes, so one measurement before the rates can land in a slow spell and
             # flatter the ratio. The denominator is the best of both (the conservative one).
-            tries += [model_throughput(args.model_seconds, args.batch_size, c) for c in callers]
+            tries += [model_throughput(args.model_seconds, args.batch_size, c, triton_pid) for c in callers]
             model = max(tries, key=lambda t: t["posts_per_s"]) | {"tries": tries}
             print(f"served model alone, best before and after the rates: {model['posts_per_s']}", flush=True)
 
@@ -547,6 +554,11 @@ def main() -> None:
             f"served model alone: {model['posts_per_s']} posts/s; best end-to-end {best} posts/s "
             f"= {100 * best / model['posts_per_s']:.0f}% of it"
         )
+        alone = [t["triton_cpu_ms_per_post"] for t in model["tries"] if "triton_cpu_ms_per_post" in t]
+        if alone:
+            # The same per post alone and end to end: the ratio is then the CPU share below,
+            # not Triton working harder inside the pipeline.
+            print(f"  Triton CPU ms per post, the model alone: {min(alone)}-{max(alone)}")
         # What the ratio tends to at saturation on shared cores: Triton's share of the CPU one
         # scored post costs (less sensitive to the machine's drift than two throughputs).
         for r in rows:

@@ -4,7 +4,7 @@ Django's test client (the whole middleware + DRF stack, no HTTP server, no worke
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/mod_ingest \\
     CACHE_URL=redis://127.0.0.1:6379/5 CELERY_BROKER_URL=redis://127.0.0.1:6379/6 \\
-    python benchmarks/ingest_profile.py --posts 400 --batch 50 [--profile single|batch]
+    python benchmarks/ingest_profile.py --posts 400 --batch 50 [--inline] [--profile single|batch|inline]
 
 Scoring tasks are not published (on_commit callbacks run, .delay is replaced by a no-op) so
 cpu is the web code's own; db_cpu is the PostgreSQL backend's CPU (same machine, /proc).
@@ -35,7 +35,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--posts", type=int, default=400, help="posts per mode")
     parser.add_argument("--batch", type=int, default=50, help="posts per batch request")
-    parser.add_argument("--profile", choices=["single", "batch"], help="pyinstrument this mode, print top")
+    parser.add_argument(
+        "--inline",
+        action="store_true",
+        help="also the pre-publish check (POST /api/v1/posts?wait_ms=50, one post per request) against the "
+        "Triton at TRITON_URL, which must be serving the published models",
+    )
+    parser.add_argument("--profile", choices=["single", "batch", "inline"], help="pyinstrument this mode, print top")
     parser.add_argument("--profile-html", type=Path, help="write the pyinstrument HTML here")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -73,6 +79,12 @@ def main() -> None:
             codes.append(client.post("/api/v1/posts", payload(i, run), format="json").status_code)
         return codes
 
+    def inline(client: APIClient, run: str, n: int, offset: int = 0) -> list[int]:
+        codes = []
+        for i in range(offset, offset + n):
+            codes.append(client.post("/api/v1/posts?wait_ms=50", payload(i, run), format="json").status_code)
+        return codes
+
     def batch(client: APIClient, run: str, n: int, offset: int = 0) -> list[int]:
         codes = []
         for start in range(offset, offset + n, args.batch):
@@ -91,7 +103,7 @@ def main() -> None:
             return float("nan")
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    modes = {"single": single, "batch": batch}
+    modes = {"single": single, "batch": batch} | ({"inline": inline} if args.inline else {})
     out: dict[str, Any] = {}
     # No worker consumes here: the publishes are stubbed (single posts: score_post, batches:
     # score_posts) so nothing piles up in the broker; their cost is in e2e_load's figures.
