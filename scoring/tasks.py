@@ -68,6 +68,12 @@ def score_posts(post_ids: list[int]) -> None:
     batching.score_posts_batch(post_ids=post_ids)
 
 
+@shared_task(name="scoring.score_waiting", **RETRY_OPTIONS)
+def score_waiting() -> None:
+    """A kick from one-post-per-request ingest (scoring.services.kicks): the oldest waiting posts."""
+    batching.score_waiting_batch()
+
+
 @shared_task(name="scoring.rescore_post", **RETRY_OPTIONS)
 def rescore_post(post_id: int) -> None:
     scoring.rescore_post(post_id=post_id)

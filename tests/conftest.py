@@ -10,6 +10,16 @@ from django.conf import settings
 pytest_plugins = ["tests.fixtures.triton"]
 
 
+@pytest.fixture(autouse=True)
+def no_pending_scoring_kick() -> None:
+    """No kick mark left by an earlier test (scoring.services.kicks): a test that recorded its
+    publish instead of sending it leaves the mark for up to SCORING_KICK_TTL_S, and the next
+    test's posts would wait for a task that never comes."""
+    from scoring.services.kicks import kick_taken
+
+    kick_taken()
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     import psycopg
     import redis

@@ -45,8 +45,19 @@ def _publish_on_commit(*, task_name: str, post_id: int | list[int], **kwargs: An
 
 
 def score_enqueue(*, post_id: int) -> None:
-    """Enqueue the first scoring of a post after commit (scoring.tasks.score_post)."""
-    _publish_on_commit(task_name="score_post", post_id=post_id)
+    """Get a new post scored after commit: a kick (scoring.services.kicks) that publishes one
+    scoring.score_waiting message unless one is pending, whose task takes the oldest waiting
+    posts (this one among them), not a message per post. Never raises, as the publish above."""
+
+    def kick() -> None:
+        from scoring.services import kicks
+
+        try:
+            kicks.score_kick()
+        except Exception:
+            logger.warning("moderation.score_enqueue_failed task=score_waiting post_id=%s", post_id, exc_info=True)
+
+    transaction.on_commit(kick)
 
 
 def scores_enqueue(*, post_ids: Sequence[int]) -> None:

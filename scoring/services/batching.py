@@ -1,10 +1,13 @@
-"""Micro-batching for the score_post task, and the sweeper.
+"""Micro-batching for the scoring tasks, and the sweeper.
 
-Each accepted post enqueues one score_post(post_id) task. The task claims its own post plus up
-to SCORING_BATCH_SIZE-1 other posts still waiting in `received` (oldest first) and scores them
-in one Triton call and one write transaction; the other posts' own tasks then find them scored
-and return at once. A claim is a Redis key (cache.add = SET NX with a TTL), so two workers never
-score the same post concurrently, and a claim held by a killed worker expires by itself.
+Three tasks start a batch: score_posts (one message per ingest chunk of a batch request),
+score_waiting (a kick from one-post-per-request ingest, scoring.services.kicks: no message per
+post) and score_post (one post: an inline check that did not decide, a report, the sweeper).
+Each claims its own posts plus other posts still waiting in `received` (oldest first) up to
+SCORING_BATCH_SIZE and scores them in one Triton call and one write transaction; a task whose
+posts another batch scored finds them marked done and returns at once. A claim is a Redis key
+(cache.add = SET NX with a TTL), so two workers never score the same post concurrently, and a
+claim held by a killed worker expires by itself.
 
 Why this shape: under load the queue holds many posts, so batches fill up and the per-batch
 costs (a few queries, one Triton round trip) are shared; when idle, a batch is just the one post
@@ -27,6 +30,7 @@ from moderation.models import Post, PostStatus
 from scoring.models import WebhookDelivery
 from scoring.services.claims import claim_post, claim_posts, database_namespace, posts_done, release_posts
 from scoring.services.inference import ScoringClient, TritonUnavailable
+from scoring.services.kicks import kick_taken, score_kick
 from scoring.services.scoring import RESCORE_FROM, ScoreResult, rescore_post, score_posts
 
 logger = logging.getLogger(__name__)
@@ -41,18 +45,31 @@ class PostClaimed(Exception):
     """Another worker holds this post's claim; retry after it finishes or its claim expires."""
 
 
-def _candidates(post_id: int, limit: int) -> list[int]:
+def _waiting(*, limit: int, exclude: int | None = None) -> tuple[list[int], bool]:
+    """Up to twice `limit` posts waiting in `received`, oldest first (twice: other workers may
+    hold some), poisoned ones left out; and whether the query hit its limit (more may wait)."""
     if limit <= 0:
-        return []
+        return [], False
     # post_received_idx: a partial index on received_at WHERE status = 'received'.
-    ids = list(
-        Post.objects.filter(status=PostStatus.RECEIVED)
-        .exclude(id=post_id)
-        .order_by("received_at")
-        .values_list("id", flat=True)[: limit * 2]
-    )
+    waiting = Post.objects.filter(status=PostStatus.RECEIVED)
+    if exclude is not None:
+        waiting = waiting.exclude(id=exclude)
+    ids = list(waiting.order_by("received_at").values_list("id", flat=True)[: limit * 2])
     poisoned = cache.get_many([f"{POISON_PREFIX}{i}" for i in ids]) if ids else {}
-    return [i for i in ids if f"{POISON_PREFIX}{i}" not in poisoned]
+    return [i for i in ids if f"{POISON_PREFIX}{i}" not in poisoned], len(ids) == limit * 2
+
+
+def _candidates(post_id: int, limit: int) -> list[int]:
+    return _waiting(limit=limit, exclude=post_id)[0]
+
+
+def _kick_quietly() -> None:
+    """Kick a score_waiting task for posts no task owns any more; never raises (they are then
+    the sweeper's)."""
+    try:
+        score_kick()
+    except Exception:
+        logger.warning("scoring.kick_failed", exc_info=True)
 
 
 def _still_received(post_ids: list[int]) -> set[int]:
@@ -127,6 +144,8 @@ def score_post_batch(
             # other posts' own tasks do the same for theirs.
             logger.exception("scoring.batch_failed post_id=%s size=%s; scoring it alone", post_id, len(claimed))
             release_posts(claimed[1:], token)
+            if len(claimed) > 1:
+                _kick_quietly()  # the other posts may have had no task of their own (kicks)
             del claimed[1:]
             results = _score_alone(post_id=post_id, client=client, started=started)
             done = _scored(results)
@@ -165,30 +184,73 @@ def score_posts_batch(
             claimed += claim_posts(candidates[: size - len(claimed)], token)
         own = [i for i in claimed if i in pending]
         if claimed:
-            try:
-                results = score_posts(post_ids=claimed, client=client, started=started)
-            except RETRYABLE_ERRORS:
-                raise
-            except Exception:
-                # One bad post must not block the chunk: score the chunk's posts one by one (a
-                # post failing alone is poisoned and left to the sweeper); fillers go back.
-                logger.exception("scoring.batch_failed post_ids=%s size=%s; scoring alone", own, len(claimed))
-                release_posts([i for i in claimed if i not in pending], token)
-                claimed = own
-                results = []
-                for post_id in own:
-                    try:
-                        results += _score_alone(post_id=post_id, client=client, started=started)
-                    except RETRYABLE_ERRORS:
-                        raise
-                    except Exception:
-                        logger.exception("scoring.post_failed post_id=%s", post_id)
+            results, claimed = _score_claimed(claimed=claimed, own=own, token=token, client=client, started=started)
             done = _scored(results)
     finally:
         release_posts(claimed, token, done=done)
     if busy and _still_received(busy):
         raise PostClaimed(f"posts {busy} are being scored by another worker")
     return results
+
+
+def score_waiting_batch(*, batch_size: int | None = None, client: ScoringClient | None = None) -> list[ScoreResult]:
+    """The kicked task (scoring.services.kicks): score the oldest posts waiting in `received`,
+    up to SCORING_BATCH_SIZE of them in one Triton call and one write transaction. When more
+    are waiting than this batch takes, the next kick goes out first, so the other worker
+    processes drain the rest meanwhile."""
+    started = time.perf_counter()
+    size = settings.SCORING_BATCH_SIZE if batch_size is None else batch_size
+    kick_taken()  # before the query: a post committed after this kicks on its own
+    candidates, more = _waiting(limit=size)
+    if not candidates:
+        return []
+    token = uuid.uuid4().hex
+    claimed = claim_posts(candidates[:size], token)
+    tried = min(size, len(candidates))
+    if len(claimed) < size and len(candidates) > size:
+        refill = candidates[size:][: size - len(claimed)]
+        claimed += claim_posts(refill, token)
+        tried += len(refill)
+    done: list[int] = []
+    results: list[ScoreResult] = []
+    try:
+        if more or len(candidates) > tried:
+            _kick_quietly()
+        if claimed:
+            results, claimed = _score_claimed(claimed=claimed, own=claimed, token=token, client=client, started=started)
+            done = _scored(results)
+    finally:
+        release_posts(claimed, token, done=done)
+    return results
+
+
+def _score_claimed(
+    *, claimed: list[int], own: list[int], token: str, client: ScoringClient | None, started: float
+) -> tuple[list[ScoreResult], list[int]]:
+    """Score `claimed` in one batch; returns the results and the posts still claimed. One bad
+    post must not block the batch: when it fails (not retryably), the posts of `own` are scored
+    one by one (a post failing alone is poisoned and left to the sweeper) and the other claims
+    go back, with a kick, since such a post may have no task of its own (kicks)."""
+    try:
+        return score_posts(post_ids=claimed, client=client, started=started), claimed
+    except RETRYABLE_ERRORS:
+        raise
+    except Exception:
+        logger.exception("scoring.batch_failed post_ids=%s size=%s; scoring alone", own, len(claimed))
+    keep = set(own)
+    fillers = [i for i in claimed if i not in keep]
+    if fillers:
+        release_posts(fillers, token)
+        _kick_quietly()
+    results: list[ScoreResult] = []
+    for post_id in own:
+        try:
+            results += _score_alone(post_id=post_id, client=client, started=started)
+        except RETRYABLE_ERRORS:
+            raise
+        except Exception:
+            logger.exception("scoring.post_failed post_id=%s", post_id)
+    return results, list(own)
 
 
 def _score_alone(*, post_id: int, client: ScoringClient | None, started: float) -> list[ScoreResult]:

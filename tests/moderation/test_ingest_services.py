@@ -116,19 +116,31 @@ def test_post_ingest_loses_insert_race_gracefully():
 
 
 def test_post_ingest_enqueues_scoring_after_commit(django_capture_on_commit_callbacks):
-    with mock.patch("scoring.tasks.score_post.delay") as delay, django_capture_on_commit_callbacks(execute=True) as cbs:
-        post, _ = post_ingest(source=SourceFactory(), payload=payload())
+    source = SourceFactory()
+    with (
+        mock.patch("scoring.tasks.score_waiting.delay") as delay,
+        mock.patch("scoring.tasks.score_post.delay") as per_post,
+        django_capture_on_commit_callbacks(execute=True) as cbs,
+    ):
+        post_ingest(source=source, payload=payload("p-1"))
         delay.assert_not_called()  # nothing is published before the commit
     assert len(cbs) == 1
-    delay.assert_called_once_with(post.pk)
+    delay.assert_called_once_with()
+    # The next post, while that kick is pending, publishes nothing: the kick's task takes it.
+    with mock.patch("scoring.tasks.score_waiting.delay") as again, django_capture_on_commit_callbacks(execute=True):
+        post_ingest(source=source, payload=payload("p-2"))
+    again.assert_not_called()
+    per_post.assert_not_called()
 
 
 def test_post_ingest_survives_broker_outage(django_capture_on_commit_callbacks, caplog):
-    outage = mock.patch("scoring.tasks.score_post.delay", side_effect=OperationalError("broker down"))
-    with outage, django_capture_on_commit_callbacks(execute=True):
-        post, created = post_ingest(source=SourceFactory(), payload=payload())
+    outage = mock.patch("scoring.tasks.score_waiting.delay", side_effect=OperationalError("broker down"))
+    with outage as delay, django_capture_on_commit_callbacks(execute=True):
+        post, created = post_ingest(source=SourceFactory(), payload=payload("p-1"))
+        post_ingest(source=post.source, payload=payload("p-2"))
     assert created and Post.objects.filter(pk=post.pk, status="received").exists()
     assert "moderation.score_enqueue_failed" in caplog.text
+    assert delay.call_count == 2  # a failed publish leaves no mark: the next post tries again
 
 
 def test_posts_ingest_batch_mixes_new_existing_and_in_batch_duplicates():
