@@ -45,16 +45,18 @@ class PostClaimed(Exception):
     """Another worker holds this post's claim; retry after it finishes or its claim expires."""
 
 
-def _waiting(*, limit: int, exclude: int | None = None) -> tuple[list[int], bool]:
+def _waiting(*, limit: int, exclude: int | None = None, newest: bool = False) -> tuple[list[int], bool]:
     """Up to twice `limit` posts waiting in `received`, oldest first (twice: other workers may
     hold some), poisoned ones left out; and whether the query hit its limit (more may wait)."""
     if limit <= 0:
         return [], False
-    # post_received_idx: a partial index on received_at WHERE status = 'received'.
+    # post_received_idx: a partial index on received_at WHERE status = 'received' (read
+    # backwards for the newest).
     waiting = Post.objects.filter(status=PostStatus.RECEIVED)
     if exclude is not None:
         waiting = waiting.exclude(id=exclude)
-    ids = list(waiting.order_by("received_at").values_list("id", flat=True)[: limit * 2])
+    order = "-received_at" if newest else "received_at"
+    ids = list(waiting.order_by(order).values_list("id", flat=True)[: limit * 2])
     poisoned = cache.get_many([f"{POISON_PREFIX}{i}" for i in ids]) if ids else {}
     return [i for i in ids if f"{POISON_PREFIX}{i}" not in poisoned], len(ids) == limit * 2
 
@@ -201,20 +203,12 @@ def score_waiting_batch(*, batch_size: int | None = None, client: ScoringClient 
     started = time.perf_counter()
     size = settings.SCORING_BATCH_SIZE if batch_size is None else batch_size
     kick_taken()  # before the query: a post committed after this kicks on its own
-    candidates, more = _waiting(limit=size)
-    if not candidates:
-        return []
     token = uuid.uuid4().hex
-    claimed = claim_posts(candidates[:size], token)
-    tried = min(size, len(candidates))
-    if len(claimed) < size and len(candidates) > size:
-        refill = candidates[size:][: size - len(claimed)]
-        claimed += claim_posts(refill, token)
-        tried += len(refill)
+    claimed, left_over = _claim_waiting(size=size, token=token)
     done: list[int] = []
     results: list[ScoreResult] = []
     try:
-        if more or len(candidates) > tried:
+        if left_over:
             _kick_quietly()
         if claimed:
             results, claimed = _score_claimed(claimed=claimed, own=claimed, token=token, client=client, started=started)
@@ -222,6 +216,31 @@ def score_waiting_batch(*, batch_size: int | None = None, client: ScoringClient 
     finally:
         release_posts(claimed, token, done=done)
     return results
+
+
+def _claim_waiting(*, size: int, token: str) -> tuple[list[int], bool]:
+    """Claims on up to `size` waiting posts, oldest first; and whether posts this batch could
+    not take may still be waiting (then the caller kicks the next task).
+
+    A full batch with more seen (or possibly) waiting: left over. Fewer than a full batch: every
+    post seen was tried, and those not claimed are held by other batches (which score them) or
+    poisoned (the sweeper's), so nothing is left over, which is also what stops a chain of kicks
+    over a head of held posts. A head made only of held or poisoned posts (a killed worker's
+    claims until they expire, a run of corrupt posts) must not hold up the posts behind it: the
+    newest waiting posts are taken instead."""
+    candidates, more = _waiting(limit=size)
+    claimed = claim_posts(candidates[:size], token)
+    tried = min(size, len(candidates))
+    if len(claimed) < size and len(candidates) > size:
+        refill = candidates[size:][: size - len(claimed)]
+        claimed += claim_posts(refill, token)
+        tried += len(refill)
+    if not claimed and more:
+        newest, _ = _waiting(limit=size, newest=True)
+        claimed = claim_posts(newest[:size], token)
+        return claimed, len(claimed) == size
+    untried = len(candidates) > tried
+    return claimed, untried or (len(claimed) == size and more)
 
 
 def _score_claimed(

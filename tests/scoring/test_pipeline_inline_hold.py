@@ -26,9 +26,11 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clean_cache")]
 
 @pytest.fixture
 def published(monkeypatch) -> list[tuple[str, tuple[Any, ...], float]]:
-    """score_post publishes, recorded instead of sent: (how, args, countdown)."""
+    """score_post publishes (and score_waiting kicks), recorded instead of sent: (how, args,
+    countdown)."""
     sent: list[tuple[str, tuple[Any, ...], float]] = []
     monkeypatch.setattr(tasks.score_post, "delay", lambda *a: sent.append(("delay", a, 0.0)))
+    monkeypatch.setattr(tasks.score_waiting, "delay", lambda: sent.append(("kick", (), 0.0)))
     monkeypatch.setattr(
         tasks.score_post, "apply_async", lambda args, countdown=0.0: sent.append(("apply_async", args, countdown))
     )
@@ -52,11 +54,11 @@ def _ingest(n: int, budget_ms: int | None, capture) -> Any:
     return post
 
 
-def test_without_wait_ms_the_task_is_published_at_once_and_nothing_is_held(
+def test_without_wait_ms_a_kick_is_published_at_once_and_nothing_is_held(
     published, django_capture_on_commit_callbacks
 ):
     post = _ingest(1, None, django_capture_on_commit_callbacks)
-    assert published == [("delay", (post.pk,), 0.0)]
+    assert published == [("kick", (), 0.0)]
     assert cache.get(claim_key(post.pk)) is None
 
 

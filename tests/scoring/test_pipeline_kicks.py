@@ -135,3 +135,26 @@ def test_fillers_given_back_by_a_failed_chunk_get_a_kick(monkeypatch, published)
     assert [r.post_id for r in results] == [own.id]
     assert published == ["kick"]
     assert Post.objects.get(pk=filler.pk).status == PostStatus.RECEIVED
+
+
+def test_a_head_of_held_posts_does_not_hold_up_the_posts_behind_it(published):
+    """The oldest waiting posts all held (a killed worker's claims until they expire) or
+    poisoned: the kicked task takes the newest instead; with nothing else waiting it stops,
+    it does not kick itself over the held head forever."""
+    head = [make_post(text="hi") for _ in range(6)]
+    for post in head[:3]:
+        assert claim_post(post.id, "killed-worker")
+    for post in head[3:]:
+        cache.set(f"{POISON_PREFIX}{post.id}", 1)
+    behind = [make_post(text="hi") for _ in range(4)]
+    client = FakeClient()
+    first = score_waiting_batch(batch_size=3, client=client)
+    assert {r.post_id for r in first} == {p.id for p in behind[1:]}  # the newest three
+    assert published == ["kick"]  # a full batch from the newest end: more may wait
+    kicks.kick_taken()
+    second = score_waiting_batch(batch_size=3, client=client)
+    assert [r.post_id for r in second] == [behind[0].id]
+    assert published == ["kick"]
+    kicks.kick_taken()
+    assert score_waiting_batch(batch_size=3, client=client) == []
+    assert published == ["kick"]  # only the held head is left: no kick chain
