@@ -54,9 +54,7 @@ def _ingest(n: int, budget_ms: int | None, capture) -> Any:
     return post
 
 
-def test_without_wait_ms_a_kick_is_published_at_once_and_nothing_is_held(
-    published, django_capture_on_commit_callbacks
-):
+def test_without_wait_ms_a_kick_is_published_at_once_and_nothing_is_held(published, django_capture_on_commit_callbacks):
     post = _ingest(1, None, django_capture_on_commit_callbacks)
     assert published == [("kick", (), 0.0)]
     assert cache.get(claim_key(post.pk)) is None
