@@ -25,8 +25,10 @@ after the worker kept its database connection across tasks (config.celery_app), 
   waits for a batch to fill.
 - Two prefork processes: as fast as one (Triton and PostgreSQL are the bottleneck on 2 cores)
   but one slow batch no longer stalls scoring; four add contention (-14%).
-- Prefetch 4 x 2 processes keeps the next messages local without hoarding: with batching, a
-  prefetched message is usually a post already scored by a batch, which costs one query.
+- Prefetch 4 x 2 processes keeps the next messages local without hoarding.
+- Messages: one per batch-ingest chunk (score_posts) and, for posts ingested one per request,
+  one kick while none is pending (score_waiting, scoring.services.kicks), not one per post: a
+  message costs the worker 2.2-3.4 ms of CPU whatever it carries (benchmarks/task_overhead.py).
 - -O fair (Celery's default for prefork) gives a message to a process only when it is free,
   so one slow batch does not hold messages the other process could run.
 """
