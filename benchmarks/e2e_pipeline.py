@@ -69,13 +69,15 @@ def start_private_triton(workdir: Path, port_base: int, repository: Path | None)
     return config, config.grpc_url
 
 
-def start_worker(env: dict[str, str], args: argparse.Namespace, log_path: Path) -> subprocess.Popen[bytes]:
+def start_worker(
+    env: dict[str, str], args: argparse.Namespace, log_path: Path, pool: str = "prefork"
+) -> subprocess.Popen[bytes]:
     cmd = [
         str(Path(sys.executable).with_name("celery")),
         "-A",
         "config",
         "worker",
-        "--pool=prefork",
+        f"--pool={pool}",
         f"--concurrency={args.concurrency}",
         f"--prefetch-multiplier={args.prefetch}",
         "-O",

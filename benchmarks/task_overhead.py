@@ -19,10 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -31,41 +29,14 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
-from e2e_pipeline import session_cpu_s  # noqa: E402 - benchmarks/ is on sys.path
-
-
-def start_worker(pool: str, concurrency: int, log_path: Path) -> subprocess.Popen[bytes]:
-    cmd = [
-        str(Path(sys.executable).with_name("celery")),
-        "-A",
-        "config",
-        "worker",
-        f"--pool={pool}",
-        f"--concurrency={concurrency}",
-        "--prefetch-multiplier=4",
-        "-O",
-        "fair",
-        "--loglevel=WARNING",
-        "--without-gossip",
-        "--without-mingle",
-        "--without-heartbeat",
-        "-n",
-        f"overhead-{uuid.uuid4().hex[:6]}@%h",
-    ]
-    log = log_path.open("wb")
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while b"ready." not in log_path.read_bytes():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"worker ({pool}) did not start: {log_path.read_text()[-2000:]}")
-        time.sleep(0.1)
-    return proc
+from e2e_pipeline import session_cpu_s, start_worker  # noqa: E402 - benchmarks/ is on sys.path
 
 
 def measure(pool: str, concurrency: int, post_ids: list[int], broker: Any, log_path: Path) -> dict[str, Any]:
     from scoring import tasks
 
-    worker = start_worker(pool, concurrency, log_path)
+    worker_args = argparse.Namespace(concurrency=concurrency, prefetch=4)
+    worker = start_worker(dict(os.environ), worker_args, log_path, pool=pool)
     try:
         time.sleep(2.0)  # the pool's start-up work is not the messages'
         before = session_cpu_s(worker.pid)

@@ -114,3 +114,17 @@ class FakeClient:
 
 def down_client() -> FakeClient:
     return FakeClient(fail=TritonUnavailable("connection refused"))
+
+
+def break_scoring_of(monkeypatch: Any, post_id: int) -> None:
+    """Scoring raises for this one post (a corrupt row), inside its batch's work."""
+    from scoring.services import scoring as scoring_service
+
+    real = scoring_service.short_circuit_reason
+
+    def explode(post: Any) -> Any:
+        if post.id == post_id:
+            raise ValueError("corrupt row")
+        return real(post)
+
+    monkeypatch.setattr(scoring_service, "short_circuit_reason", explode)

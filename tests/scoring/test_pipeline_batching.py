@@ -12,7 +12,7 @@ from scoring.services.batching import PostClaimed, score_post_batch, score_posts
 from scoring.services.claims import claim_key, claim_post, claim_posts, done_key, posts_done, release_posts
 from scoring.services.inference import TritonUnavailable
 from scoring.services.inline import score_inline
-from tests.scoring.pipeline_support import FakeClient, down_client, make_post
+from tests.scoring.pipeline_support import FakeClient, break_scoring_of, down_client, make_post
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clean_cache")]
 
@@ -246,16 +246,7 @@ def test_inline_on_a_post_already_scored_returns_its_score():
 
 def test_a_post_that_breaks_its_batch_does_not_block_the_others(monkeypatch):
     good, bad, later = make_post(text="hi"), make_post(text="hi"), make_post(text="hi")
-    from scoring.services import scoring as scoring_service
-
-    real = scoring_service.short_circuit_reason
-
-    def explode_on_bad(post):
-        if post.id == bad.id:
-            raise ValueError("corrupt row")
-        return real(post)
-
-    monkeypatch.setattr(scoring_service, "short_circuit_reason", explode_on_bad)
+    break_scoring_of(monkeypatch, bad.id)
     (result,) = score_post_batch(post_id=good.id, batch_size=3, client=FakeClient())  # batch fails, alone ok
     assert result.post_id == good.id and result.score_id is not None
     with pytest.raises(ValueError):

@@ -14,7 +14,7 @@ from scoring.services import kicks
 from scoring.services.batching import POISON_PREFIX, score_posts_batch, score_waiting_batch
 from scoring.services.claims import claim_post
 from scoring.services.inference import TritonUnavailable
-from tests.scoring.pipeline_support import FakeClient, down_client, make_post
+from tests.scoring.pipeline_support import FakeClient, break_scoring_of, down_client, make_post
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clean_cache")]
 
@@ -100,16 +100,7 @@ def test_a_down_model_leaves_the_posts_waiting_for_the_retry(published):
 
 def test_a_post_that_breaks_the_kicked_batch_does_not_block_the_others(monkeypatch, published):
     good, bad = make_post(text="hi"), make_post(text="hi")
-    from scoring.services import scoring as scoring_service
-
-    real = scoring_service.short_circuit_reason
-
-    def explode_on_bad(post):
-        if post.id == bad.id:
-            raise ValueError("corrupt row")
-        return real(post)
-
-    monkeypatch.setattr(scoring_service, "short_circuit_reason", explode_on_bad)
+    break_scoring_of(monkeypatch, bad.id)
     results = score_waiting_batch(batch_size=3, client=FakeClient())
     assert [r.post_id for r in results] == [good.id]
     assert Post.objects.get(pk=good.pk).status == PostStatus.AUTO_APPROVED
@@ -121,16 +112,7 @@ def test_fillers_given_back_by_a_failed_chunk_get_a_kick(monkeypatch, published)
     """A chunk task's batch takes waiting posts that may have no task of their own (they were
     covered by a kick); when the batch fails and they go back, a kick covers them again."""
     own, filler = make_post(text="hi"), make_post(text="hi")
-    from scoring.services import scoring as scoring_service
-
-    real = scoring_service.short_circuit_reason
-
-    def explode_on_filler(post):
-        if post.id == filler.id:
-            raise ValueError("corrupt row")
-        return real(post)
-
-    monkeypatch.setattr(scoring_service, "short_circuit_reason", explode_on_filler)
+    break_scoring_of(monkeypatch, filler.id)
     results = score_posts_batch(post_ids=[own.id], batch_size=3, client=FakeClient())
     assert [r.post_id for r in results] == [own.id]
     assert published == ["kick"]
