@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -27,37 +27,43 @@ from moderation.services.json_rows import insert_rows
 logger = logging.getLogger(__name__)
 
 
-def _publish_on_commit(*, task_name: str, post_id: int | list[int], **kwargs: Any) -> None:
-    """Publish ``task_name(post_id, **kwargs)`` once the current transaction commits; never raises.
-
-    Same effect as ``task.delay_on_commit(post_id)``, but the publish is wrapped so a broker
-    outage is logged instead of turning a committed write into an error response."""
+def _on_commit_quietly(send: Callable[[], object], *, task_name: str, post_id: int | list[int]) -> None:
+    """Run ``send`` (a publish) once the current transaction commits; never raises: a broker
+    outage is logged instead of turning a committed write into an error response (the post
+    stays in `received` and the sweeper re-enqueues it)."""
 
     def publish() -> None:
-        from scoring import tasks
-
         try:
-            getattr(tasks, task_name).delay(post_id, **kwargs)
+            send()
         except Exception:
             logger.warning("moderation.score_enqueue_failed task=%s post_id=%s", task_name, post_id, exc_info=True)
 
     transaction.on_commit(publish)
 
 
+def _publish_on_commit(*, task_name: str, post_id: int | list[int], **kwargs: Any) -> None:
+    """Publish ``task_name(post_id, **kwargs)`` once the current transaction commits; never raises
+    (``task.delay_on_commit(post_id)`` with the outage logged)."""
+
+    def send() -> None:
+        from scoring import tasks
+
+        getattr(tasks, task_name).delay(post_id, **kwargs)
+
+    _on_commit_quietly(send, task_name=task_name, post_id=post_id)
+
+
 def score_enqueue(*, post_id: int) -> None:
     """Get a new post scored after commit: a kick (scoring.services.kicks) that publishes one
     scoring.score_waiting message unless one is pending, whose task takes the oldest waiting
-    posts (this one among them), not a message per post. Never raises, as the publish above."""
+    posts (this one among them), not a message per post. Never raises."""
 
-    def kick() -> None:
+    def send() -> None:
         from scoring.services import kicks
 
-        try:
-            kicks.score_kick()
-        except Exception:
-            logger.warning("moderation.score_enqueue_failed task=score_waiting post_id=%s", post_id, exc_info=True)
+        kicks.score_kick()
 
-    transaction.on_commit(kick)
+    _on_commit_quietly(send, task_name="score_waiting", post_id=post_id)
 
 
 def scores_enqueue(*, post_ids: Sequence[int]) -> None:
