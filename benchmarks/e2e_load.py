@@ -250,6 +250,20 @@ def main() -> None:
     parser.add_argument(
         "--model-callers", default="2,4", help="concurrent callers tried for the model-alone run (best one kept)"
     )
+    parser.add_argument(
+        "--no-interleave",
+        dest="interleave",
+        action="store_false",
+        help="no model-alone window after each rate (each rate is then compared only with the model "
+        "measured before and after all the rates)",
+    )
+    parser.add_argument(
+        "--repeat-saturation",
+        type=int,
+        default=0,
+        help="after the first saturated rate, run that rate this many times more (each with its own "
+        "model window after it)",
+    )
     parser.add_argument("--warmup", type=int, default=30, help="unmeasured posts sent first")
     parser.add_argument("--sync-rate", type=float, default=20.0, help="wait_ms=50 requests/s (0: skip)")
     parser.add_argument("--sync-seconds", type=float, default=10.0)
@@ -372,7 +386,7 @@ def main() -> None:
             "warm-up scored", lambda: not Post.objects.filter(source=warm, status=PostStatus.RECEIVED).exists(), 120
         )
 
-        for rate in [] if args.only_sync else rates:
+        def run_rate(rate: float) -> dict[str, Any]:
             if not args.no_analyze:
                 analyze_without_autovacuum()
             run = uuid.uuid4().hex[:8]
@@ -426,13 +440,41 @@ def main() -> None:
                     k: round(1000 * (cpu_after[k] - cpu_before[k]) / max(len(done), 1), 2) for k in cpu_after
                 },
             }
-            rows.append(row)
-            print(json.dumps(row), flush=True)
             # Saturated: the pipeline no longer keeps up (a straggler or two is not saturation;
             # those are reported in unscored_after_timeout).
-            if unscored > 0.01 * count or row["scored_posts_per_s"] < 0.9 * rate:
-                print(f"saturated at {rate} posts/s offered", flush=True)
-                break
+            row["saturated"] = unscored > 0.01 * count or row["scored_posts_per_s"] < 0.9 * rate
+            return row
+
+        def model_window() -> float:
+            """The model alone right after a rate, with the best caller count of the first tries:
+            the rate is compared with the windows just before and after it, seconds apart,
+            rather than only with windows a minute or more away (this machine's speed drifts by
+            up to 20 % in that time, which moved the ratio by +-8 points run to run)."""
+            window = model_throughput(args.model_seconds, args.batch_size, best_callers, triton_pid)
+            windows.append(window)
+            return float(window["posts_per_s"])
+
+        windows: list[dict[str, Any]] = []
+        if not args.only_sync:
+            best_try = max(tries, key=lambda t: t["posts_per_s"])
+            best_callers = int(best_try["callers"])
+            model_before = float(best_try["posts_per_s"])
+            schedule, repeating = list(rates), False
+            while schedule:
+                rate = schedule.pop(0)
+                row = run_rate(rate)
+                model_after = model_window() if args.interleave else model_before
+                # The conservative neighbour: the faster of the two windows around the rate.
+                row["model_adjacent_posts_per_s"] = max(model_before, model_after)
+                row["ratio_to_adjacent_model"] = round(row["scored_posts_per_s"] / row["model_adjacent_posts_per_s"], 3)
+                model_before = model_after
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                if row["saturated"] and not repeating:
+                    print(f"saturated at {rate} posts/s offered", flush=True)
+                    # The saturating rate again --repeat-saturation times: several ratios in one
+                    # run, each against its own neighbouring model windows.
+                    schedule, repeating = [rate] * args.repeat_saturation, True
 
         if not args.only_sync:
             # The model alone again, after the rates: this machine's speed drifts by up to 30 %
@@ -554,6 +596,21 @@ def main() -> None:
             f"served model alone: {model['posts_per_s']} posts/s; best end-to-end {best} posts/s "
             f"= {100 * best / model['posts_per_s']:.0f}% of it"
         )
+        if any("ratio_to_adjacent_model" in r for r in rows):
+            # Each rate against the model windows measured just before and after it.
+            print("  each rate against the faster model window next to it (before or after):")
+            for r in rows:
+                flag = " (saturated)" if r.get("saturated") else ""
+                print(
+                    f"    at {r['offered_posts_per_s']}/s{flag}: {r['scored_posts_per_s']} of "
+                    f"{r['model_adjacent_posts_per_s']} posts/s = {100 * r['ratio_to_adjacent_model']:.0f}%"
+                )
+            saturated = sorted(r["ratio_to_adjacent_model"] for r in rows if r.get("saturated"))
+            if saturated:
+                print(
+                    f"  at saturation ({len(saturated)} reading(s)): min {100 * saturated[0]:.0f}%, "
+                    f"median {100 * saturated[len(saturated) // 2]:.0f}%, max {100 * saturated[-1]:.0f}%"
+                )
         alone = [t["triton_cpu_ms_per_post"] for t in model["tries"] if "triton_cpu_ms_per_post" in t]
         if alone:
             # The same per post alone and end to end: the ratio is then the CPU share below,
@@ -578,6 +635,7 @@ def main() -> None:
         "ingest_batch": args.ingest_batch,
         "analyze_between_rates": not args.no_analyze,
         "model_alone": model,
+        "model_windows_between_rates": windows,
         "best_scored_posts_per_s": max((r["scored_posts_per_s"] for r in rows), default=0.0),
         "rates": rows,
         "sync_check": sync,
