@@ -7,6 +7,7 @@ the ingest: the post stays in `received` and the pipeline's sweeper re-enqueues 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 from collections import Counter
@@ -15,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, OperationalError, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 
 from moderation import sql_rows
 from moderation.links import link_identity, url_hash
@@ -138,13 +139,35 @@ def _stored_post(*, source: Source, external_id: str) -> Post | None:
 
 
 def _stored_posts(*, source: Source, external_ids: Sequence[str]) -> list[Post]:
-    # The batch path's first statement: SQL built once per batch size, not a compiled queryset
-    # (7 % of a batch request's CPU, py-spy).
+    # The batch path's first statement: SQL built once, not a compiled queryset (7 % of a batch
+    # request's CPU, py-spy).
     unique = list(dict.fromkeys(external_ids))
     if not unique:
         return []
+    if connection.vendor == "postgresql":
+        rows = sql_rows.fetch_all_prepared(_stored_posts_sql(), [unique, source.pk])
+        return [found for row in rows if (found := sql_rows.instance(Post, "t", row)) is not None]
     where = f"t.source_id = %s AND t.external_id IN ({sql_rows.in_list(len(unique))})"
     return sql_rows.select_all(Post, where=where, params=[source.pk, *unique])
+
+
+@functools.cache
+def _stored_posts_sql() -> str:
+    """One lookup of (source, external_id) per id, whatever the statistics say. Written as
+    `source_id = %s AND external_id IN (...)`, the planner chose on the source's estimated row
+    count: for a source that was small (or absent) when the table was last analyzed, it read
+    every post of the source through the unique index's first column and filtered the ids
+    (1.8 ms per batch at 8,000 posts in the source, growing with it; EXPLAIN ANALYZE, session
+    8). A LATERAL subquery with LIMIT 1 cannot be flattened into that plan, and its equality
+    on both columns is always the unique index's full key. One text for every batch size,
+    prepared once per connection."""
+    table = connection.ops.quote_name(Post._meta.db_table)
+    # Identifiers come from model metadata; the ids and the source are parameters.
+    return (
+        f"SELECT {sql_rows.select_list(Post, 't')} FROM unnest(%s::text[]) AS e(external_id) "  # noqa: S608
+        f"CROSS JOIN LATERAL (SELECT * FROM {table} p WHERE p.source_id = %s "
+        "AND p.external_id = e.external_id LIMIT 1) t"
+    )
 
 
 def post_ingest(
