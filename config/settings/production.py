@@ -2,6 +2,8 @@
 
 Required: SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, CELERY_BROKER_URL, REDIS_URL (cache)."""
 
+from config.redis_breaker import redis_cache_options
+
 from .base import *  # noqa: F403
 from .base import LOGGING, env
 
@@ -15,12 +17,13 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 CELERY_BROKER_URL = env("CELERY_BROKER_URL")
 REDIS_URL = env("REDIS_URL")
+CACHE_URL = env("CACHE_URL", default=REDIS_URL)
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": env("CACHE_URL", default=REDIS_URL),
+        "LOCATION": CACHE_URL,
         "KEY_PREFIX": env("CACHE_KEY_PREFIX", default="modr"),
-        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        "OPTIONS": redis_cache_options(CACHE_URL),
     }
 }
 

@@ -1,16 +1,19 @@
 """Test settings: the real PostgreSQL and Redis of this machine (standard ports)."""
 
+from config.redis_breaker import redis_cache_options
+
 from .base import *  # noqa: F403
 from .base import env
 
 DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/moderation")}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CACHE_URL = env("CACHE_URL", default="redis://127.0.0.1:6379/1")
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": env("CACHE_URL", default="redis://127.0.0.1:6379/1"),
+        "LOCATION": CACHE_URL,
         "KEY_PREFIX": env("CACHE_KEY_PREFIX", default="modr-test"),
-        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        "OPTIONS": redis_cache_options(CACHE_URL),
     }
 }
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/2")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import math
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -28,15 +30,42 @@ from moderation.services.json_rows import insert_rows
 logger = logging.getLogger(__name__)
 
 
+class _PublishBreaker:
+    """This process's last failed publish. A broker that hangs makes each publish wait out its
+    socket timeout (2 s) before failing; for BROKER_PUBLISH_BREAKER_S after a failure, ingest
+    does not try: the posts wait in `received` for the sweeper exactly as after the failure,
+    and the requests answer at once instead of each waiting on the broker."""
+
+    failed_at = -math.inf
+
+    @classmethod
+    def is_open(cls) -> bool:
+        return time.monotonic() - cls.failed_at < settings.BROKER_PUBLISH_BREAKER_S
+
+    @classmethod
+    def record_failure(cls) -> None:
+        cls.failed_at = time.monotonic()
+
+    @classmethod
+    def reset(cls) -> None:
+        cls.failed_at = -math.inf
+
+
 def _on_commit_quietly(send: Callable[[], object], *, task_name: str, post_id: int | list[int]) -> None:
     """Run ``send`` (a publish) once the current transaction commits; never raises: a broker
     outage is logged instead of turning a committed write into an error response (the post
-    stays in `received` and the sweeper re-enqueues it)."""
+    stays in `received` and the sweeper re-enqueues it). Not tried while _PublishBreaker is open."""
 
     def publish() -> None:
+        if _PublishBreaker.is_open():
+            logger.warning(
+                "moderation.score_enqueue_skipped task=%s post_id=%s (broker failed recently)", task_name, post_id
+            )
+            return
         try:
             send()
         except Exception:
+            _PublishBreaker.record_failure()
             logger.warning("moderation.score_enqueue_failed task=%s post_id=%s", task_name, post_id, exc_info=True)
 
     transaction.on_commit(publish)

@@ -106,3 +106,28 @@ def test_throttle_still_limits_when_redis_is_up(api: ApiCaller, settings: Any):
     with mock.patch.object(ApiKeyRateThrottle, "THROTTLE_RATES", {"api_key": "2/min"}):
         codes = [api.post("/api/v1/posts", post_payload(external_id=f"p-{i}")).status_code for i in range(3)]
     assert codes == [201, 201, 429]
+
+
+@pytest.mark.django_db
+def test_a_hung_cache_costs_the_api_one_timeout_not_one_per_call(api: ApiCaller, settings: Any, caplog: Any):
+    """The cache Redis accepts connections and never answers (config.redis_breaker). Each request
+    makes three cache calls (API key, throttle, scoring kick), each with its own fallback: every
+    post is stored and answered 201, and only the first call waits its socket timeout; the
+    others fail at once while the circuit is open (without the breaker: a timeout per call,
+    a new connection each)."""
+    from tests.fixtures.hung_server import hung_server
+
+    with hung_server() as server, mock.patch("scoring.tasks.score_waiting.delay"):
+        caches = {**settings.CACHES}
+        caches["default"] = {
+            **caches["default"],
+            "LOCATION": f"{server.url}/0",
+            "OPTIONS": {**caches["default"]["OPTIONS"], "socket_timeout": 0.3, "socket_connect_timeout": 0.3},
+        }
+        settings.CACHES = caches  # Django resets its cache handlers on this setting change
+        codes = [api.post("/api/v1/posts", post_payload(external_id=f"p-{i}")).status_code for i in range(3)]
+        accepted = server.accepted
+    assert codes == [201, 201, 201]
+    assert Post.objects.filter(external_id__in=["p-0", "p-1", "p-2"]).count() == 3
+    assert accepted == 1
+    assert "not tried" in caplog.text  # the fast failures are logged by each fallback

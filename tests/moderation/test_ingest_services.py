@@ -133,7 +133,8 @@ def test_post_ingest_enqueues_scoring_after_commit(django_capture_on_commit_call
     per_post.assert_not_called()
 
 
-def test_post_ingest_survives_broker_outage(django_capture_on_commit_callbacks, caplog):
+def test_post_ingest_survives_broker_outage(django_capture_on_commit_callbacks, caplog, settings):
+    settings.BROKER_PUBLISH_BREAKER_S = 0  # every publish tried (the breaker has its own test)
     outage = mock.patch("scoring.tasks.score_waiting.delay", side_effect=OperationalError("broker down"))
     with outage as delay, django_capture_on_commit_callbacks(execute=True):
         post, created = post_ingest(source=SourceFactory(), payload=payload("p-1"))
@@ -141,6 +142,31 @@ def test_post_ingest_survives_broker_outage(django_capture_on_commit_callbacks, 
     assert created and Post.objects.filter(pk=post.pk, status="received").exists()
     assert "moderation.score_enqueue_failed" in caplog.text
     assert delay.call_count == 2  # a failed publish leaves no mark: the next post tries again
+
+
+def test_after_a_failed_publish_ingest_does_not_wait_on_the_broker_for_a_while(
+    django_capture_on_commit_callbacks, caplog, settings
+):
+    """A hung broker makes each publish wait its socket timeout before failing. After one
+    failure this process skips publishing for BROKER_PUBLISH_BREAKER_S (logged): the posts are
+    stored and wait in `received` for the sweeper, as a failed publish leaves them. Then it
+    tries again."""
+    from moderation.services.ingest import _PublishBreaker
+
+    settings.BROKER_PUBLISH_BREAKER_S = 60
+    source = SourceFactory()
+    outage = mock.patch("scoring.tasks.score_waiting.delay", side_effect=OperationalError("timed out"))
+    with outage as delay, django_capture_on_commit_callbacks(execute=True):
+        for i in range(3):
+            post_ingest(source=source, payload=payload(f"p-{i}"))
+        posts_ingest_batch(source=source, payloads=[payload("b-1"), payload("b-2")])
+    assert delay.call_count == 1
+    assert caplog.text.count("moderation.score_enqueue_skipped") == 3  # two posts and one batch message
+    assert Post.objects.filter(source=source, status="received").count() == 5
+    _PublishBreaker.failed_at -= 60  # the window is over
+    with mock.patch("scoring.tasks.score_waiting.delay") as delay, django_capture_on_commit_callbacks(execute=True):
+        post_ingest(source=source, payload=payload("p-after"))
+    delay.assert_called_once_with()
 
 
 def test_posts_ingest_batch_mixes_new_existing_and_in_batch_duplicates():
