@@ -180,8 +180,19 @@ class PrivateRedis:
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)  # a paused server dies too
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(timeout=10)
+
+    def pause(self) -> None:
+        """SIGSTOP: connections are still accepted by the kernel, nothing is read or answered
+        (a hung server, as its clients see it)."""
+        assert self.proc is not None and self.proc.poll() is None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
 
 
 @pytest.fixture

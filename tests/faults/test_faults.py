@@ -198,6 +198,35 @@ def test_redis_killed_and_restarted(api, on_private_redis: PrivateRedis, start_w
     assert_scored_exactly_once(load.accepted)
 
 
+def test_redis_hung_and_resumed(api, on_private_redis: PrivateRedis, start_worker, caplog):
+    """Redis stops answering (SIGSTOP) during a sustained ingest, then resumes. Commands that
+    timed out on the client side may still run once it resumes (a claim, a published message):
+    scoring must stay exactly-once through that. The circuit breakers (config.redis_breaker,
+    ingest's publish breaker) keep each request from waiting out a timeout per Redis call."""
+    redis_server = on_private_redis
+    env = {"CELERY_BROKER_URL": f"{redis_server.url}/1", "CACHE_URL": f"{redis_server.url}/0"}
+    workers = [start_worker(concurrency=2, **env)]
+
+    def supervise() -> None:  # as in test_redis_killed_and_restarted
+        if workers[-1].proc is not None and workers[-1].proc.poll() is not None:
+            workers.append(start_worker(concurrency=2, **env))
+
+    load = in_process_load(api).start()
+    try:
+        load.wait_for(15)
+        redis_server.pause()
+        load.wait_for(16)  # ingest answers 201 while Redis hangs (posts stored, publishes skipped)
+        redis_server.resume()
+        load.wait_for(15)
+    finally:
+        redis_server.resume()
+        load.stop()
+    load.assert_no_5xx_but_503()
+    assert "not tried" in caplog.text  # the cache's circuit opened: calls failed fast
+    wait_all_scored(load.accepted, log=lambda: workers[-1].log_tail(), sweep_every=3.0, supervise=supervise)
+    assert_scored_exactly_once(load.accepted)
+
+
 # --- (d) PostgreSQL ------------------------------------------------------------------------
 def copy_test_database(target: PrivatePostgres, database: str, workdir: Path) -> None:
     """Schema and rows of the test database (migrated, with this test's source and key) into
