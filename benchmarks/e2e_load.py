@@ -282,7 +282,12 @@ def main() -> None:
         action="store_true",
         help="do not ANALYZE between the rates when the server has autovacuum off (plans for empty tables)",
     )
-    parser.add_argument("--batch-size", type=int, default=32, help="SCORING_BATCH_SIZE for the worker")
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=64,
+        help="SCORING_BATCH_SIZE for the worker (the product's default), and the model-alone batch",
+    )
     parser.add_argument("--concurrency", type=int, default=2, help="worker processes")
     parser.add_argument("--prefetch", type=int, default=4, help="worker --prefetch-multiplier")
     parser.add_argument("--web-workers", type=int, default=2, help="gunicorn worker processes")

@@ -17,12 +17,15 @@ Re-measured 2026-11-22 with the real models (int8 text model, the bootstrap arti
 after the worker kept its database connection across tasks (config.celery_app), two runs each:
     concurrency 2: batch 16 -> 116 / 172, batch 32 -> 191 / 251, batch 64 -> 199 / 274 posts/s
     worker CPU per post: 5.0 / 4.7 ms, 4.6 / 3.4 ms, 4.5 / 3.1 ms (Triton: 2.9, 2.4, 2.3 ms)
-- Micro-batching (scoring.services.batching, SCORING_BATCH_SIZE=32): a task claims its post plus
-  up to 31 other waiting posts and scores them in one Triton request and one write
-  transaction (a fixed number of queries, tests/scoring/test_pipeline_batching.py). 32 over
-  16: +45 % posts/s draining a backlog; 64 adds little more and doubles a batch's latency
-  (~200 ms vs ~100 ms). A batch is only as big as the posts waiting, so at low load nothing
-  waits for a batch to fill.
+- Micro-batching (scoring.services.batching, SCORING_BATCH_SIZE=64): a task claims its posts plus
+  other waiting posts up to the batch size and scores them in one Triton round (the client
+  sends spam_pipeline requests of at most 32) and one write transaction (a fixed number of
+  queries, tests/scoring/test_pipeline_batching.py). 32 over 16: +45 % posts/s draining a
+  backlog. 64 over 32 (session 8, end to end with batch ingest of 64 posts per request): the
+  web, worker and PostgreSQL CPU per post fell from 0.30 / 0.39 / 0.40 to 0.20 / 0.32 / 0.30 ms,
+  the end-to-end rate from 64-67 % to 71-74 % of the model alone, and p95 ingest-to-scored at
+  half that rate stayed at 123 ms. A batch is only as big as the posts waiting, so at low load
+  nothing waits for a batch to fill.
 - Two prefork processes: as fast as one (Triton and PostgreSQL are the bottleneck on 2 cores)
   but one slow batch no longer stalls scoring; four add contention (-14%).
 - Prefetch 4 x 2 processes keeps the next messages local without hoarding.
