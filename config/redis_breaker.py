@@ -15,13 +15,16 @@ hung Redis costs each process one timeout per window, not one per call. Only tim
 a refused connection (Redis stopped cleanly) already fails in microseconds.
 
 Used through the cache's OPTIONS (`redis_cache_options`); the Celery broker's connections are
-kombu's and are not wrapped (the ingest path's publishes have their own breaker,
-moderation.services.ingest)."""
+kombu's and are not wrapped; ingest's publishes have a circuit of their own here
+(moderation.services.ingest.PUBLISH_CIRCUIT)."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -54,9 +57,11 @@ def open_s() -> float:
     return float(getattr(settings, "REDIS_BREAKER_OPEN_S", OPEN_S))
 
 
-def trip(server: str) -> None:
+def trip(server: str, *, seconds: float | None = None) -> None:
+    """Open `server`'s circuit for `seconds` (default REDIS_BREAKER_OPEN_S). `server` is any
+    name: ingest's publishes use one of their own (moderation.services.ingest)."""
     with _lock:
-        _open_until[server] = time.monotonic() + open_s()
+        _open_until[server] = time.monotonic() + (open_s() if seconds is None else seconds)
 
 
 def reset() -> None:
@@ -68,33 +73,35 @@ def reset() -> None:
 class BreakerMixin:
     """Fail fast while this server's circuit is open; open it on a timeout."""
 
+    @functools.cached_property
+    def _breaker_server(self) -> str:  # once per connection, not per command
+        return _server(self)
+
     def _check_circuit(self) -> None:
-        server = _server(self)
-        if circuit_open(server):
-            raise CircuitOpen(f"Redis at {server} timed out less than {open_s():g}s ago; not tried")
+        if circuit_open(self._breaker_server):
+            raise CircuitOpen(f"Redis at {self._breaker_server} timed out less than {open_s():g}s ago; not tried")
+
+    @contextlib.contextmanager
+    def _tripping_on_timeout(self) -> Iterator[None]:
+        try:
+            yield
+        except redis.TimeoutError:
+            trip(self._breaker_server)
+            raise
 
     def connect(self) -> None:
         self._check_circuit()
-        try:
+        with self._tripping_on_timeout():
             super().connect()  # type: ignore[misc]
-        except redis.TimeoutError:
-            trip(_server(self))
-            raise
 
     def send_packed_command(self, command: Any, check_health: bool = True) -> None:
         self._check_circuit()
-        try:
+        with self._tripping_on_timeout():
             super().send_packed_command(command, check_health)  # type: ignore[misc]
-        except redis.TimeoutError:
-            trip(_server(self))
-            raise
 
     def read_response(self, *args: Any, **kwargs: Any) -> Any:
-        try:
+        with self._tripping_on_timeout():
             return super().read_response(*args, **kwargs)  # type: ignore[misc]
-        except redis.TimeoutError:
-            trip(_server(self))
-            raise
 
 
 class BreakerConnection(BreakerMixin, Connection):

@@ -26,10 +26,8 @@ def closed_breakers() -> None:
     would otherwise make the next test's cache calls fail fast and its publishes be skipped
     for REDIS_BREAKER_OPEN_S / BROKER_PUBLISH_BREAKER_S."""
     from config import redis_breaker
-    from moderation.services.ingest import _PublishBreaker
 
-    redis_breaker.reset()
-    _PublishBreaker.reset()
+    redis_breaker.reset()  # the cache's circuits and ingest's publish circuit
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
-import math
-import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -20,6 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, OperationalError, connection, transaction
 
+from config import redis_breaker
 from moderation import sql_rows
 from moderation.links import link_identity, url_hash
 from moderation.models import Domain, IpAddress, Link, Post, PostStatus, Source
@@ -30,34 +29,20 @@ from moderation.services.json_rows import insert_rows
 logger = logging.getLogger(__name__)
 
 
-class _PublishBreaker:
-    """This process's last failed publish. A broker that hangs makes each publish wait out its
-    socket timeout (2 s) before failing; for BROKER_PUBLISH_BREAKER_S after a failure, ingest
-    does not try: the posts wait in `received` for the sweeper exactly as after the failure,
-    and the requests answer at once instead of each waiting on the broker."""
-
-    failed_at = -math.inf
-
-    @classmethod
-    def is_open(cls) -> bool:
-        return time.monotonic() - cls.failed_at < settings.BROKER_PUBLISH_BREAKER_S
-
-    @classmethod
-    def record_failure(cls) -> None:
-        cls.failed_at = time.monotonic()
-
-    @classmethod
-    def reset(cls) -> None:
-        cls.failed_at = -math.inf
+# The circuit (config.redis_breaker) of this process's scoring publishes. A broker that hangs
+# makes each publish wait out its socket timeout (2 s) before failing; for
+# BROKER_PUBLISH_BREAKER_S after a failure, ingest does not try: the posts wait in `received`
+# for the sweeper exactly as after the failure, and the requests answer at once.
+PUBLISH_CIRCUIT = "celery-broker:publish"
 
 
 def _on_commit_quietly(send: Callable[[], object], *, task_name: str, post_id: int | list[int]) -> None:
     """Run ``send`` (a publish) once the current transaction commits; never raises: a broker
     outage is logged instead of turning a committed write into an error response (the post
-    stays in `received` and the sweeper re-enqueues it). Not tried while _PublishBreaker is open."""
+    stays in `received` and the sweeper re-enqueues it). Not tried while PUBLISH_CIRCUIT is open."""
 
     def publish() -> None:
-        if _PublishBreaker.is_open():
+        if redis_breaker.circuit_open(PUBLISH_CIRCUIT):
             logger.warning(
                 "moderation.score_enqueue_skipped task=%s post_id=%s (broker failed recently)", task_name, post_id
             )
@@ -65,7 +50,7 @@ def _on_commit_quietly(send: Callable[[], object], *, task_name: str, post_id: i
         try:
             send()
         except Exception:
-            _PublishBreaker.record_failure()
+            redis_breaker.trip(PUBLISH_CIRCUIT, seconds=settings.BROKER_PUBLISH_BREAKER_S)
             logger.warning("moderation.score_enqueue_failed task=%s post_id=%s", task_name, post_id, exc_info=True)
 
     transaction.on_commit(publish)

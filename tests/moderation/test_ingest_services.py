@@ -151,7 +151,7 @@ def test_after_a_failed_publish_ingest_does_not_wait_on_the_broker_for_a_while(
     failure this process skips publishing for BROKER_PUBLISH_BREAKER_S (logged): the posts are
     stored and wait in `received` for the sweeper, as a failed publish leaves them. Then it
     tries again."""
-    from moderation.services.ingest import _PublishBreaker
+    from config import redis_breaker
 
     settings.BROKER_PUBLISH_BREAKER_S = 60
     source = SourceFactory()
@@ -163,7 +163,7 @@ def test_after_a_failed_publish_ingest_does_not_wait_on_the_broker_for_a_while(
     assert delay.call_count == 1
     assert caplog.text.count("moderation.score_enqueue_skipped") == 3  # two posts and one batch message
     assert Post.objects.filter(source=source, status="received").count() == 5
-    _PublishBreaker.failed_at -= 60  # the window is over
+    redis_breaker.reset()  # the window is over
     with mock.patch("scoring.tasks.score_waiting.delay") as delay, django_capture_on_commit_callbacks(execute=True):
         post_ingest(source=source, payload=payload("p-after"))
     delay.assert_called_once_with()
