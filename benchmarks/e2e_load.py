@@ -168,7 +168,7 @@ def analyze_without_autovacuum() -> None:
     that grow this fast within seconds; without it a database created for the run has no
     statistics at all, and the planner picks plans for empty tables: reading every post of the
     source to find 32 external ids, every entry of the received-posts index to check 32 ids
-    (20-28 ms per batch at 10,000 posts, growing with the table; session 6). Run between the
+    (20-28 ms per batch at 10,000 posts, growing with the table). Run between the
     rates, outside the measured windows."""
     from django.db import connection
 

@@ -1,5 +1,5 @@
 """Per-stage cost of spam_pipeline: perf_analyzer at concurrency 1 on every sub-model and on
-the pipeline, for two code variants served side by side (issue 7).
+the pipeline, for two code variants served side by side.
 
 Two private Triton servers run at once on the same published artifacts: "after" with the
 model.py files and configs of this source tree, "before" with those of a git ref (default

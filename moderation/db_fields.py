@@ -32,7 +32,7 @@ class StoredJSONField(RowJSONField):
     features and contributions. Building jsonb parses every value into its binary form on
     insert; json only checks the text. Inserting the rows of real scored posts through the
     worker's json_to_recordset statement cost 0.14 ms of PostgreSQL CPU a row as jsonb and
-    0.07 as json (benchmarks/RESULTS.md, session 6). What json gives up: containment and key
+    0.07 as json (benchmarks/RESULTS.md). What json gives up: containment and key
     operators (`@>`, `?`), GIN indexes and equality, which no code path needs here. So that a
     queryset filter on such a column still works (an admin search, an investigation in the
     shell), its lookups and key transforms read the column cast to jsonb on PostgreSQL: correct,

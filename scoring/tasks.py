@@ -21,7 +21,7 @@ after the worker kept its database connection across tasks (config.celery_app), 
   other waiting posts up to the batch size and scores them in one Triton round (the client
   sends spam_pipeline requests of at most 32) and one write transaction (a fixed number of
   queries, tests/scoring/test_pipeline_batching.py). 32 over 16: +45 % posts/s draining a
-  backlog. 64 over 32 (session 8, end to end with batch ingest of 64 posts per request): the
+  backlog. 64 over 32 (end to end with batch ingest of 64 posts per request): the
   web, worker and PostgreSQL CPU per post fell from 0.30 / 0.39 / 0.40 to 0.20 / 0.32 / 0.30 ms,
   the end-to-end rate from 64-67 % to 71-74 % of the model alone, and p95 ingest-to-scored at
   half that rate stayed at 123 ms. A batch is only as big as the posts waiting, so at low load

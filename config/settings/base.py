@@ -164,7 +164,7 @@ CELERY_TASK_ROUTES = {"feedback.*": {"queue": "training"}}
 # Posts per scoring batch (one Triton round, one write transaction). 64 rather than 32: the
 # per-batch costs (Celery message, statements) then spread over twice the posts; with batch
 # ingest of 64 posts per request the model's share of a post's CPU rose from 67 % to 73-74 %
-# (benchmarks/RESULTS.md, session 8). Smaller batches just form when fewer posts wait.
+# (benchmarks/RESULTS.md). Smaller batches just form when fewer posts wait.
 SCORING_BATCH_SIZE = env.int("SCORING_BATCH_SIZE", default=64)
 SCORING_CLAIM_TTL_S = env.int("SCORING_CLAIM_TTL_S", default=90)  # > the task's hard time limit
 SCORING_SWEEP_AFTER_S = env.float("SCORING_SWEEP_AFTER_S", default=300.0)

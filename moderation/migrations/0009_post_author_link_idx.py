@@ -4,7 +4,7 @@ becomes a lookup.
 The scoring features count an author's posts with the same link (user_link_count). Without
 this index PostgreSQL read every post of the author (post_author_text_md5_idx on author_id,
 then a filter on link_id): 0.23 ms per scored post for an author with ~335 posts, 80 % of the
-worker's batch load (EXPLAIN ANALYZE, benchmarks/e2e_load.py, session 8), and linear in the
+worker's batch load (EXPLAIN ANALYZE, benchmarks/e2e_load.py), and linear in the
 author's history, as the same-text count was before 0008. Partial: a post without a link has
 no pair to count, so it costs this index nothing (the count's `o.link_id = p.link_id` implies
 link_id IS NOT NULL, which lets the planner use it).

@@ -2,7 +2,7 @@
 
 features, contributions and model_versions are written once per scored post and only ever read
 back whole; building jsonb parsed every value on insert, about half of the PostgreSQL CPU of a
-Score row (0.14 against 0.07 ms a row, benchmarks/RESULTS.md, session 6). See
+Score row (0.14 against 0.07 ms a row, benchmarks/RESULTS.md). See
 moderation.db_fields.StoredJSONField.
 
 One ALTER TABLE for the three columns, so the table is rewritten once (Django's AlterField

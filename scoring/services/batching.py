@@ -78,7 +78,7 @@ def _still_received(post_ids: list[int]) -> set[int]:
     """The posts of `post_ids` still in `received`. By primary key alone, the status checked
     here: with `status` in the WHERE clause the planner may pick the received-posts index, whose
     dead entries (every post scored since the last vacuum) it then reads in full (28 ms at
-    10,000 posts without statistics, session 6)."""
+    10,000 posts without statistics)."""
     statuses = Post.objects.filter(id__in=post_ids).values_list("id", "status")
     return {i for i, status in statuses if status == PostStatus.RECEIVED}
 

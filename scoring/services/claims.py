@@ -11,7 +11,7 @@ a database query (post_done_many); the database stays the truth when a marker is
 A batch's claims, and its release with its done markers, are one Lua script each (EVALSHA):
 one command of 32 keys instead of a pipeline of 32 commands. redis-py builds every command of
 a pipeline in Python, and the three round trips of a batch were ~15 % of the scoring worker's
-Python time (cProfile of score_posts_batch, benchmarks/RESULTS.md, session 6).
+Python time (cProfile of score_posts_batch, benchmarks/RESULTS.md).
 
 Every key carries the database's identity (its PostgreSQL OID, read once per process): post ids
 restart in a database that is re-created or restored under the same Redis, and a marker left

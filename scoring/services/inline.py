@@ -12,7 +12,7 @@ can pick the post up as a candidate) and NO score_post task is published. The he
 the post: when it does not decide (budget out, Triton down, an error), score_inline publishes
 the post's task on its way out; when it decides, there is nothing left to do. That saves every
 decided post a delayed Celery task (a no-op costing 3.5-6 ms of worker CPU, plus its publish
-and the broker, benchmarks/RESULTS.md, issue 7).
+and the broker, benchmarks/RESULTS.md).
 
 A web process that dies mid-check publishes nothing. Two things cover it: the hold is a
 short-lived claim (INLINE_HOLD_TTL_S past the budget) that frees itself, and the post is listed

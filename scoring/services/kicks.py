@@ -3,7 +3,7 @@
 A Celery message costs the worker 2.2-3.4 ms of CPU whatever it carries (Celery's and kombu's
 delivery, the acks_late bookkeeping, the pool dispatch; benchmarks/task_overhead.py), more than
 the scoring of a post in a batch. One message per post made one-post-per-request ingest
-saturate at 24 % of the model's throughput (benchmarks/RESULTS.md, session 7), although a batch
+saturate at 24 % of the model's throughput (benchmarks/RESULTS.md), although a batch
 already scored up to SCORING_BATCH_SIZE waiting posts per message: the other messages only
 found their post done.
 

@@ -18,7 +18,7 @@ this model's version folder at publish time (scoring/model_repository.py):
 Why: every BLS hop costs a round trip through the Triton core and a second stub process, about
 1 ms of CPU and 0.5-1 ms of latency each, and tokenizing (~0.1 ms) or a tree call (~0.3 ms)
 is cheaper than its hop. With five hops a one-post request spent 10.9 ms of Triton CPU at
-p50 9.0 ms; with one hop 6.0-7.6 ms at p50 6.4 ms (benchmarks/pipeline_stages.py, issue 7),
+p50 9.0 ms; with one hop 6.0-7.6 ms at p50 6.4 ms (benchmarks/pipeline_stages.py),
 with bit-identical outputs. The tokenizer and tree models stay published and served on their
 own (same files, same numbers) for direct callers and for the tests that compare the two.
 A publish writes a new bundle whenever one of its parts changes, so loading spam_pipeline
@@ -284,7 +284,7 @@ class TritonPythonModel:
         catch a repeat in another chunk). execute passes posts and previews as ONE group:
         chunking previews apart (a post and its preview on the two classifier instances at
         once) cut p90 at concurrency 1 by ~0.8 ms but cost ~0.1-0.25 ms CPU per request and
-        up to 5% throughput at concurrency 4 (benchmarks/pipeline_stages.py, issue 7)."""
+        up to 5% throughput at concurrency 4 (benchmarks/pipeline_stages.py)."""
         first, where, unique = {}, [], [[] for _ in groups]
         for g, texts in enumerate(groups):
             for text in texts:
