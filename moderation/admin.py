@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db import models
+from django.db import models, transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -24,8 +24,10 @@ from moderation.models import (
     ReasonCode,
     Report,
     Source,
+    SourceBlock,
 )
 from moderation.services.api_keys import api_key_create, api_key_revoke
+from moderation.services.blocklists import list_status_set
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -96,22 +98,33 @@ class ApiKeyAdmin(admin.ModelAdmin):
         self.message_user(request, f"Revoked {count} key(s).")
 
 
+class GlobalListStatusAdmin(admin.ModelAdmin):
+    """Domains and IPs: their status is the GLOBAL block list (every source's posts), so a change
+    goes through moderation.services.blocklists and is audited with the user."""
+
+    readonly_fields = ["first_seen_at", "status_changed_at"]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        status_changed = {"status", "status_reason"} & set(form.changed_data)
+        if not change or not status_changed:
+            super().save_model(request, obj, form, change)
+            return
+        status, reason = obj.status, obj.status_reason
+        with transaction.atomic():
+            current = type(obj).objects.select_for_update().get(pk=obj.pk)
+            other = [f for f in form.changed_data if f not in ("status", "status_reason")]
+            for name in other:
+                setattr(current, name, getattr(obj, name))
+            if other:
+                current.save(update_fields=other)
+            list_status_set(row=current, status=status, reason=reason, actor=request.user)
+
+
 @admin.register(Domain)
-class DomainAdmin(admin.ModelAdmin):
-    list_display = [
-        "name",
-        "status",
-        "status_reason",
-        "status_source",
-        "post_count",
-        "report_count",
-        "spam_count",
-        "first_seen_at",
-    ]
-    list_filter = ["status", "status_source"]
+class DomainAdmin(GlobalListStatusAdmin):
+    list_display = ["name", "status", "status_reason", "post_count", "report_count", "spam_count", "first_seen_at"]
+    list_filter = ["status"]
     search_fields = ["name"]
-    list_select_related = ["status_source"]
-    readonly_fields = ["first_seen_at", "status_changed_at", "status_source"]
     ordering = ["-post_count"]
 
 
@@ -126,12 +139,21 @@ class LinkAdmin(admin.ModelAdmin):
 
 
 @admin.register(IpAddress)
-class IpAddressAdmin(admin.ModelAdmin):
-    list_display = ["address", "status", "status_reason", "status_source", "post_count", "spam_count", "first_seen_at"]
-    list_filter = ["status", "status_source"]
+class IpAddressAdmin(GlobalListStatusAdmin):
+    list_display = ["address", "status", "status_reason", "post_count", "spam_count", "first_seen_at"]
+    list_filter = ["status"]
     search_fields = ["address"]
-    list_select_related = ["status_source"]
-    readonly_fields = ["first_seen_at", "status_changed_at", "status_source"]
+
+
+@admin.register(SourceBlock)
+class SourceBlockAdmin(ReadOnlyAdmin):
+    """A source's own blocks (set through its API key; they decide only its posts). Shown so
+    operators can see them; the source lifts them through the API."""
+
+    list_display = ["source", "kind", "value", "reason", "created_at"]
+    list_filter = ["kind", "source"]
+    search_fields = ["value", "reason", "source__slug"]
+    list_select_related = ["source"]
 
 
 @admin.register(Author)

@@ -56,12 +56,11 @@ class Domain(models.Model):
     """A registrable domain (public-suffix aware: a.b.example.co.uk -> example.co.uk)."""
 
     name = models.CharField(max_length=253, unique=True)
+    # The global status, set by moderators only (dashboard, admin). A source's own blocks are
+    # SourceBlock rows and never change it.
     status = models.CharField(max_length=10, choices=ListStatus.choices, default=ListStatus.UNKNOWN)
     status_reason = models.CharField(max_length=255, blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
-    # The source whose API key set the status; null when a moderator did. A source may lift
-    # only its own blocks through the API.
-    status_source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     first_seen_at = models.DateTimeField(default=timezone.now)
     post_count = models.PositiveIntegerField(default=0)
     spam_count = models.PositiveIntegerField(default=0)
@@ -94,7 +93,6 @@ class IpAddress(models.Model):
     status = models.CharField(max_length=10, choices=ListStatus.choices, default=ListStatus.UNKNOWN)
     status_reason = models.CharField(max_length=255, blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
-    status_source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     first_seen_at = models.DateTimeField(default=timezone.now)
     post_count = models.PositiveIntegerField(default=0)
     spam_count = models.PositiveIntegerField(default=0)
@@ -106,6 +104,34 @@ class IpAddress(models.Model):
 
     def __str__(self) -> str:
         return self.address
+
+
+class BlockKind(models.TextChoices):
+    DOMAIN = "domain", "Domain"
+    IP = "ip", "IP address"
+
+
+class SourceBlock(models.Model):
+    """A block a source set through the API: it decides that source's own posts only and is
+    visible to that source only. Global blocks are Domain/IpAddress.status, set by moderators.
+
+    `value` is a registrable domain (never a public suffix) or one canonical IP address
+    (moderation.services.blocklists checks both)."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="blocks")
+    kind = models.CharField(max_length=6, choices=BlockKind.choices)
+    value = models.CharField(max_length=253)
+    reason = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            # Also the scoring load's index: one probe per post and kind (scoring.features.extract).
+            models.UniqueConstraint(fields=["source", "kind", "value"], name="sourceblock_source_kind_value_uniq")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source_id}:{self.kind}:{self.value}"
 
 
 class Author(models.Model):

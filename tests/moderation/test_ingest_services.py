@@ -12,10 +12,10 @@ from kombu.exceptions import OperationalError
 
 from moderation.api.authentication import hash_key
 from moderation.links import link_get_or_create
-from moderation.models import ApiKey, AuditLog, Author, Domain, IpAddress, Link, ListStatus, Post
+from moderation.models import ApiKey, AuditLog, Author, BlockKind, Domain, IpAddress, Link, ListStatus, Post
 from moderation.services.api_keys import api_key_create, api_key_revoke
 from moderation.services.authors import author_upsert
-from moderation.services.blocklists import domain_block, domain_unblock, ip_block, ip_unblock
+from moderation.services.blocklists import domain_block, domain_unblock, ip_block, source_block_add, source_block_remove
 from moderation.services.ingest import post_ingest, posts_ingest_batch
 from moderation.services.reports import report_create
 from tests.factories import AuthorFactory, PostFactory, SourceFactory, UserFactory
@@ -219,24 +219,39 @@ def test_domain_block_and_unblock_are_audited():
     assert changed and domain.status == ListStatus.BLOCK and domain.status_changed_at
     _, changed_again = domain_block(name="spam.example", reason="phishing", actor=user)
     assert not changed_again
-    domain_unblock(name="spam.example")
+    domain_unblock(name="spam.example", actor=user)
     entries = list(AuditLog.objects.order_by("id").values_list("action", "actor_id"))
-    assert entries == [("domain.block", user.pk), ("domain.unblock", None)]
+    assert entries == [("domain.block", user.pk), ("domain.unblock", user.pk)]
     assert Domain.objects.get().status == ListStatus.UNKNOWN
 
 
-def test_ip_block_records_source_when_via_api():
+def test_a_source_block_is_scoped_and_audited_with_the_source():
     source = SourceFactory()
-    ip, changed = ip_block(address="203.0.113.9", reason="bursts", source=source)
-    assert changed and ip.status == ListStatus.BLOCK
+    block, created = source_block_add(source=source, kind=BlockKind.IP, value="203.0.113.9", reason="bursts")
+    assert created and (block.source, block.value) == (source, "203.0.113.9")
+    assert not IpAddress.objects.filter(status=ListStatus.BLOCK).exists()
     entry = AuditLog.objects.get()
     assert entry.actor is None and entry.after["via"] == f"api:{source.slug}"
-    assert (entry.target_type, entry.target_id, entry.after["name"]) == ("ipaddress", str(ip.pk), "203.0.113.9")
-    ip_unblock(address="203.0.113.9")
+    assert (entry.action, entry.target_type, entry.target_id) == ("ip.source_block", "sourceblock", str(block.pk))
+    source_block_remove(source=source, kind=BlockKind.IP, value="203.0.113.9")
     from moderation.errors import NotFound
 
     with pytest.raises(NotFound):
-        ip_unblock(address="203.0.113.9")
+        source_block_remove(source=source, kind=BlockKind.IP, value="203.0.113.9")
+    assert list(AuditLog.objects.order_by("id").values_list("action", flat=True)) == [
+        "ip.source_block",
+        "ip.source_unblock",
+    ]
+
+
+def test_moderators_cannot_block_a_public_suffix_globally_either():
+    from moderation.services.blocklists import BlockRefused
+
+    with pytest.raises(BlockRefused):
+        domain_block(name="co.uk", reason="everything", actor=UserFactory())
+    with pytest.raises(BlockRefused):
+        ip_block(address="10.0.0.0/8", reason="everyone", actor=UserFactory())
+    assert not AuditLog.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)
