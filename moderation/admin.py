@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.db import models, transaction
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
 
 from moderation.models import (
     ApiKey,
+    ApiScope,
     AuditLog,
     Author,
     BulkAction,
@@ -26,7 +29,7 @@ from moderation.models import (
     Source,
     SourceBlock,
 )
-from moderation.services.api_keys import api_key_create, api_key_revoke
+from moderation.services.api_keys import api_key_create, api_key_revoke, api_key_scopes_set
 from moderation.services.blocklists import list_status_set
 
 
@@ -47,12 +50,27 @@ class ApiKeyInline(admin.TabularInline):
     model = ApiKey
     extra = 0
     can_delete = False
-    fields = ["name", "prefix", "created_at", "last_used_at", "revoked_at"]
-    readonly_fields = ["name", "prefix", "created_at", "last_used_at", "revoked_at"]
+    fields = ["name", "prefix", "scopes", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = ["name", "prefix", "scopes", "created_at", "last_used_at", "revoked_at"]
     show_change_link = True
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class ApiKeyForm(forms.ModelForm):
+    """Name and scopes; the source only when the key is created (a key never changes source)."""
+
+    scopes = forms.MultipleChoiceField(
+        choices=ApiScope.choices,
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        help_text="What the key may do. A key without a scope can do nothing.",
+    )
+
+    class Meta:
+        model = ApiKey
+        fields = ["source", "name", "scopes"]
 
 
 @admin.register(Source)
@@ -65,29 +83,54 @@ class SourceAdmin(admin.ModelAdmin):
     actions = ["create_api_key"]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
-    @admin.action(description="Create an API key (shown once)")
-    def create_api_key(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
-        for source in queryset:
-            _, raw_key = api_key_create(source=source, name=f"admin:{request.user}")
-            self.message_user(
-                request,
-                f"New API key for {source.slug}: {raw_key} - copy it now, it is not shown again.",
-                level=messages.WARNING,
-            )
+    @admin.action(description="Create an API key (choose its scopes; shown once)")
+    def create_api_key(self, request: HttpRequest, queryset: QuerySet[Source]) -> HttpResponse | None:
+        source = queryset.first()
+        if source is None:
+            return None
+        return HttpResponseRedirect(f"{reverse('admin:moderation_apikey_add')}?source={source.pk}")
 
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ["prefix", "name", "source", "created_at", "last_used_at", "revoked_at"]
+    """Keys are created here with their scopes (the raw key is shown once, in a message) and
+    revoked by the action. Scopes stay editable; the secret never is."""
+
+    form = ApiKeyForm
+    list_display = ["prefix", "name", "source", "scope_list", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["source", ("revoked_at", admin.EmptyFieldListFilter)]
     search_fields = ["prefix", "name", "source__slug"]
     list_select_related = ["source"]
-    readonly_fields = ["source", "prefix", "hashed_key", "created_at", "last_used_at", "revoked_at"]
-    fields = ["source", "name", "prefix", "hashed_key", "created_at", "last_used_at", "revoked_at"]
     actions = ["revoke"]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # keys are created by the Source action so the raw key can be shown once
+    @admin.display(description="scopes")
+    def scope_list(self, obj: ApiKey) -> str:
+        return ", ".join(obj.scopes) if obj.scopes else "(none)"
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        if obj is None:
+            return ("source", "name", "scopes")
+        return ("source", "name", "scopes", "prefix", "created_at", "last_used_at", "revoked_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        if obj is None:
+            return ()
+        return ("source", "prefix", "created_at", "last_used_at", "revoked_at")
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
+        scopes = form.cleaned_data["scopes"]
+        if change:
+            if "name" in form.changed_data:
+                obj.save(update_fields=["name"])
+            api_key_scopes_set(api_key=obj, scopes=scopes)
+            return
+        created, raw_key = api_key_create(source=obj.source, name=obj.name, scopes=scopes)
+        obj.pk, obj.prefix = created.pk, created.prefix
+        self.message_user(
+            request,
+            f"New API key for {obj.source.slug}: {raw_key} - copy it now, it is not shown again.",
+            level=messages.WARNING,
+        )
 
     @admin.action(description="Revoke selected keys")
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:

@@ -27,6 +27,20 @@ class Source(models.Model):
         return self.name
 
 
+class ApiScope(models.TextChoices):
+    """What an API key may do. Chosen when the key is created; every endpoint requires one
+    (moderation.api.permissions.HasScope)."""
+
+    POSTS_WRITE = "posts:write", "Ingest posts"
+    REPORTS_WRITE = "reports:write", "Send reports"
+    AUTHORS_WRITE = "authors:write", "Update author profiles"
+    BLOCKS_WRITE = "blocks:write", "Change this source's block lists"
+    READ = "read", "Read posts, scores and this source's block lists"
+
+
+ALL_SCOPES: tuple[str, ...] = tuple(ApiScope.values)
+
+
 class ApiKey(models.Model):
     """An API key of one source. Only a SHA-256 hash is stored; the key is shown once."""
 
@@ -34,6 +48,8 @@ class ApiKey(models.Model):
     name = models.CharField(max_length=120)
     prefix = models.CharField(max_length=16, db_index=True, help_text="Public part, to identify the key.")
     hashed_key = models.CharField(max_length=128, unique=True)
+    # A list of ApiScope values. Empty allows nothing: a key gets exactly what it was given.
+    scopes = models.JSONField(default=list, blank=True, help_text="What this key may do (ApiScope values).")
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -44,6 +60,9 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+    def has_scope(self, scope: str) -> bool:
+        return isinstance(self.scopes, list) and scope in self.scopes
 
 
 class ListStatus(models.TextChoices):

@@ -216,7 +216,10 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "moderation.api.authentication.ApiKeyAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["moderation.api.permissions.HasSourceApiKey"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "moderation.api.permissions.HasSourceApiKey",
+        "moderation.api.permissions.HasScope",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_THROTTLE_CLASSES": ["moderation.api.throttling.ApiKeyRateThrottle"],

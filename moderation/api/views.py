@@ -25,7 +25,7 @@ from moderation.api.filters import DomainFilter, IpFilter
 from moderation.api.pagination import IdCursorPagination
 from moderation.api.parsers import StrictJSONParser
 from moderation.errors import NotFound
-from moderation.models import BlockKind, Post, PostStatus, SourceBlock
+from moderation.models import ApiScope, BlockKind, Post, PostStatus, SourceBlock
 from moderation.selectors.blocklists import source_blocks
 from moderation.selectors.posts import post_get_for_source
 from moderation.services.authors import author_upsert
@@ -39,6 +39,7 @@ logger = logging.getLogger(__name__)
 ERRORS = {
     400: OpenApiResponse(s.ErrorSerializer, description="Invalid input; `fields` maps field paths to messages."),
     401: OpenApiResponse(s.ErrorSerializer, description="Missing, invalid or revoked API key."),
+    403: OpenApiResponse(s.ErrorSerializer, description="`insufficient_scope`: the key lacks this endpoint's scope."),
     429: OpenApiResponse(s.ErrorSerializer, description="Rate limit of this API key; see Retry-After."),
     503: OpenApiResponse(
         s.ErrorSerializer, description="`unavailable`: the database or cache is down; retry after Retry-After."
@@ -143,6 +144,8 @@ class JsonApiView(APIView):
 
 
 class PostCreateView(JsonApiView):
+    required_scopes = {"POST": ApiScope.POSTS_WRITE}
+
     @extend_schema(
         operation_id="posts_create",
         summary="Ingest one post",
@@ -200,6 +203,8 @@ class PostCreateView(JsonApiView):
 
 
 class PostBatchView(JsonApiView):
+    required_scopes = {"POST": ApiScope.POSTS_WRITE, "GET": ApiScope.READ}
+
     @extend_schema(
         operation_id="posts_batch",
         summary="Ingest up to INGEST_BATCH_MAX posts",
@@ -297,6 +302,8 @@ def _echo_external_id(item: Any) -> str | None:
 class PostDetailView(JsonApiView):
     """Also reached through PostBatchView.get for a post whose external_id is "batch"."""
 
+    required_scopes = {"GET": ApiScope.READ}
+
     @extend_schema(
         operation_id="posts_retrieve",
         summary="A post's status, scores and decision",
@@ -350,6 +357,8 @@ class PostDetailView(JsonApiView):
 
 
 class ReportCreateView(JsonApiView):
+    required_scopes = {"POST": ApiScope.REPORTS_WRITE}
+
     @extend_schema(
         operation_id="reports_create",
         summary="Report a post (a platform user's complaint)",
@@ -375,6 +384,8 @@ class ReportCreateView(JsonApiView):
 
 
 class AuthorUpsertView(JsonApiView):
+    required_scopes = {"PUT": ApiScope.AUTHORS_WRITE}
+
     @extend_schema(
         operation_id="authors_upsert",
         summary="Create or update an author profile",
@@ -407,6 +418,8 @@ class AuthorUpsertView(JsonApiView):
 class _SourceBlocklistView(generics.GenericAPIView):
     """The calling source's own block list of one kind: blocks here decide that source's posts
     only, and only that source sees them (moderation.services.blocklists)."""
+
+    required_scopes = {"GET": ApiScope.READ, "POST": ApiScope.BLOCKS_WRITE}
 
     parser_classes = [StrictJSONParser]
     pagination_class = IdCursorPagination
@@ -465,6 +478,8 @@ class DomainBlocklistView(_SourceBlocklistView):
 
 
 class DomainBlocklistDetailView(JsonApiView):
+    required_scopes = {"DELETE": ApiScope.BLOCKS_WRITE}
+
     @extend_schema(
         operation_id="blocklist_domains_destroy",
         summary="Lift this source's block of a domain",
@@ -509,6 +524,8 @@ class IpBlocklistView(_SourceBlocklistView):
 
 
 class IpBlocklistDetailView(JsonApiView):
+    required_scopes = {"DELETE": ApiScope.BLOCKS_WRITE}
+
     @extend_schema(
         operation_id="blocklist_ips_destroy",
         summary="Lift this source's block of an IP address",

@@ -6,13 +6,13 @@ from datetime import timedelta
 from unittest import mock
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from moderation.api.authentication import hash_key
 from moderation.links import link_get_or_create
-from moderation.models import ApiKey, AuditLog, Author, BlockKind, Domain, IpAddress, Link, ListStatus, Post
+from moderation.models import ALL_SCOPES, ApiKey, AuditLog, Author, BlockKind, Domain, IpAddress, Link, ListStatus, Post
 from moderation.services.api_keys import api_key_create, api_key_revoke
 from moderation.services.authors import author_upsert
 from moderation.services.blocklists import domain_block, domain_unblock, ip_block, source_block_add, source_block_remove
@@ -40,7 +40,7 @@ def payload(external_id: str = "p-1", **overrides: object) -> dict:
 
 def test_api_key_create_stores_only_hash():
     source = SourceFactory()
-    key, raw = api_key_create(source=source, name="ci")
+    key, raw = api_key_create(source=source, name="ci", scopes=ALL_SCOPES)
     assert raw.startswith(key.prefix + ".")
     assert key.hashed_key == hash_key(raw)
     assert raw not in {key.hashed_key, key.prefix, key.name}
@@ -48,7 +48,7 @@ def test_api_key_create_stores_only_hash():
 
 
 def test_api_key_revoke_is_idempotent():
-    key, _ = api_key_create(source=SourceFactory(), name="ci")
+    key, _ = api_key_create(source=SourceFactory(), name="ci", scopes=ALL_SCOPES)
     api_key_revoke(api_key=key)
     first = key.revoked_at
     api_key_revoke(api_key=key)
@@ -60,8 +60,13 @@ def test_create_source_command_prints_a_working_key(capsys):
     call_command("create_source", "Demo", "demo")
     raw = capsys.readouterr().out.strip()
     assert ApiKey.objects.get(hashed_key=hash_key(raw)).source.slug == "demo"
-    call_command("create_source", "Demo", "demo")  # reuses the source, adds a key
+    assert ApiKey.objects.get(hashed_key=hash_key(raw)).scopes == list(ALL_SCOPES)
+    call_command("create_source", "Demo", "demo", "--scopes", "read, reports:write")  # reuses the source
+    raw = capsys.readouterr().out.strip()
+    assert ApiKey.objects.get(hashed_key=hash_key(raw)).scopes == ["reports:write", "read"]
     assert ApiKey.objects.filter(source__slug="demo").count() == 2
+    with pytest.raises(CommandError):
+        call_command("create_source", "Demo", "demo", "--scopes", "admin")
 
 
 def test_link_get_or_create_normalizes_and_groups_by_registrable_domain():

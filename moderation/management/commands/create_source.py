@@ -8,7 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from moderation.models import Source
+from moderation.errors import ApplicationError
+from moderation.models import ALL_SCOPES, Source
 from moderation.services.api_keys import api_key_create
 
 
@@ -20,6 +21,11 @@ class Command(BaseCommand):
         parser.add_argument("slug")
         parser.add_argument("--key-name", default="default", help="Label of the new key.")
         parser.add_argument("--callback-url", default="", help="Webhook URL for decisions.")
+        parser.add_argument(
+            "--scopes",
+            default=",".join(ALL_SCOPES),
+            help=f"Comma-separated scopes of the new key (default: all of {', '.join(ALL_SCOPES)}).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         name, slug = options["name"], options["slug"]
@@ -32,5 +38,10 @@ class Command(BaseCommand):
                 self.stderr.write(f"created source {slug}")
             else:
                 self.stderr.write(f"source {slug} exists; adding a key")
-            _, raw_key = api_key_create(source=source, name=options["key_name"])
+            scopes = [scope.strip() for scope in options["scopes"].split(",") if scope.strip()]
+            try:
+                api_key, raw_key = api_key_create(source=source, name=options["key_name"], scopes=scopes)
+            except ApplicationError as exc:
+                raise CommandError(exc.message) from exc
+            self.stderr.write(f"key scopes: {', '.join(api_key.scopes)}")
         self.stdout.write(raw_key)
