@@ -13,6 +13,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 
+from moderation import admin_users  # noqa: F401  (registers the role-limited user admin)
 from moderation.models import (
     ApiKey,
     ApiScope,
