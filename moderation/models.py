@@ -6,10 +6,12 @@ API through moderation.selectors."""
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from config.webhook_targets import UnsafeWebhookTarget, webhook_target
 from moderation.db_fields import RowJSONField
 
 
@@ -19,12 +21,31 @@ class Source(models.Model):
     name = models.CharField(max_length=120, unique=True)
     slug = models.SlugField(max_length=60, unique=True)
     is_active = models.BooleanField(default=True)
-    callback_url = models.URLField(blank=True, help_text="Webhook for decisions; empty disables it.")
-    webhook_secret = models.CharField(max_length=128, blank=True, help_text="HMAC-SHA256 key.")
+    callback_url = models.URLField(
+        blank=True, help_text="Webhook for decisions (https, a public host); empty disables it."
+    )
+    webhook_secret = models.CharField(
+        max_length=128, blank=True, help_text="HMAC-SHA256 key; required with a callback URL."
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        """The callback URL is checked when saved through a form (admin) or create_source, and
+        again at every delivery (scoring.services.webhooks): config.webhook_targets."""
+        if not self.callback_url:
+            return
+        errors: dict[str, str] = {}
+        try:
+            webhook_target(self.callback_url, allow_private=settings.WEBHOOK_ALLOW_PRIVATE_TARGETS)
+        except UnsafeWebhookTarget as exc:
+            errors["callback_url"] = str(exc)
+        if not self.webhook_secret:
+            errors["webhook_secret"] = "Required with a callback URL: events are signed with it."  # noqa: S105
+        if errors:
+            raise ValidationError(errors)
 
 
 class ApiScope(models.TextChoices):

@@ -204,6 +204,11 @@ SCORING_TASK_TIME_LIMIT_S = env.int("SCORING_TASK_TIME_LIMIT_S", default=75)
 WEBHOOK_CONNECT_TIMEOUT_S = env.float("WEBHOOK_CONNECT_TIMEOUT_S", default=2.0)
 WEBHOOK_READ_TIMEOUT_S = env.float("WEBHOOK_READ_TIMEOUT_S", default=5.0)
 WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=10)
+# Callback URLs must be https and resolve to public addresses only (config.webhook_targets).
+# True lifts both rules for receivers on this machine: the local and test settings set it.
+WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
+# CA bundle that verifies the receivers' certificates; empty: certifi's bundle.
+WEBHOOK_CA_BUNDLE = env("WEBHOOK_CA_BUNDLE", default="")
 WEBHOOK_RETRY_BACKOFF_MAX = env.int("WEBHOOK_RETRY_BACKOFF_MAX", default=600)
 CELERY_BEAT_SCHEDULE = {
     "scoring.sweep_stuck_posts": {"task": "scoring.sweep_stuck_posts", "schedule": 60.0},

@@ -3,8 +3,10 @@ so scripts can capture it: KEY=$(python manage.py create_source "Demo" demo)."""
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
@@ -34,7 +36,16 @@ class Command(BaseCommand):
             if source is None:
                 if Source.objects.filter(name=name).exists():
                     raise CommandError(f"a source named {name!r} exists with another slug")
-                source = Source.objects.create(name=name, slug=slug, callback_url=options["callback_url"])
+                source = Source(name=name, slug=slug, callback_url=options["callback_url"])
+                if source.callback_url:
+                    # Events are signed with it; shown once here, kept in the source row.
+                    source.webhook_secret = secrets.token_urlsafe(32)
+                    self.stderr.write(f"webhook secret: {source.webhook_secret}")
+                try:
+                    source.full_clean()
+                except ValidationError as exc:
+                    raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from exc
+                source.save()
                 self.stderr.write(f"created source {slug}")
             else:
                 self.stderr.write(f"source {slug} exists; adding a key")
