@@ -45,8 +45,10 @@ def test_api_set_global_blocks_become_their_sources_own(old_schema: Any) -> None
 
     from django.contrib.auth.models import Group as LiveGroup
 
-    from moderation.models import ALL_SCOPES, ApiKey as LiveApiKey, AuditLog, Domain as LiveDomain
-    from moderation.models import IpAddress as LiveIp, ListStatus, SourceBlock
+    from moderation.models import ALL_SCOPES, AuditLog, ListStatus, SourceBlock
+    from moderation.models import ApiKey as LiveApiKey
+    from moderation.models import Domain as LiveDomain
+    from moderation.models import IpAddress as LiveIp
 
     blocks = set(SourceBlock.objects.values_list("source__slug", "kind", "value", "reason"))
     assert blocks == {("old", "domain", "com", "everything"), ("old", "ip", "203.0.113.9", "bursts")}
