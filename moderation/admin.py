@@ -24,6 +24,7 @@ from moderation.models import (
     Domain,
     IpAddress,
     Link,
+    ListStatus,
     Post,
     ReasonCode,
     Report,
@@ -31,7 +32,7 @@ from moderation.models import (
     SourceBlock,
 )
 from moderation.services.api_keys import api_key_create, api_key_revoke, api_key_scopes_set
-from moderation.services.blocklists import list_status_set
+from moderation.services.blocklists import BlockRefused, block_domain_value, block_ip_value, list_status_set
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -142,25 +143,45 @@ class ApiKeyAdmin(admin.ModelAdmin):
         self.message_user(request, f"Revoked {count} key(s).")
 
 
-class GlobalListStatusAdmin(admin.ModelAdmin):
-    """Domains and IPs: their status is the GLOBAL block list (every source's posts), so a change
-    goes through moderation.services.blocklists and is audited with the user."""
+class GlobalListStatusForm(forms.ModelForm):
+    """Refuses a global block of a public suffix, like the dashboard and the API do."""
 
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("status") == ListStatus.BLOCK:
+            is_domain = isinstance(self.instance, Domain)
+            value = data.get("name" if is_domain else "address") or str(self.instance)
+            try:
+                block_domain_value(value) if is_domain else block_ip_value(value)
+            except BlockRefused as exc:
+                self.add_error("status", exc.message)
+        return data
+
+
+class GlobalListStatusAdmin(admin.ModelAdmin):
+    """Domains and IPs: their status is the GLOBAL block list (every source's posts), so a
+    change goes through moderation.services.blocklists and is audited with the user."""
+
+    form = GlobalListStatusForm
     readonly_fields = ["first_seen_at", "status_changed_at"]
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        status_changed = {"status", "status_reason"} & set(form.changed_data)
-        if not change or not status_changed:
+        status, reason = obj.status, obj.status_reason
+        if change and not {"status", "status_reason"} & set(form.changed_data):
             super().save_model(request, obj, form, change)
             return
-        status, reason = obj.status, obj.status_reason
         with transaction.atomic():
-            current = type(obj).objects.select_for_update().get(pk=obj.pk)
-            other = [f for f in form.changed_data if f not in ("status", "status_reason")]
-            for name in other:
-                setattr(current, name, getattr(obj, name))
-            if other:
-                current.save(update_fields=other)
+            if change:
+                current = type(obj).objects.select_for_update().get(pk=obj.pk)
+                other = [f for f in form.changed_data if f not in ("status", "status_reason")]
+                for name in other:
+                    setattr(current, name, getattr(obj, name))
+                if other:
+                    current.save(update_fields=other)
+            else:  # a new row starts unlisted; its status is then set (and audited) as a change
+                obj.status, obj.status_reason = ListStatus.UNKNOWN, ""
+                super().save_model(request, obj, form, change)
+                current = obj
             list_status_set(row=current, status=status, reason=reason, actor=request.user)
 
 

@@ -14,6 +14,7 @@ from moderation.models import ApiKey, AuditLog, Decision
 from tests.factories import (
     AuditLogFactory,
     DecisionFactory,
+    DomainFactory,
     IpAddressFactory,
     LinkFactory,
     PostFactory,
@@ -107,3 +108,22 @@ def test_decisions_and_audit_log_are_read_only(staff_client):
         url = reverse(f"admin:moderation_{name}_delete", args=[obj.pk])
         assert staff_client.post(url, {"post": "yes"}).status_code == 403
     assert Decision.objects.count() == 1 and AuditLog.objects.count() == 1
+
+
+def test_a_global_block_in_the_admin_is_audited_and_never_a_public_suffix(staff_client):
+    from moderation.models import AuditLog, Domain, ListStatus
+
+    domain = DomainFactory(name="spam-kit.com")
+    url = reverse("admin:moderation_domain_change", args=[domain.pk])
+    form = {"name": "spam-kit.com", "status": "block", "status_reason": "kit", "post_count": 0}
+    form |= {"spam_count": 0, "report_count": 0}
+    assert staff_client.post(url, form).status_code == 302
+    domain.refresh_from_db()
+    assert (domain.status, domain.status_reason) == (ListStatus.BLOCK, "kit")
+    entry = AuditLog.objects.get(action="domain.block")
+    assert entry.actor is not None and entry.after["name"] == "spam-kit.com"
+
+    suffix = DomainFactory(name="co.uk")
+    refused = staff_client.post(reverse("admin:moderation_domain_change", args=[suffix.pk]), {**form, "name": "co.uk"})
+    assert refused.status_code == 200 and "public suffix" in refused.content.decode()
+    assert Domain.objects.get(pk=suffix.pk).status == ListStatus.UNKNOWN
