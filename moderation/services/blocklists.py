@@ -34,13 +34,10 @@ def block_domain_value(raw: str) -> str:
     try:
         parts = url_parts(raw)
     except InvalidUrl as exc:
-        raise BlockRefused("Enter a domain name or a URL.", code="invalid_domain", fields=_f("domain")) from exc
+        raise _refused("Enter a domain name or a URL.", code="invalid_domain", field="domain") from exc
     if not parts.is_ip and parts.suffix and parts.registrable_domain == parts.suffix:
-        raise BlockRefused(
-            f"{parts.registrable_domain} is a public suffix; block a registrable domain under it.",
-            code="public_suffix",
-            fields=_f("domain"),
-        )
+        message = f"{parts.registrable_domain} is a public suffix; block a registrable domain under it."
+        raise _refused(message, code="public_suffix", field="domain")
     return parts.registrable_domain
 
 
@@ -50,12 +47,12 @@ def block_ip_value(raw: str) -> str:
         address = ipaddress.ip_address(raw.strip())
     except ValueError as exc:
         message = "Block single addresses; ranges are not supported." if "/" in raw else "Enter an IP address."
-        raise BlockRefused(message, code="invalid_ip", fields=_f("address")) from exc
+        raise _refused(message, code="invalid_ip", field="address") from exc
     return address.compressed
 
 
-def _f(field: str) -> dict[str, list[str]]:
-    return {field: ["Not a valid block target."]}
+def _refused(message: str, *, code: str, field: str) -> BlockRefused:
+    return BlockRefused(message, code=code, fields={field: [message]})
 
 
 # --- a source's own blocks (the API) -----------------------------------------------------------
