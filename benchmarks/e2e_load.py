@@ -333,7 +333,7 @@ def main() -> None:
     from django.core.management import call_command
     from django.db.models import Max, Min
 
-    from moderation.models import Post, PostStatus, Source
+    from moderation.models import ALL_SCOPES, Post, PostStatus, Source
     from moderation.services.api_keys import api_key_create
     from scoring import triton_server as server_control
 
@@ -384,7 +384,7 @@ def main() -> None:
 
         # Warm-up (not measured): first requests load Python modules, connections, Triton models.
         warm = Source.objects.create(name=f"e2e warm {uuid.uuid4().hex[:8]}", slug=f"e2e-warm-{uuid.uuid4().hex[:8]}")
-        _, warm_key = api_key_create(source=warm, name="bench")
+        _, warm_key = api_key_create(source=warm, name="bench", scopes=ALL_SCOPES)
         for i in range(args.warmup):
             session(warm_key).post(url, json=payload(i, warm.slug), timeout=30)
         wait_for(
@@ -396,7 +396,7 @@ def main() -> None:
                 analyze_without_autovacuum()
             run = uuid.uuid4().hex[:8]
             source = Source.objects.create(name=f"e2e load {run}", slug=f"e2e-load-{run}")
-            _, raw_key = api_key_create(source=source, name="bench")
+            _, raw_key = api_key_create(source=source, name="bench", scopes=ALL_SCOPES)
             count = int(rate * args.seconds)
             per = args.ingest_batch
 
@@ -495,7 +495,7 @@ def main() -> None:
                 analyze_without_autovacuum()
             run = uuid.uuid4().hex[:8]
             source = Source.objects.create(name=f"e2e sync {run}", slug=f"e2e-sync-{run}")
-            _, raw_key = api_key_create(source=source, name="bench")
+            _, raw_key = api_key_create(source=source, name="bench", scopes=ALL_SCOPES)
 
             def send_sync(i: int) -> int:
                 return session(raw_key).post(f"{url}?wait_ms=50", json=payload(i, run), timeout=30).status_code

@@ -232,7 +232,7 @@ def main() -> None:
     from django.test import Client
     from django.utils import timezone
 
-    from moderation.models import Post, PostStatus, Source
+    from moderation.models import ALL_SCOPES, Post, PostStatus, Source
     from moderation.services.api_keys import api_key_create
     from scoring import triton_server as server_control
     from scoring.models import Score
@@ -268,7 +268,7 @@ def main() -> None:
     try:
         run = uuid.uuid4().hex[:8]
         source = Source.objects.create(name=f"bench {run}", slug=f"bench-{run}")
-        _, raw_key = api_key_create(source=source, name="bench")
+        _, raw_key = api_key_create(source=source, name="bench", scopes=ALL_SCOPES)
         client = Client(HTTP_AUTHORIZATION=f"Api-Key {raw_key}")
         ingest_ms: list[float] = []
         inline_decided = 0

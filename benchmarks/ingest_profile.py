@@ -54,7 +54,7 @@ def main() -> None:
     from django.test.utils import CaptureQueriesContext
     from rest_framework.test import APIClient
 
-    from moderation.models import Source
+    from moderation.models import ALL_SCOPES, Source
     from moderation.services.api_keys import api_key_create
 
     call_command("migrate", verbosity=0)
@@ -68,7 +68,7 @@ def main() -> None:
     def client_for(run: str) -> APIClient:
         source = Source.objects.create(name=f"ingest profile {run}", slug=f"ingest-profile-{run}")
         sources.append(source)
-        _, raw_key = api_key_create(source=source, name="bench")
+        _, raw_key = api_key_create(source=source, name="bench", scopes=ALL_SCOPES)
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Api-Key {raw_key}")
         return client

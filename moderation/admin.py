@@ -6,13 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
-from django.db import models
+from django.db import models, transaction
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
 
+from moderation import admin_users  # noqa: F401  (registers the role-limited user admin)
 from moderation.models import (
     ApiKey,
+    ApiScope,
     AuditLog,
     Author,
     BulkAction,
@@ -20,12 +24,15 @@ from moderation.models import (
     Domain,
     IpAddress,
     Link,
+    ListStatus,
     Post,
     ReasonCode,
     Report,
     Source,
+    SourceBlock,
 )
-from moderation.services.api_keys import api_key_create, api_key_revoke
+from moderation.services.api_keys import api_key_create, api_key_revoke, api_key_scopes_set
+from moderation.services.blocklists import BlockRefused, block_domain_value, block_ip_value, list_status_set
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -45,12 +52,27 @@ class ApiKeyInline(admin.TabularInline):
     model = ApiKey
     extra = 0
     can_delete = False
-    fields = ["name", "prefix", "created_at", "last_used_at", "revoked_at"]
-    readonly_fields = ["name", "prefix", "created_at", "last_used_at", "revoked_at"]
+    fields = ["name", "prefix", "scopes", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = ["name", "prefix", "scopes", "created_at", "last_used_at", "revoked_at"]
     show_change_link = True
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class ApiKeyForm(forms.ModelForm):
+    """Name and scopes; the source only when the key is created (a key never changes source)."""
+
+    scopes = forms.MultipleChoiceField(
+        choices=ApiScope.choices,
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        help_text="What the key may do. A key without a scope can do nothing.",
+    )
+
+    class Meta:
+        model = ApiKey
+        fields = ["source", "name", "scopes"]
 
 
 @admin.register(Source)
@@ -63,29 +85,54 @@ class SourceAdmin(admin.ModelAdmin):
     actions = ["create_api_key"]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
-    @admin.action(description="Create an API key (shown once)")
-    def create_api_key(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
-        for source in queryset:
-            _, raw_key = api_key_create(source=source, name=f"admin:{request.user}")
-            self.message_user(
-                request,
-                f"New API key for {source.slug}: {raw_key} - copy it now, it is not shown again.",
-                level=messages.WARNING,
-            )
+    @admin.action(description="Create an API key (choose its scopes; shown once)")
+    def create_api_key(self, request: HttpRequest, queryset: QuerySet[Source]) -> HttpResponse | None:
+        source = queryset.first()
+        if source is None:
+            return None
+        return HttpResponseRedirect(f"{reverse('admin:moderation_apikey_add')}?source={source.pk}")
 
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ["prefix", "name", "source", "created_at", "last_used_at", "revoked_at"]
+    """Keys are created here with their scopes (the raw key is shown once, in a message) and
+    revoked by the action. Scopes stay editable; the secret never is."""
+
+    form = ApiKeyForm
+    list_display = ["prefix", "name", "source", "scope_list", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["source", ("revoked_at", admin.EmptyFieldListFilter)]
     search_fields = ["prefix", "name", "source__slug"]
     list_select_related = ["source"]
-    readonly_fields = ["source", "prefix", "hashed_key", "created_at", "last_used_at", "revoked_at"]
-    fields = ["source", "name", "prefix", "hashed_key", "created_at", "last_used_at", "revoked_at"]
     actions = ["revoke"]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # keys are created by the Source action so the raw key can be shown once
+    @admin.display(description="scopes")
+    def scope_list(self, obj: ApiKey) -> str:
+        return ", ".join(obj.scopes) if obj.scopes else "(none)"
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        if obj is None:
+            return ("source", "name", "scopes")
+        return ("source", "name", "scopes", "prefix", "created_at", "last_used_at", "revoked_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        if obj is None:
+            return ()
+        return ("source", "prefix", "created_at", "last_used_at", "revoked_at")
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
+        scopes = form.cleaned_data["scopes"]
+        if change:
+            if "name" in form.changed_data:
+                obj.save(update_fields=["name"])
+            api_key_scopes_set(api_key=obj, scopes=scopes)
+            return
+        created, raw_key = api_key_create(source=obj.source, name=obj.name, scopes=scopes)
+        obj.pk, obj.prefix = created.pk, created.prefix
+        self.message_user(
+            request,
+            f"New API key for {obj.source.slug}: {raw_key} - copy it now, it is not shown again.",
+            level=messages.WARNING,
+        )
 
     @admin.action(description="Revoke selected keys")
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
@@ -96,22 +143,53 @@ class ApiKeyAdmin(admin.ModelAdmin):
         self.message_user(request, f"Revoked {count} key(s).")
 
 
+class GlobalListStatusForm(forms.ModelForm):
+    """Refuses a global block of a public suffix, like the dashboard and the API do."""
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("status") == ListStatus.BLOCK:
+            is_domain = isinstance(self.instance, Domain)
+            value = data.get("name" if is_domain else "address") or str(self.instance)
+            try:
+                block_domain_value(value) if is_domain else block_ip_value(value)
+            except BlockRefused as exc:
+                self.add_error("status", exc.message)
+        return data
+
+
+class GlobalListStatusAdmin(admin.ModelAdmin):
+    """Domains and IPs: their status is the GLOBAL block list (every source's posts), so a
+    change goes through moderation.services.blocklists and is audited with the user."""
+
+    form = GlobalListStatusForm
+    readonly_fields = ["first_seen_at", "status_changed_at"]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        status, reason = obj.status, obj.status_reason
+        if change and not {"status", "status_reason"} & set(form.changed_data):
+            super().save_model(request, obj, form, change)
+            return
+        with transaction.atomic():
+            if change:
+                current = type(obj).objects.select_for_update().get(pk=obj.pk)
+                other = [f for f in form.changed_data if f not in ("status", "status_reason")]
+                for name in other:
+                    setattr(current, name, getattr(obj, name))
+                if other:
+                    current.save(update_fields=other)
+            else:  # a new row starts unlisted; its status is then set (and audited) as a change
+                obj.status, obj.status_reason = ListStatus.UNKNOWN, ""
+                super().save_model(request, obj, form, change)
+                current = obj
+            list_status_set(row=current, status=status, reason=reason, actor=request.user)
+
+
 @admin.register(Domain)
-class DomainAdmin(admin.ModelAdmin):
-    list_display = [
-        "name",
-        "status",
-        "status_reason",
-        "status_source",
-        "post_count",
-        "report_count",
-        "spam_count",
-        "first_seen_at",
-    ]
-    list_filter = ["status", "status_source"]
+class DomainAdmin(GlobalListStatusAdmin):
+    list_display = ["name", "status", "status_reason", "post_count", "report_count", "spam_count", "first_seen_at"]
+    list_filter = ["status"]
     search_fields = ["name"]
-    list_select_related = ["status_source"]
-    readonly_fields = ["first_seen_at", "status_changed_at", "status_source"]
     ordering = ["-post_count"]
 
 
@@ -126,12 +204,21 @@ class LinkAdmin(admin.ModelAdmin):
 
 
 @admin.register(IpAddress)
-class IpAddressAdmin(admin.ModelAdmin):
-    list_display = ["address", "status", "status_reason", "status_source", "post_count", "spam_count", "first_seen_at"]
-    list_filter = ["status", "status_source"]
+class IpAddressAdmin(GlobalListStatusAdmin):
+    list_display = ["address", "status", "status_reason", "post_count", "spam_count", "first_seen_at"]
+    list_filter = ["status"]
     search_fields = ["address"]
-    list_select_related = ["status_source"]
-    readonly_fields = ["first_seen_at", "status_changed_at", "status_source"]
+
+
+@admin.register(SourceBlock)
+class SourceBlockAdmin(ReadOnlyAdmin):
+    """A source's own blocks (set through its API key; they decide only its posts). Shown so
+    operators can see them; the source lifts them through the API."""
+
+    list_display = ["source", "kind", "value", "reason", "created_at"]
+    list_filter = ["kind", "source"]
+    search_fields = ["value", "reason", "source__slug"]
+    list_select_related = ["source"]
 
 
 @admin.register(Author)

@@ -6,10 +6,12 @@ API through moderation.selectors."""
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from config.webhook_targets import UnsafeWebhookTarget, webhook_target
 from moderation.db_fields import RowJSONField
 
 
@@ -19,12 +21,45 @@ class Source(models.Model):
     name = models.CharField(max_length=120, unique=True)
     slug = models.SlugField(max_length=60, unique=True)
     is_active = models.BooleanField(default=True)
-    callback_url = models.URLField(blank=True, help_text="Webhook for decisions; empty disables it.")
-    webhook_secret = models.CharField(max_length=128, blank=True, help_text="HMAC-SHA256 key.")
+    callback_url = models.URLField(
+        blank=True, help_text="Webhook for decisions (https, a public host); empty disables it."
+    )
+    webhook_secret = models.CharField(
+        max_length=128, blank=True, help_text="HMAC-SHA256 key; required with a callback URL."
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        """The callback URL is checked when saved through a form (admin) or create_source, and
+        again at every delivery (scoring.services.webhooks): config.webhook_targets."""
+        if not self.callback_url:
+            return
+        errors: dict[str, str] = {}
+        try:
+            webhook_target(self.callback_url, allow_private=settings.WEBHOOK_ALLOW_PRIVATE_TARGETS)
+        except UnsafeWebhookTarget as exc:
+            errors["callback_url"] = str(exc)
+        if not self.webhook_secret:
+            errors["webhook_secret"] = "Required with a callback URL: events are signed with it."  # noqa: S105
+        if errors:
+            raise ValidationError(errors)
+
+
+class ApiScope(models.TextChoices):
+    """What an API key may do. Chosen when the key is created; every endpoint requires one
+    (moderation.api.permissions.HasScope)."""
+
+    POSTS_WRITE = "posts:write", "Ingest posts"
+    REPORTS_WRITE = "reports:write", "Send reports"
+    AUTHORS_WRITE = "authors:write", "Update author profiles"
+    BLOCKS_WRITE = "blocks:write", "Change this source's block lists"
+    READ = "read", "Read posts, scores and this source's block lists"
+
+
+ALL_SCOPES: tuple[str, ...] = tuple(ApiScope.values)
 
 
 class ApiKey(models.Model):
@@ -34,6 +69,8 @@ class ApiKey(models.Model):
     name = models.CharField(max_length=120)
     prefix = models.CharField(max_length=16, db_index=True, help_text="Public part, to identify the key.")
     hashed_key = models.CharField(max_length=128, unique=True)
+    # A list of ApiScope values. Empty allows nothing: a key gets exactly what it was given.
+    scopes = models.JSONField(default=list, blank=True, help_text="What this key may do (ApiScope values).")
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -44,6 +81,9 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+    def has_scope(self, scope: str) -> bool:
+        return isinstance(self.scopes, list) and scope in self.scopes
 
 
 class ListStatus(models.TextChoices):
@@ -56,12 +96,11 @@ class Domain(models.Model):
     """A registrable domain (public-suffix aware: a.b.example.co.uk -> example.co.uk)."""
 
     name = models.CharField(max_length=253, unique=True)
+    # The global status, set by moderators only (dashboard, admin). A source's own blocks are
+    # SourceBlock rows and never change it.
     status = models.CharField(max_length=10, choices=ListStatus.choices, default=ListStatus.UNKNOWN)
     status_reason = models.CharField(max_length=255, blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
-    # The source whose API key set the status; null when a moderator did. A source may lift
-    # only its own blocks through the API.
-    status_source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     first_seen_at = models.DateTimeField(default=timezone.now)
     post_count = models.PositiveIntegerField(default=0)
     spam_count = models.PositiveIntegerField(default=0)
@@ -94,7 +133,6 @@ class IpAddress(models.Model):
     status = models.CharField(max_length=10, choices=ListStatus.choices, default=ListStatus.UNKNOWN)
     status_reason = models.CharField(max_length=255, blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
-    status_source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     first_seen_at = models.DateTimeField(default=timezone.now)
     post_count = models.PositiveIntegerField(default=0)
     spam_count = models.PositiveIntegerField(default=0)
@@ -106,6 +144,34 @@ class IpAddress(models.Model):
 
     def __str__(self) -> str:
         return self.address
+
+
+class BlockKind(models.TextChoices):
+    DOMAIN = "domain", "Domain"
+    IP = "ip", "IP address"
+
+
+class SourceBlock(models.Model):
+    """A block a source set through the API: it decides that source's own posts only and is
+    visible to that source only. Global blocks are Domain/IpAddress.status, set by moderators.
+
+    `value` is a registrable domain (never a public suffix) or one canonical IP address
+    (moderation.services.blocklists checks both)."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="blocks")
+    kind = models.CharField(max_length=6, choices=BlockKind.choices)
+    value = models.CharField(max_length=253)
+    reason = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            # Also the scoring load's index: one probe per post and kind (scoring.features.extract).
+            models.UniqueConstraint(fields=["source", "kind", "value"], name="sourceblock_source_kind_value_uniq")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source_id}:{self.kind}:{self.value}"
 
 
 class Author(models.Model):

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from axes.signals import user_locked_out
+from django.contrib.auth.signals import user_login_failed
 from django.db.backends.signals import connection_created
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
 from moderation.models import ApiKey, Source
 from moderation.selectors.api_keys import api_key_cache_forget
+from moderation.services.audit import audit_record
+
+logger = logging.getLogger(__name__)
 
 
 @receiver([post_save, post_delete], sender=ApiKey, dispatch_uid="moderation.api_key_cache_forget")
@@ -24,6 +30,27 @@ def source_changed(sender: type[Source], instance: Source, created: bool = False
     if not created:
         hashed_keys = ApiKey.objects.filter(source_id=instance.pk).values_list("hashed_key", flat=True)
         api_key_cache_forget(hashed_keys=list(hashed_keys))
+
+
+@receiver(user_login_failed, dispatch_uid="moderation.login_failed")
+def login_failed(sender: Any, credentials: dict[str, Any], request: Any = None, **kwargs: Any) -> None:
+    # Django passes the credentials with the password already masked; only the username is logged.
+    address = request.META.get("REMOTE_ADDR", "") if request is not None else ""
+    logger.warning("accounts.login_failed username=%r ip=%s", str(credentials.get("username", ""))[:150], address)
+
+
+@receiver(user_locked_out, dispatch_uid="moderation.login_locked_out")
+def login_locked_out(sender: Any, request: Any, username: str | None, ip_address: str | None, **kwargs: Any) -> None:
+    """django-axes locked out a username or an address: one audit entry (actor None, the
+    attempt is anonymous), so the audit page shows who was being guessed and from where."""
+    logger.warning("accounts.locked_out username=%r ip=%s", username, ip_address)
+    audit_record(
+        actor=None,
+        action="account.locked_out",
+        target_type="user",
+        target_id=(username or "")[:64],
+        after={"username": (username or "")[:150], "ip_address": ip_address or ""},
+    )
 
 
 @receiver(connection_created, dispatch_uid="moderation.json_as_text")

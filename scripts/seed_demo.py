@@ -24,11 +24,11 @@ SMOKE_SOURCE_SLUG = "run-smoke-check"
 
 def issue_key(source: object) -> str:
     """A new API key for `source` through the API-key service; only its hash is stored."""
-    from moderation.models import Source
+    from moderation.models import ALL_SCOPES, Source
     from moderation.services.api_keys import api_key_create
 
     assert isinstance(source, Source)
-    _, raw = api_key_create(source=source, name="demo key")
+    _, raw = api_key_create(source=source, name="demo key", scopes=ALL_SCOPES)
     return raw
 
 

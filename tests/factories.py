@@ -8,6 +8,7 @@ raw_key = create_api_key(source)          # the plaintext key for Authorization:
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from datetime import timedelta
 
 import factory
@@ -15,6 +16,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from moderation.models import (
+    ALL_SCOPES,
     ApiKey,
     AuditLog,
     Author,
@@ -51,14 +53,17 @@ class SourceFactory(factory.django.DjangoModelFactory):
     slug = factory.Sequence(lambda n: f"platform-{n}")
 
 
-def create_api_key(source: Source | None = None, *, name: str = "test") -> str:
-    """A fresh API key of ``source`` (a new source when None); returns the raw key."""
-    _, raw_key = api_key_create(source=source or SourceFactory(), name=name)
+def create_api_key(source: Source | None = None, *, name: str = "test", scopes: Iterable[str] = ALL_SCOPES) -> str:
+    """A fresh API key of ``source`` (a new source when None), every scope unless told;
+    returns the raw key."""
+    _, raw_key = api_key_create(source=source or SourceFactory(), name=name, scopes=scopes)
     return raw_key
 
 
-def api_key_with_row(source: Source | None = None, *, name: str = "test") -> tuple[ApiKey, str]:
-    return api_key_create(source=source or SourceFactory(), name=name)
+def api_key_with_row(
+    source: Source | None = None, *, name: str = "test", scopes: Iterable[str] = ALL_SCOPES
+) -> tuple[ApiKey, str]:
+    return api_key_create(source=source or SourceFactory(), name=name, scopes=scopes)
 
 
 class AuthorFactory(factory.django.DjangoModelFactory):

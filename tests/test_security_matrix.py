@@ -7,7 +7,9 @@
 - any other URL is refused to anonymous users unless it is listed in PUBLIC below;
 - CSRF: every POST to a session-authenticated URL without a token is refused, and every
   rendered POST form carries the token;
-- API keys are only ever stored hashed; throttling answers 429 with Retry-After.
+- API keys are only ever stored hashed; throttling answers 429 with Retry-After;
+- every API method declares the scope it needs, and a key without that scope gets 403
+  `insufficient_scope` (a key without scopes can do nothing).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.urls.resolvers import RoutePattern
 
 from moderation.api.throttling import ApiKeyRateThrottle
-from moderation.models import ApiKey
+from moderation.models import ALL_SCOPES, ApiKey
 from moderation.permissions import Role
 from moderation.services.api_keys import api_key_create
 from tests.factories import PostFactory, SourceFactory
@@ -181,7 +183,7 @@ def test_api_refuses_anonymous_and_sessions(client: Client, superuser: Any, rout
 @pytest.mark.django_db
 @pytest.mark.parametrize("route", API, ids=_ids(API))
 def test_api_rejects_a_wrong_or_revoked_key(client: Client, route: Route) -> None:
-    api_key, raw = api_key_create(source=SourceFactory(), name="revoked")
+    api_key, raw = api_key_create(source=SourceFactory(), name="revoked", scopes=ALL_SCOPES)
     ApiKey.objects.filter(pk=api_key.pk).update(revoked_at=api_key.created_at)
     for key in ("mk_00000000.not-a-key", raw):
         response = client.get(route.path(), HTTP_AUTHORIZATION=f"Api-Key {key}")
@@ -261,7 +263,7 @@ def _text_fields() -> Iterator[tuple[type[models.Model], str]]:
 @pytest.mark.django_db
 def test_api_keys_are_only_stored_hashed(client: Client) -> None:
     source = SourceFactory()
-    api_key, raw = api_key_create(source=source, name="hash check")
+    api_key, raw = api_key_create(source=source, name="hash check", scopes=ALL_SCOPES)
     secret = raw.rsplit(".", 1)[-1]
     # The key works, and using it must not write it anywhere either.
     response = client.get("/api/v1/posts/nothing-here", HTTP_AUTHORIZATION=f"Api-Key {raw}")
@@ -280,7 +282,7 @@ def test_api_keys_are_only_stored_hashed(client: Client) -> None:
 @pytest.mark.django_db
 def test_throttling_answers_429_with_retry_after(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ApiKeyRateThrottle, "THROTTLE_RATES", {"api_key": "3/min"})
-    api_key, raw = api_key_create(source=SourceFactory(), name="throttled")
+    api_key, raw = api_key_create(source=SourceFactory(), name="throttled", scopes=ALL_SCOPES)
     cache.delete(ApiKeyRateThrottle.cache_format % {"scope": "api_key", "ident": api_key.pk})
     statuses = [
         client.get("/api/v1/posts/nothing-here", HTTP_AUTHORIZATION=f"Api-Key {raw}").status_code for _ in range(3)
@@ -291,5 +293,45 @@ def test_throttling_answers_429_with_retry_after(client: Client, monkeypatch: py
     assert int(response["Retry-After"]) > 0
     assert response.json()["error"]["code"] == "throttled"
     # Another key of the same source has its own budget.
-    _, other = api_key_create(source=api_key.source, name="other")
+    _, other = api_key_create(source=api_key.source, name="other", scopes=ALL_SCOPES)
     assert client.get("/api/v1/posts/nothing-here", HTTP_AUTHORIZATION=f"Api-Key {other}").status_code == 404
+
+
+def _scoped_methods(route: Route) -> list[tuple[str, str]]:
+    """(method, required scope) for every method the API view serves."""
+    view_class = route.callback.view_class
+    declared = getattr(view_class, "required_scopes", {})
+    return [(m, declared.get(m.upper(), "")) for m in METHODS if hasattr(view_class, m)]
+
+
+@pytest.mark.parametrize("route", API, ids=_ids(API))
+def test_api_view_declares_a_scope_for_every_method(route: Route) -> None:
+    """moderation.api.permissions.HasScope refuses a method without a scope to every key; this
+    names the view that forgot to declare one."""
+    methods = _scoped_methods(route)
+    assert methods, f"{route.id} serves no method"
+    for method, scope in methods:
+        assert scope in ALL_SCOPES, f"{method.upper()} {route.id} declares no scope in required_scopes"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("route", API, ids=_ids(API))
+def test_api_refuses_a_key_without_the_scope(client: Client, route: Route) -> None:
+    source = SourceFactory()
+    for method, scope in _scoped_methods(route):
+        _, lacking = api_key_create(source=source, name="lacking", scopes=[s for s in ALL_SCOPES if s != scope])
+        _, holding = api_key_create(source=source, name="holding", scopes=[scope])
+        refused = getattr(client, method)(route.path(), content_type="application/json", HTTP_X_API_KEY=lacking)
+        assert refused.status_code == 403, f"{method.upper()} {route.path()} without {scope} -> {refused.status_code}"
+        assert refused.json()["error"]["code"] == "insufficient_scope"
+        served = getattr(client, method)(route.path(), content_type="application/json", HTTP_X_API_KEY=holding)
+        assert served.status_code not in (401, 403), f"{method.upper()} {route.path()} with {scope} -> refused"
+
+
+@pytest.mark.django_db
+def test_a_key_without_scopes_can_do_nothing(client: Client) -> None:
+    _, raw = api_key_create(source=SourceFactory(), name="empty", scopes=[])
+    for route in API:
+        for method, _ in _scoped_methods(route):
+            response = getattr(client, method)(route.path(), content_type="application/json", HTTP_X_API_KEY=raw)
+            assert response.status_code == 403, f"{method.upper()} {route.path()} -> {response.status_code}"

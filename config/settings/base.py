@@ -1,6 +1,7 @@
 """Settings shared by every environment. Everything comes from the environment (12-factor);
 the defaults here run on a laptop with no external service (SQLite, embedded Redis)."""
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI assets served locally: the docs page works offline
+    "axes",  # login throttling and lockout (dashboard and admin logins)
     "moderation",
     "scoring",
     "feedback",
@@ -45,6 +47,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its lockout answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -90,6 +94,25 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# --- Login throttling and lockout (django-axes) ---------------------------------------------
+# Both logins (/accounts/login/ and /admin/login/) authenticate through Django, so axes sees
+# every attempt. AXES_FAILURE_LIMIT failures lock out the username AND, separately, the client
+# address for AXES_COOLOFF_MINUTES; while locked out even the right password is refused (429),
+# before any password hash is computed. Attempts are kept in the database (admin: Axes) and a
+# lockout is written to the audit log (moderation.receivers).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("AXES_COOLOFF_MINUTES", default=15.0))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own, not only the pair
+AXES_RESET_ON_SUCCESS = True
+AXES_ENABLE_ACCESS_FAILURE_LOG = True  # every failed attempt kept (axes' AccessFailureLog)
+# The client address is REMOTE_ADDR: behind a reverse proxy, set AXES_CLIENT_IP_CALLABLE (or
+# install django-ipware and set AXES_IPWARE_PROXY_COUNT) so the proxy's address is not locked.
+AXES_CLIENT_IP_CALLABLE = env("AXES_CLIENT_IP_CALLABLE", default=None)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -181,6 +204,11 @@ SCORING_TASK_TIME_LIMIT_S = env.int("SCORING_TASK_TIME_LIMIT_S", default=75)
 WEBHOOK_CONNECT_TIMEOUT_S = env.float("WEBHOOK_CONNECT_TIMEOUT_S", default=2.0)
 WEBHOOK_READ_TIMEOUT_S = env.float("WEBHOOK_READ_TIMEOUT_S", default=5.0)
 WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=10)
+# Callback URLs must be https and resolve to public addresses only (config.webhook_targets).
+# True lifts both rules for receivers on this machine: the local and test settings set it.
+WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
+# CA bundle that verifies the receivers' certificates; empty: certifi's bundle.
+WEBHOOK_CA_BUNDLE = env("WEBHOOK_CA_BUNDLE", default="")
 WEBHOOK_RETRY_BACKOFF_MAX = env.int("WEBHOOK_RETRY_BACKOFF_MAX", default=600)
 CELERY_BEAT_SCHEDULE = {
     "scoring.sweep_stuck_posts": {"task": "scoring.sweep_stuck_posts", "schedule": 60.0},
@@ -216,7 +244,10 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "moderation.api.authentication.ApiKeyAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["moderation.api.permissions.HasSourceApiKey"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "moderation.api.permissions.HasSourceApiKey",
+        "moderation.api.permissions.HasScope",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_THROTTLE_CLASSES": ["moderation.api.throttling.ApiKeyRateThrottle"],
@@ -265,5 +296,6 @@ LOGGING: dict[str, Any] = {
         "moderation": {"level": LOG_LEVEL, "propagate": True},
         "scoring": {"level": LOG_LEVEL, "propagate": True},
         "feedback": {"level": LOG_LEVEL, "propagate": True},
+        "axes": {"level": "WARNING", "propagate": True},  # failed logins and lockouts
     },
 }

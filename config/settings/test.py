@@ -21,3 +21,6 @@ CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/2")
 # Serve static files straight from the app folders (no collectstatic before tests).
 WHITENOISE_AUTOREFRESH = True
 WHITENOISE_USE_FINDERS = True
+
+# Webhook receivers on this machine (loopback, plain http) are allowed here, never in production.
+WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=True)

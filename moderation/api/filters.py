@@ -7,7 +7,7 @@ import django_filters
 from django import forms
 from django_filters.fields import IsoDateTimeField
 
-from moderation.models import Domain, IpAddress
+from moderation.models import SourceBlock
 
 
 class UtcIsoDateTimeField(IsoDateTimeField):
@@ -29,27 +29,27 @@ class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
 
 
 class DomainFilter(django_filters.FilterSet):
-    name = django_filters.CharFilter(field_name="name", lookup_expr="icontains", help_text="Part of the domain name.")
-    reason = django_filters.CharFilter(field_name="status_reason", lookup_expr="icontains")
-    blocked_after = UtcIsoDateTimeFilter(field_name="status_changed_at", lookup_expr="gte")
-    blocked_before = UtcIsoDateTimeFilter(field_name="status_changed_at", lookup_expr="lt")
+    name = django_filters.CharFilter(field_name="value", lookup_expr="icontains", help_text="Part of the domain name.")
+    reason = django_filters.CharFilter(field_name="reason", lookup_expr="icontains")
+    blocked_after = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    blocked_before = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
 
     class Meta:
-        model = Domain
+        model = SourceBlock
         fields = ["name", "reason", "blocked_after", "blocked_before"]
 
 
 class IpAddressFilter(django_filters.Filter):
-    # Validated before it reaches SQL: PostgreSQL's inet cast fails on anything else.
+    # Validated (and canonicalised) before it is compared with the stored canonical address.
     field_class = forms.GenericIPAddressField
 
 
 class IpFilter(django_filters.FilterSet):
-    address = IpAddressFilter(field_name="address", lookup_expr="exact")
-    reason = django_filters.CharFilter(field_name="status_reason", lookup_expr="icontains")
-    blocked_after = UtcIsoDateTimeFilter(field_name="status_changed_at", lookup_expr="gte")
-    blocked_before = UtcIsoDateTimeFilter(field_name="status_changed_at", lookup_expr="lt")
+    address = IpAddressFilter(field_name="value", lookup_expr="exact")
+    reason = django_filters.CharFilter(field_name="reason", lookup_expr="icontains")
+    blocked_after = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    blocked_before = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
 
     class Meta:
-        model = IpAddress
+        model = SourceBlock
         fields = ["address", "reason", "blocked_after", "blocked_before"]

@@ -26,7 +26,8 @@ from moderation.api.fields import (
     StrictCharField,
 )
 from moderation.links import InvalidUrl, link_identity
-from moderation.models import Author, Decision, Domain, IpAddress, Post, Report
+from moderation.models import Author, Decision, Post, Report, SourceBlock
+from moderation.services.blocklists import BlockRefused, block_domain_value
 from scoring.models import Score
 
 POSTS_SINCE = datetime(2000, 1, 1, tzinfo=UTC)
@@ -200,10 +201,9 @@ class DomainBlockInputSerializer(InputSerializer):
 
     def validate_domain(self, value: str) -> str:
         try:
-            _, _, registrable = link_identity(value)
-        except InvalidUrl as exc:
-            raise serializers.ValidationError("Enter a domain name or a URL.", code="invalid_domain") from exc
-        return registrable
+            return block_domain_value(value)
+        except BlockRefused as exc:
+            raise serializers.ValidationError(exc.message, code=exc.code) from exc
 
 
 class IpBlockInputSerializer(InputSerializer):
@@ -373,51 +373,26 @@ class AuthorOutputSerializer(serializers.ModelSerializer):
         ]
 
 
-class BlockOwnerMixin(serializers.Serializer):
-    blocked_by = serializers.SerializerMethodField(help_text='"moderator", or "source" when this API key\'s source.')
+class DomainBlockOutputSerializer(serializers.ModelSerializer):
+    """One of the calling source's own domain blocks."""
 
-    def get_blocked_by(self, row: Domain | IpAddress) -> str:
-        source = self.context.get("source")
-        if row.status_source_id is None:
-            return "moderator"
-        return "source" if source is not None and row.status_source_id == source.pk else "other_source"
-
-
-class DomainOutputSerializer(BlockOwnerMixin, serializers.ModelSerializer):
-    reason = serializers.CharField(source="status_reason")
-    blocked_at = serializers.DateTimeField(source="status_changed_at", allow_null=True)
+    name = serializers.CharField(source="value")
+    blocked_at = serializers.DateTimeField(source="created_at")
 
     class Meta:
-        model = Domain
-        fields = [
-            "name",
-            "status",
-            "reason",
-            "blocked_at",
-            "blocked_by",
-            "first_seen_at",
-            "post_count",
-            "report_count",
-            "spam_count",
-        ]
+        model = SourceBlock
+        fields = ["name", "reason", "blocked_at"]
 
 
-class IpOutputSerializer(BlockOwnerMixin, serializers.ModelSerializer):
-    reason = serializers.CharField(source="status_reason")
-    blocked_at = serializers.DateTimeField(source="status_changed_at", allow_null=True)
+class IpBlockOutputSerializer(serializers.ModelSerializer):
+    """One of the calling source's own IP blocks."""
+
+    address = serializers.CharField(source="value")
+    blocked_at = serializers.DateTimeField(source="created_at")
 
     class Meta:
-        model = IpAddress
-        fields = [
-            "address",
-            "status",
-            "reason",
-            "blocked_at",
-            "blocked_by",
-            "first_seen_at",
-            "post_count",
-            "spam_count",
-        ]
+        model = SourceBlock
+        fields = ["address", "reason", "blocked_at"]
 
 
 # --- errors (schema only: the exception handler renders them) ---------------------------------

@@ -25,11 +25,11 @@ from moderation.api.filters import DomainFilter, IpFilter
 from moderation.api.pagination import IdCursorPagination
 from moderation.api.parsers import StrictJSONParser
 from moderation.errors import NotFound
-from moderation.links import InvalidUrl, link_identity
-from moderation.models import Domain, IpAddress, ListStatus, Post, PostStatus
+from moderation.models import ApiScope, BlockKind, Post, PostStatus, SourceBlock
+from moderation.selectors.blocklists import source_blocks
 from moderation.selectors.posts import post_get_for_source
 from moderation.services.authors import author_upsert
-from moderation.services.blocklists import domain_block, domain_unblock, ip_block, ip_unblock
+from moderation.services.blocklists import source_block_add, source_block_remove
 from moderation.services.ingest import post_ingest, posts_ingest_batch
 from moderation.services.reports import report_create
 from scoring.models import Score
@@ -39,6 +39,7 @@ logger = logging.getLogger(__name__)
 ERRORS = {
     400: OpenApiResponse(s.ErrorSerializer, description="Invalid input; `fields` maps field paths to messages."),
     401: OpenApiResponse(s.ErrorSerializer, description="Missing, invalid or revoked API key."),
+    403: OpenApiResponse(s.ErrorSerializer, description="`insufficient_scope`: the key lacks this endpoint's scope."),
     429: OpenApiResponse(s.ErrorSerializer, description="Rate limit of this API key; see Retry-After."),
     503: OpenApiResponse(
         s.ErrorSerializer, description="`unavailable`: the database or cache is down; retry after Retry-After."
@@ -50,7 +51,6 @@ BODY_ERRORS = {
     415: OpenApiResponse(s.ErrorSerializer, description="Content-Type must be application/json."),
 }
 NOT_FOUND = {404: OpenApiResponse(s.ErrorSerializer, description="Not found (or another source's).")}
-FORBIDDEN = {403: OpenApiResponse(s.ErrorSerializer, description="Blocked by a moderator or another source.")}
 CURSOR_NOT_FOUND = {404: OpenApiResponse(s.ErrorSerializer, description="Invalid or expired `cursor`.")}
 
 POST_EXAMPLE = {
@@ -144,6 +144,8 @@ class JsonApiView(APIView):
 
 
 class PostCreateView(JsonApiView):
+    required_scopes = {"POST": ApiScope.POSTS_WRITE}
+
     @extend_schema(
         operation_id="posts_create",
         summary="Ingest one post",
@@ -201,6 +203,8 @@ class PostCreateView(JsonApiView):
 
 
 class PostBatchView(JsonApiView):
+    required_scopes = {"POST": ApiScope.POSTS_WRITE, "GET": ApiScope.READ}
+
     @extend_schema(
         operation_id="posts_batch",
         summary="Ingest up to INGEST_BATCH_MAX posts",
@@ -298,6 +302,8 @@ def _echo_external_id(item: Any) -> str | None:
 class PostDetailView(JsonApiView):
     """Also reached through PostBatchView.get for a post whose external_id is "batch"."""
 
+    required_scopes = {"GET": ApiScope.READ}
+
     @extend_schema(
         operation_id="posts_retrieve",
         summary="A post's status, scores and decision",
@@ -351,6 +357,8 @@ class PostDetailView(JsonApiView):
 
 
 class ReportCreateView(JsonApiView):
+    required_scopes = {"POST": ApiScope.REPORTS_WRITE}
+
     @extend_schema(
         operation_id="reports_create",
         summary="Report a post (a platform user's complaint)",
@@ -376,6 +384,8 @@ class ReportCreateView(JsonApiView):
 
 
 class AuthorUpsertView(JsonApiView):
+    required_scopes = {"PUT": ApiScope.AUTHORS_WRITE}
+
     @extend_schema(
         operation_id="authors_upsert",
         summary="Create or update an author profile",
@@ -405,39 +415,58 @@ class AuthorUpsertView(JsonApiView):
         )
 
 
-class DomainBlocklistView(generics.GenericAPIView):
+class _SourceBlocklistView(generics.GenericAPIView):
+    """The calling source's own block list of one kind: blocks here decide that source's posts
+    only, and only that source sees them (moderation.services.blocklists)."""
+
+    required_scopes = {"GET": ApiScope.READ, "POST": ApiScope.BLOCKS_WRITE}
+
     parser_classes = [StrictJSONParser]
     pagination_class = IdCursorPagination
+    kind: BlockKind
+
+    def get_queryset(self) -> QuerySet[SourceBlock]:
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no caller
+            return SourceBlock.objects.none()
+        return source_blocks(source=request_source(self.request), kind=self.kind)
+
+    def _list(self) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    def _create(self, *, value: str, reason: str) -> Response:
+        block, created = source_block_add(
+            source=request_source(self.request), kind=self.kind, value=value, reason=reason
+        )
+        return Response(
+            self.get_serializer(block).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
+
+
+class DomainBlocklistView(_SourceBlocklistView):
+    kind = BlockKind.DOMAIN
     filterset_class = DomainFilter
-    serializer_class = s.DomainOutputSerializer
-
-    def get_queryset(self) -> QuerySet[Domain]:
-        return Domain.objects.filter(status=ListStatus.BLOCK)
-
-    def _owner_context(self) -> dict[str, Any]:
-        return {"source": request_source(self.request)}
+    serializer_class = s.DomainBlockOutputSerializer
 
     @extend_schema(
         operation_id="blocklist_domains_list",
-        summary="Blocked domains",
-        responses={200: s.DomainOutputSerializer(many=True), **ERRORS, **CURSOR_NOT_FOUND},
+        summary="This source's blocked domains",
+        responses={200: s.DomainBlockOutputSerializer(many=True), **ERRORS, **CURSOR_NOT_FOUND},
     )
     def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(
-            s.DomainOutputSerializer(page, many=True, context=self._owner_context()).data
-        )
+        return self._list()
 
     @extend_schema(
         operation_id="blocklist_domains_create",
-        summary="Block a domain",
+        summary="Block a domain for this source's posts",
         description=(
             "`domain` may be a host or a URL; its registrable domain is blocked (a.b.example.co.uk -> "
-            "example.co.uk). Posts linking to it are then decided without running the models. 201 when "
-            "newly blocked, 200 when it already was."
+            "example.co.uk). This source's posts linking to it are then removed without running the "
+            "models; other sources' posts are not affected. A public suffix (`com`, `co.uk`) is refused "
+            "with 400. 201 when newly blocked, 200 when it already was."
         ),
         request=s.DomainBlockInputSerializer,
-        responses={201: s.DomainOutputSerializer, 200: s.DomainOutputSerializer, **BODY_ERRORS},
+        responses={201: s.DomainBlockOutputSerializer, 200: s.DomainBlockOutputSerializer, **BODY_ERRORS},
         examples=[
             OpenApiExample("Block", request_only=True, value={"domain": "promo.example.com", "reason": "phishing"})
         ],
@@ -445,60 +474,45 @@ class DomainBlocklistView(generics.GenericAPIView):
     def post(self, request: Request) -> Response:
         serializer = s.DomainBlockInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        source = request_source(request)
-        domain, changed = domain_block(
-            name=serializer.validated_data["domain"], reason=serializer.validated_data["reason"], source=source
-        )
-        return Response(
-            s.DomainOutputSerializer(domain, context={"source": source}).data,
-            status=status.HTTP_201_CREATED if changed else status.HTTP_200_OK,
-        )
+        return self._create(value=serializer.validated_data["domain"], reason=serializer.validated_data["reason"])
 
 
 class DomainBlocklistDetailView(JsonApiView):
+    required_scopes = {"DELETE": ApiScope.BLOCKS_WRITE}
+
     @extend_schema(
         operation_id="blocklist_domains_destroy",
-        summary="Unblock a domain",
-        description="Lifts a block this source set through the API (403 for a moderator's or another source's).",
-        responses={204: None, **ERRORS, **NOT_FOUND, **FORBIDDEN},
+        summary="Lift this source's block of a domain",
+        description="404 when this source has not blocked it.",
+        responses={204: None, **ERRORS, **NOT_FOUND},
     )
     def delete(self, request: Request, name: str) -> Response:
-        try:
-            _, _, registrable = link_identity(name) if clean_path_value(name, max_length=2048) else ("", "", "")
-        except InvalidUrl:
-            registrable = ""
-        if not registrable:
-            raise NotFound("This domain is not on the block list.", code="not_blocked")
-        domain_unblock(name=registrable, source=request_source(request))
+        clean = clean_path_value(name, max_length=2048)
+        if clean is None:
+            raise NotFound("This domain is not on your block list.", code="not_blocked")
+        source_block_remove(source=request_source(request), kind=BlockKind.DOMAIN, value=clean)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class IpBlocklistView(generics.GenericAPIView):
-    parser_classes = [StrictJSONParser]
-    pagination_class = IdCursorPagination
+class IpBlocklistView(_SourceBlocklistView):
+    kind = BlockKind.IP
     filterset_class = IpFilter
-    serializer_class = s.IpOutputSerializer
-
-    def get_queryset(self) -> QuerySet[IpAddress]:
-        return IpAddress.objects.filter(status=ListStatus.BLOCK)
-
-    def _owner_context(self) -> dict[str, Any]:
-        return {"source": request_source(self.request)}
+    serializer_class = s.IpBlockOutputSerializer
 
     @extend_schema(
         operation_id="blocklist_ips_list",
-        summary="Blocked IP addresses",
-        responses={200: s.IpOutputSerializer(many=True), **ERRORS, **CURSOR_NOT_FOUND},
+        summary="This source's blocked IP addresses",
+        responses={200: s.IpBlockOutputSerializer(many=True), **ERRORS, **CURSOR_NOT_FOUND},
     )
     def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(s.IpOutputSerializer(page, many=True, context=self._owner_context()).data)
+        return self._list()
 
     @extend_schema(
         operation_id="blocklist_ips_create",
-        summary="Block an IP address",
+        summary="Block an IP address for this source's posts",
+        description="One address; ranges are refused with 400. 201 when newly blocked, 200 when it already was.",
         request=s.IpBlockInputSerializer,
-        responses={201: s.IpOutputSerializer, 200: s.IpOutputSerializer, **BODY_ERRORS},
+        responses={201: s.IpBlockOutputSerializer, 200: s.IpBlockOutputSerializer, **BODY_ERRORS},
         examples=[
             OpenApiExample("Block", request_only=True, value={"address": "203.0.113.9", "reason": "spam bursts"})
         ],
@@ -506,33 +520,22 @@ class IpBlocklistView(generics.GenericAPIView):
     def post(self, request: Request) -> Response:
         serializer = s.IpBlockInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        ip, changed = ip_block(
-            address=serializer.validated_data["address"],
-            reason=serializer.validated_data["reason"],
-            source=request_source(request),
-        )
-        return Response(
-            s.IpOutputSerializer(ip, context={"source": request_source(request)}).data,
-            status=status.HTTP_201_CREATED if changed else status.HTTP_200_OK,
-        )
+        return self._create(value=serializer.validated_data["address"], reason=serializer.validated_data["reason"])
 
 
 class IpBlocklistDetailView(JsonApiView):
+    required_scopes = {"DELETE": ApiScope.BLOCKS_WRITE}
+
     @extend_schema(
         operation_id="blocklist_ips_destroy",
-        summary="Unblock an IP address",
-        description="Lifts a block this source set through the API (403 for a moderator's or another source's).",
+        summary="Lift this source's block of an IP address",
+        description="404 when this source has not blocked it.",
         parameters=[OpenApiParameter("address", str, OpenApiParameter.PATH)],
-        responses={204: None, **ERRORS, **NOT_FOUND, **FORBIDDEN},
+        responses={204: None, **ERRORS, **NOT_FOUND},
     )
     def delete(self, request: Request, address: str) -> Response:
-        import ipaddress
-
-        try:
-            canonical = ipaddress.ip_address(address).compressed if clean_path_value(address, max_length=64) else ""
-        except ValueError:
-            canonical = ""
-        if not canonical:
-            raise NotFound("This address is not on the block list.", code="not_blocked")
-        ip_unblock(address=canonical, source=request_source(request))
+        clean = clean_path_value(address, max_length=64)
+        if clean is None:
+            raise NotFound("This address is not on your block list.", code="not_blocked")
+        source_block_remove(source=request_source(request), kind=BlockKind.IP, value=clean)
         return Response(status=status.HTTP_204_NO_CONTENT)

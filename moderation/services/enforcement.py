@@ -1,6 +1,6 @@
 """Enforcement from the dashboard: block/unblock a domain or an IP, suspend/unsuspend an
-author. Each is one audited action with the before/after state. Block lists are shared with
-the API, so domains and IPs go through moderation.services.blocklists (same audit shape)."""
+author. Each is one audited action with the before/after state. Domain and IP blocks from here
+are global (every source's posts) and go through moderation.services.blocklists."""
 
 from __future__ import annotations
 

@@ -7,10 +7,11 @@ fixed whatever the batch size (asserted in tests/scoring/test_pipeline_extract.p
 1. the posts with author, link, domain and IP joined (select_related);
 2. the reports on those posts, aggregated per post;
 3. how often each author shared each link (user_link_count), grouped;
-4. how often each author posted each text (user_post_count), grouped.
+4. how often each author posted each text (user_post_count), grouped;
+5. the posts' own sources' blocks of their domains and IPs (SourceBlock), one lookup.
 
 The scoring worker and the inline pre-publish check read through `posts_with_features`, which
-answers all four in a single statement with the same counts; the grouped queries stay for
+answers all five in a single statement with the same counts; the grouped queries stay for
 callers that already hold the posts, and as the reference the tests compare it with.
 
 The per-value arithmetic (URL parsing, the journey, e-mail providers) lives in pure functions
@@ -29,7 +30,7 @@ from django.db import connection
 from django.db.models import Count, ForeignKey, Model, Q, QuerySet
 
 from moderation import sql_rows
-from moderation.models import Author, Domain, IpAddress, Link, Post, Report, Source
+from moderation.models import Author, BlockKind, Domain, IpAddress, Link, Post, Report, Source, SourceBlock
 from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from scoring.features.email import email_features
 from scoring.features.journey import JourneyError, journey_features
@@ -37,11 +38,21 @@ from scoring.features.reputation import ReputationContext, configured_providers,
 from scoring.features.url import InvalidUrl, url_lexical_features
 
 
+class SourceBlockHits(NamedTuple):
+    """The reasons of the post's OWN source's blocks that match its domain and its IP (None:
+    no such block). Another source's blocks never appear here (moderation.services.blocklists)."""
+
+    domain: str | None = None
+    ip: str | None = None
+
+
 class PostFeatures(NamedTuple):
     link: dict[str, float]
     behaviour: dict[str, float]
     text: str
     preview_text: str
+    # Not model inputs: what the block-list short-circuit reads besides the global statuses.
+    source_blocks: SourceBlockHits = SourceBlockHits()
 
 
 @dataclass(frozen=True)
@@ -72,19 +83,24 @@ def features_for_posts(post_ids: Iterable[int]) -> dict[int, PostFeatures]:
 
 
 def features_for_loaded_posts(posts: Iterable[Post]) -> dict[int, PostFeatures]:
-    """Features of posts already loaded by `posts_for_scoring` (three more queries)."""
+    """Features of posts already loaded by `posts_for_scoring` (four more queries)."""
     posts = list(posts)
     if not posts:
         return {}
     reports = _report_stats([p.id for p in posts])
     link_counts = _user_link_counts(posts)
     text_counts = _user_text_counts(posts)
+    blocks = _source_blocks(posts)
     return {
         post.id: _post_features(
             post,
             reports=reports.get(post.id, ReportStats()),
             user_link_count=link_counts.get((post.author_id, post.link_id), 0) if post.link_id else 0,
             user_post_count=text_counts.get((post.author_id, post.text), 0) if post.text else 0,
+            source_blocks=SourceBlockHits(
+                domain=blocks.get((post.source_id, BlockKind.DOMAIN, post.link.domain.name)) if post.link else None,
+                ip=blocks.get((post.source_id, BlockKind.IP, str(post.ip.address))) if post.ip else None,
+            ),
         )
         for post in posts
     }
@@ -98,8 +114,9 @@ def post_with_features(post_id: int) -> tuple[Post, PostFeatures] | None:
 
 def posts_with_features(post_ids: Iterable[int]) -> dict[int, tuple[Post, PostFeatures]]:
     """`posts_for_scoring` + `features_for_loaded_posts` in ONE statement: the posts joined to
-    what posts_for_scoring joins, the report stats and the two per-author counts as correlated
-    subqueries counting exactly the rows the grouped queries count for each post
+    what posts_for_scoring joins, the report stats, the two per-author counts and the post's own
+    source's blocks of its domain and IP (one probe each of the SourceBlock unique index) as
+    correlated subqueries counting exactly the rows the grouped queries count for each post
     (tests/scoring/test_pipeline_extract.py compares the two). The SQL is built once per batch
     size from the models' metadata: the ORM compiling the four querysets and building the
     joined instances was a fifth of the scoring worker's CPU (py-spy, benchmarks/e2e_load.py)."""
@@ -110,12 +127,13 @@ def posts_with_features(post_ids: Iterable[int]) -> dict[int, tuple[Post, PostFe
     found: dict[int, tuple[Post, PostFeatures]] = {}
     for row in rows:
         post = _instances(row)
-        reports, reporters, spam, links, texts = row[-5:]
+        reports, reporters, spam, links, texts, domain_block, ip_block = row[-7:]
         features = _post_features(
             post,
             reports=ReportStats(reports, reporters, spam),
             user_link_count=links,
             user_post_count=texts,
+            source_blocks=SourceBlockHits(domain=domain_block, ip=ip_block),
         )
         found[post.id] = (post, features)
     return found
@@ -165,11 +183,31 @@ def _features_sql(count: int) -> str:
         # every post of the author; the texts are then compared, so a collision never counts.
         f"(SELECT COUNT(*) FROM {post} o WHERE o.author_id = p.author_id "  # noqa: S608
         "AND md5(o.text) = md5(p.text) AND o.text = p.text)",
+        # The post's own source's blocks only: another source's block never decides this post.
+        # NULL when none matches (reason is NOT NULL, so "" is a block without a reason).
+        _source_block_sql(BlockKind.DOMAIN, "d.name"),
+        _source_block_sql(BlockKind.IP, _ip_text("i")),
     ]
     columns = [sql_rows.select_list(t.model, t.alias) for t in _TABLES]
     # Identifiers come from model metadata, values are parameters: no injection.
     ids = sql_rows.in_list(count)
     return f"SELECT {', '.join(columns + counts)} FROM {post} p {' '.join(joins)} WHERE p.id IN ({ids})"  # noqa: S608
+
+
+def _source_block_sql(kind: BlockKind, value: str) -> str:
+    table, qn = SourceBlock._meta.db_table, connection.ops.quote_name
+    # `kind` is one of BlockKind's literals, `value` a column expression: no client input.
+    return (
+        f"(SELECT b.reason FROM {qn(table)} b WHERE b.source_id = p.source_id "  # noqa: S608
+        f"AND b.kind = '{kind.value}' AND b.value = {value})"
+    )
+
+
+def _ip_text(alias: str) -> str:
+    """The address column as text in the form SourceBlock.value stores (PostgreSQL's inet prints
+    with a prefix length unless host() is asked; other databases store the text itself)."""
+    column = f"{alias}.{connection.ops.quote_name(str(IpAddress._meta.get_field('address').column))}"
+    return f"host({column})" if connection.vendor == "postgresql" else column
 
 
 def _instances(row: Sequence[Any]) -> Post:
@@ -190,7 +228,14 @@ def _instances(row: Sequence[Any]) -> Post:
     return post
 
 
-def _post_features(post: Post, *, reports: ReportStats, user_link_count: int, user_post_count: int) -> PostFeatures:
+def _post_features(
+    post: Post,
+    *,
+    reports: ReportStats,
+    user_link_count: int,
+    user_post_count: int,
+    source_blocks: SourceBlockHits,
+) -> PostFeatures:
     return PostFeatures(
         link=_link_values(post),
         behaviour=_behaviour_values(
@@ -202,6 +247,7 @@ def _post_features(post: Post, *, reports: ReportStats, user_link_count: int, us
         ),
         text=post.text,
         preview_text=preview_text_of(post),
+        source_blocks=source_blocks,
     )
 
 
@@ -251,6 +297,19 @@ def _user_text_counts(posts: list[Post]) -> dict[tuple[int, str], int]:
         .order_by()
     )
     return {(r["author_id"], r["text"]): r["n"] for r in rows if (r["author_id"], r["text"]) in pairs}
+
+
+def _source_blocks(posts: list[Post]) -> dict[tuple[int, str, str], str]:
+    """(source, kind, value) -> reason of the posts' own sources' blocks of their domains and
+    IPs. One query; a key only ever matches the post's own source."""
+    wanted = {(p.source_id, BlockKind.DOMAIN.value, p.link.domain.name) for p in posts if p.link is not None}
+    wanted |= {(p.source_id, BlockKind.IP.value, str(p.ip.address)) for p in posts if p.ip is not None}
+    if not wanted:
+        return {}
+    rows = SourceBlock.objects.filter(
+        source_id__in={s for s, _, _ in wanted}, value__in={v for _, _, v in wanted}
+    ).values_list("source_id", "kind", "value", "reason")
+    return {(s, k, v): reason for s, k, v, reason in rows if (s, k, v) in wanted}
 
 
 def _hours_between(start: datetime | None, end: datetime) -> float:

@@ -133,7 +133,10 @@ def infer(items: Sequence[_Item], *, client: ScoringClient) -> None:
 
 def prepare(posts: Iterable[Post], *, features: dict[int, PostFeatures]) -> list[_Item]:
     """`features`: loaded with the posts (extract.posts_with_features, one statement)."""
-    return [_Item(post=p, features=features[p.id], reason=short_circuit_reason(p)) for p in posts]
+    return [
+        _Item(post=p, features=features[p.id], reason=short_circuit_reason(p, features[p.id].source_blocks))
+        for p in posts
+    ]
 
 
 def score_posts(

@@ -1,21 +1,34 @@
 """Block lists decide before any model runs (blueprint: "a link whose domain is already
-banned decides the post at once: stop there")."""
+banned decides the post at once: stop there").
+
+Two scopes decide: the global lists (Domain/IpAddress.status, set by moderators) and the
+post's OWN source's blocks (SourceBlock), which scoring.features.extract reads in the same
+statement as the features. Another source's blocks never decide a post."""
 
 from __future__ import annotations
 
 from moderation.models import ListStatus, Post
+from scoring.features.extract import SourceBlockHits
 
 SHORT_CIRCUIT_MODEL_SET = "short_circuit"
 
 
-def short_circuit_reason(post: Post) -> str | None:
+def _with_reason(what: str, reason: str) -> str:
+    return f"{what}: {reason}" if reason else what
+
+
+def short_circuit_reason(post: Post, source_blocks: SourceBlockHits) -> str | None:
     """Why the post is removed without a model call, or None. Reads only rows that
-    scoring.features.extract.posts_for_scoring already joined (no query)."""
+    scoring.features.extract already loaded with the post (no query)."""
     link = post.link
-    if link is not None and link.domain.status == ListStatus.BLOCK:
-        reason = f"blocked domain {link.domain.name}"
-        return f"{reason}: {link.domain.status_reason}" if link.domain.status_reason else reason
-    if post.ip is not None and post.ip.status == ListStatus.BLOCK:
-        reason = f"blocked IP {post.ip.address}"
-        return f"{reason}: {post.ip.status_reason}" if post.ip.status_reason else reason
+    if link is not None:
+        if link.domain.status == ListStatus.BLOCK:
+            return _with_reason(f"blocked domain {link.domain.name}", link.domain.status_reason)
+        if source_blocks.domain is not None:
+            return _with_reason(f"blocked domain {link.domain.name} (this source's list)", source_blocks.domain)
+    if post.ip is not None:
+        if post.ip.status == ListStatus.BLOCK:
+            return _with_reason(f"blocked IP {post.ip.address}", post.ip.status_reason)
+        if source_blocks.ip is not None:
+            return _with_reason(f"blocked IP {post.ip.address} (this source's list)", source_blocks.ip)
     return None

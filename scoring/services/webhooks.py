@@ -16,7 +16,13 @@ restored status - whatever it is, `queued` included - and `data.undo` set, so a 
 hid a post on the moderator's word shows it again.
 
 Delivery never blocks scoring: rows are written in the scoring transaction, the HTTP POST
-happens in the deliver_webhook task after commit, with short timeouts and backoff."""
+happens in the deliver_webhook task after commit, with short timeouts and backoff.
+
+Every attempt checks the callback URL again (config.webhook_targets: https, public addresses
+only) and connects to the very address it checked, so a DNS answer that changed since (DNS
+rebinding) cannot aim the worker at an internal service. A source without a webhook secret
+is never sent to: an empty key would sign with nothing. Only the status code is kept from the
+receiver's answer, never its body."""
 
 from __future__ import annotations
 
@@ -28,11 +34,13 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-import requests
+import certifi
+import urllib3
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from config.webhook_targets import UnsafeWebhookTarget, WebhookTarget, webhook_target
 from moderation.models import BulkAction, Decision, Post, PostStatus
 from scoring.models import WebhookDelivery
 
@@ -218,6 +226,12 @@ def webhook_deliver(*, delivery_id: int) -> WebhookDelivery:
         delivery.save(update_fields=["status", "last_error"])
         return delivery
 
+    if not source.webhook_secret:
+        delivery.status = WebhookDelivery.Status.FAILED
+        delivery.last_error = "source has no webhook secret"
+        delivery.save(update_fields=["status", "last_error"])
+        return delivery
+
     body = encode_body(delivery.payload)
     headers = {
         "Content-Type": "application/json",
@@ -229,18 +243,14 @@ def webhook_deliver(*, delivery_id: int) -> WebhookDelivery:
     status_code: int | None = None
     error = ""
     try:
-        response = requests.post(
-            source.callback_url,
-            data=body,
-            headers=headers,
-            timeout=(settings.WEBHOOK_CONNECT_TIMEOUT_S, settings.WEBHOOK_READ_TIMEOUT_S),
-            allow_redirects=False,
-        )
-        status_code = response.status_code
+        target = webhook_target(source.callback_url, allow_private=settings.WEBHOOK_ALLOW_PRIVATE_TARGETS)
+        status_code = _post(target, body=body, headers=headers)
         if not 200 <= status_code < 300:
-            error = f"HTTP {status_code}: {response.text[:200]}"
-    except requests.RequestException as exc:
-        error = f"{type(exc).__name__}: {exc}"[:500]
+            error = f"HTTP {status_code}"
+    except UnsafeWebhookTarget as exc:
+        error = f"refused target: {exc}"[:500]
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        error = f"{type(exc).__name__}"
 
     delivery.attempts += 1
     delivery.last_status_code = status_code
@@ -258,3 +268,36 @@ def webhook_deliver(*, delivery_id: int) -> WebhookDelivery:
     if delivery.status == WebhookDelivery.Status.PENDING:
         raise WebhookDeliveryFailed(error)
     return delivery
+
+
+def _post(target: WebhookTarget, *, body: bytes, headers: dict[str, str]) -> int:
+    """POST to the checked address of `target`; the status code. TLS still verifies the
+    certificate against the URL's host name (server_hostname/assert_hostname), which is also
+    the Host header. No redirect is followed and the answer's body is not read."""
+    timeout = urllib3.Timeout(connect=settings.WEBHOOK_CONNECT_TIMEOUT_S, read=settings.WEBHOOK_READ_TIMEOUT_S)
+    pool: urllib3.HTTPConnectionPool
+    if target.scheme == "https":
+        pool = urllib3.HTTPSConnectionPool(
+            target.address,
+            target.port,
+            timeout=timeout,
+            retries=False,
+            cert_reqs="CERT_REQUIRED",
+            ca_certs=settings.WEBHOOK_CA_BUNDLE or certifi.where(),
+            server_hostname=target.host,
+            assert_hostname=target.host,
+        )
+    else:
+        pool = urllib3.HTTPConnectionPool(target.address, target.port, timeout=timeout, retries=False)
+    with pool:
+        response = pool.urlopen(
+            "POST",
+            target.path,
+            body=body,
+            headers={**headers, "Host": target.host_header},
+            redirect=False,
+            retries=False,
+            preload_content=False,
+        )
+        response.close()
+        return int(response.status)

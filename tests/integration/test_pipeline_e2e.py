@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 from django.db.models import Count
+from rest_framework.test import APIClient
 
 from moderation.models import Post, PostStatus
 from scoring import triton_server as server_control
 from scoring.models import Action, Score, WebhookDelivery
 from scoring.services.policy import policy_active, policy_decide
 from scoring.services.webhooks import SIGNATURE_HEADER, verify_signature
+from tests.factories import SourceFactory, create_api_key
 from tests.integration.conftest import Api, set_policy, wait_until
 from tests.scoring.webhook_receiver import start_receiver
 
@@ -124,6 +126,15 @@ def test_blocked_domain_short_circuits_without_a_model_call(api, worker, triton_
     assert "blocked domain scam-kit.com" in score.short_circuit_reason
     assert score.text_score is None
     assert pipeline_inferences(triton_server) == before  # Triton was never asked
+
+    # The block is this source's own: another source's post to the same domain goes to the models.
+    other_source = SourceFactory()
+    other = Api(client=APIClient(), source=other_source)
+    other.client.credentials(HTTP_AUTHORIZATION=f"Api-Key {create_api_key(other_source)}")
+    (other_id,) = ingest(other, 1, url="https://login.scam-kit.com/verify")
+    wait_until(lambda: all_scored([other_id]), timeout=SCORED_TIMEOUT, message=f"scored\n{worker.log_tail()}")
+    assert Post.objects.get(id=other_id).scores.get().model_set != "short_circuit"
+    assert pipeline_inferences(triton_server) > before
 
 
 def test_a_report_rescores_and_a_reported_post_is_never_auto_approved(api, worker):

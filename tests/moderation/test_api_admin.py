@@ -14,6 +14,7 @@ from moderation.models import ApiKey, AuditLog, Decision
 from tests.factories import (
     AuditLogFactory,
     DecisionFactory,
+    DomainFactory,
     IpAddressFactory,
     LinkFactory,
     PostFactory,
@@ -61,20 +62,31 @@ def test_changelists_and_change_pages_load(staff_client, django_assert_max_num_q
     assert search.status_code == 200 and post.external_id in search.content.decode()
 
 
-def test_create_key_action_shows_the_key_once(staff_client):
+def test_a_key_is_created_with_its_scopes_and_shown_once(staff_client):
     source = SourceFactory()
     response = staff_client.post(
         reverse("admin:moderation_source_changelist"),
         {"action": "create_api_key", "_selected_action": [source.pk]},
     )
-    assert response.status_code == 302
+    assert response.status_code == 302 and response["Location"].endswith(f"?source={source.pk}")
+    add_url = reverse("admin:moderation_apikey_add")
+    assert staff_client.get(response["Location"]).status_code == 200
+    response = staff_client.post(add_url, {"source": source.pk, "name": "ingest only", "scopes": ["posts:write"]})
+    assert response.status_code == 302, response.content.decode()[:2000]
     text = " ".join(str(m) for m in get_messages(response.wsgi_request))
     raw = re.search(r"(mk_[0-9a-f]{8}\.\S+)", text).group(1)
     key = ApiKey.objects.get(source=source)
-    assert key.hashed_key == hash_key(raw)
+    assert key.hashed_key == hash_key(raw) and key.scopes == ["posts:write"]
     staff_client.get(reverse("admin:moderation_source_changelist"))  # the message is displayed once here
-    page = staff_client.get(reverse("admin:moderation_apikey_change", args=[key.pk])).content.decode()
-    assert raw not in page and key.prefix in page
+    change_url = reverse("admin:moderation_apikey_change", args=[key.pk])
+    page = staff_client.get(change_url).content.decode()
+    assert raw not in page and key.prefix in page and "posts:write" in page
+
+    # Scopes stay editable; the key keeps its secret and its source.
+    response = staff_client.post(change_url, {"name": "ingest and read", "scopes": ["posts:write", "read"]})
+    assert response.status_code == 302
+    key.refresh_from_db()
+    assert key.scopes == ["posts:write", "read"] and key.hashed_key == hash_key(raw) and key.source == source
 
 
 def test_revoke_action(staff_client):
@@ -96,3 +108,22 @@ def test_decisions_and_audit_log_are_read_only(staff_client):
         url = reverse(f"admin:moderation_{name}_delete", args=[obj.pk])
         assert staff_client.post(url, {"post": "yes"}).status_code == 403
     assert Decision.objects.count() == 1 and AuditLog.objects.count() == 1
+
+
+def test_a_global_block_in_the_admin_is_audited_and_never_a_public_suffix(staff_client):
+    from moderation.models import AuditLog, Domain, ListStatus
+
+    domain = DomainFactory(name="spam-kit.com")
+    url = reverse("admin:moderation_domain_change", args=[domain.pk])
+    form = {"name": "spam-kit.com", "status": "block", "status_reason": "kit", "post_count": 0}
+    form |= {"spam_count": 0, "report_count": 0}
+    assert staff_client.post(url, form).status_code == 302
+    domain.refresh_from_db()
+    assert (domain.status, domain.status_reason) == (ListStatus.BLOCK, "kit")
+    entry = AuditLog.objects.get(action="domain.block")
+    assert entry.actor is not None and entry.after["name"] == "spam-kit.com"
+
+    suffix = DomainFactory(name="co.uk")
+    refused = staff_client.post(reverse("admin:moderation_domain_change", args=[suffix.pk]), {**form, "name": "co.uk"})
+    assert refused.status_code == 200 and "public suffix" in refused.content.decode()
+    assert Domain.objects.get(pk=suffix.pk).status == ListStatus.UNKNOWN

@@ -10,7 +10,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from moderation.api.throttling import ApiKeyRateThrottle
-from moderation.models import AuditLog, Author, Domain, IpAddress, ListStatus, Post, Report
+from moderation.models import AuditLog, Author, Domain, IpAddress, ListStatus, Post, Report, SourceBlock
 from tests.factories import DomainFactory, IpAddressFactory
 from tests.moderation.api_helpers import ApiCaller, post_payload
 
@@ -95,7 +95,7 @@ def test_author_email_is_reduced_to_its_domain(api: ApiCaller):
 def test_domain_block_list_flow(api: ApiCaller):
     created = api.post("/api/v1/blocklist/domains", {"domain": "https://a.b.Spam.co.uk/x", "reason": "phishing"})
     assert created.status_code == 201, created.json()
-    assert created.json()["name"] == "spam.co.uk" and created.json()["status"] == "block"
+    assert created.json()["name"] == "spam.co.uk" and created.json()["reason"] == "phishing"
     assert api.post("/api/v1/blocklist/domains", {"domain": "spam.co.uk", "reason": "phishing"}).status_code == 200
     api.post("/api/v1/blocklist/domains", {"domain": "other.example", "reason": "malware"})
     DomainFactory(name="innocent.example")
@@ -108,13 +108,29 @@ def test_domain_block_list_flow(api: ApiCaller):
     assert len(page.json()["results"]) == 1 and page.json()["next"]
     second = api.client.get(page.json()["next"])
     assert [d["name"] for d in second.json()["results"]] == ["spam.co.uk"]
+    # A source's block never touches the global list.
+    assert not Domain.objects.filter(status=ListStatus.BLOCK).exists()
 
     assert api.delete("/api/v1/blocklist/domains/spam.co.uk").status_code == 204
-    assert Domain.objects.get(name="spam.co.uk").status == ListStatus.UNKNOWN
     assert api.delete("/api/v1/blocklist/domains/spam.co.uk").status_code == 404
     assert api.delete("/api/v1/blocklist/domains/innocent.example").status_code == 404
     actions = list(AuditLog.objects.order_by("id").values_list("action", "actor_id"))
-    assert actions == [("domain.block", None), ("domain.block", None), ("domain.unblock", None)]
+    assert actions == [("domain.source_block", None), ("domain.source_block", None), ("domain.source_unblock", None)]
+
+
+@pytest.mark.parametrize("suffix", ["com", "co.uk", "https://co.uk/", "COM.", "uk"])
+def test_a_public_suffix_is_never_a_block(api: ApiCaller, suffix: str):
+    response = api.post("/api/v1/blocklist/domains", {"domain": suffix, "reason": "everything"})
+    assert response.status_code == 400, response.json()
+    assert response.json()["error"]["fields"]["domain"]
+    assert not SourceBlock.objects.exists() and not Domain.objects.filter(status=ListStatus.BLOCK).exists()
+
+
+@pytest.mark.parametrize("address", ["203.0.113.0/24", "10.0.0.0/8", "2001:db8::/32", "0.0.0.0/0"])
+def test_an_ip_range_is_never_a_block(api: ApiCaller, address: str):
+    response = api.post("/api/v1/blocklist/ips", {"address": address, "reason": "everyone"})
+    assert response.status_code == 400 and response.json()["error"]["fields"]["address"]
+    assert not SourceBlock.objects.exists()
 
 
 def test_domain_block_validation(api: ApiCaller):
@@ -140,7 +156,7 @@ def test_ip_block_list_flow(api: ApiCaller):
     assert api.delete("/api/v1/blocklist/ips/2001:db8::1").status_code == 204
     assert api.delete("/api/v1/blocklist/ips/2001:db8::1").status_code == 404
     assert api.delete("/api/v1/blocklist/ips/garbage").status_code == 404
-    assert IpAddress.objects.get(address="2001:db8::1").status == ListStatus.UNKNOWN
+    assert not IpAddress.objects.filter(status=ListStatus.BLOCK).exists()
 
 
 def test_ip_block_validation(api: ApiCaller):
@@ -220,7 +236,7 @@ def test_migrations_are_applied_and_complete():
     call_command("makemigrations", "moderation", "--check", "--dry-run", verbosity=0)
 
 
-def test_a_source_lifts_only_its_own_blocks(api: ApiCaller, other_api: ApiCaller):
+def test_a_source_sees_and_lifts_only_its_own_blocks(api: ApiCaller, other_api: ApiCaller):
     from moderation.services.blocklists import domain_block, ip_block
     from tests.factories import UserFactory
 
@@ -228,19 +244,21 @@ def test_a_source_lifts_only_its_own_blocks(api: ApiCaller, other_api: ApiCaller
     domain_block(name="moderated.example", reason="phishing", actor=UserFactory())
     ip_block(address="192.0.2.7", reason="bursts", actor=UserFactory())
 
-    listed = {d["name"]: d["blocked_by"] for d in api.get("/api/v1/blocklist/domains").json()["results"]}
-    assert listed == {"mine.example": "source", "moderated.example": "moderator"}
-    theirs = {d["name"]: d["blocked_by"] for d in other_api.get("/api/v1/blocklist/domains").json()["results"]}
-    assert theirs["mine.example"] == "other_source"
+    # Neither the global list nor another source's blocks (nor their reasons) are visible.
+    assert [d["name"] for d in api.get("/api/v1/blocklist/domains").json()["results"]] == ["mine.example"]
+    assert other_api.get("/api/v1/blocklist/domains").json()["results"] == []
+    assert other_api.get("/api/v1/blocklist/ips").json()["results"] == []
 
-    # Another source cannot lift it, nor rewrite its reason; nobody lifts a moderator's block.
-    denied = other_api.delete("/api/v1/blocklist/domains/mine.example")
-    assert denied.status_code == 403 and denied.json()["error"]["code"] == "blocked_by_other"
+    # Another source's "unblock" finds nothing to lift; its own block of the same domain is its own.
+    assert other_api.delete("/api/v1/blocklist/domains/mine.example").status_code == 404
     again = other_api.post("/api/v1/blocklist/domains", {"domain": "mine.example", "reason": "other reason"})
-    assert again.status_code == 200 and again.json()["reason"] == "spam"
-    assert api.delete("/api/v1/blocklist/domains/moderated.example").status_code == 403
-    assert api.delete("/api/v1/blocklist/ips/192.0.2.7").status_code == 403
+    assert again.status_code == 201 and again.json()["reason"] == "other reason"
+    assert api.get("/api/v1/blocklist/domains").json()["results"][0]["reason"] == "spam"
+    # Nobody lifts a moderator's block through the API.
+    assert api.delete("/api/v1/blocklist/domains/moderated.example").status_code == 404
+    assert api.delete("/api/v1/blocklist/ips/192.0.2.7").status_code == 404
     assert api.delete("/api/v1/blocklist/domains/mine.example").status_code == 204
+    assert SourceBlock.objects.filter(value="mine.example").count() == 1
     assert Domain.objects.get(name="moderated.example").status == ListStatus.BLOCK
     assert IpAddress.objects.get(address="192.0.2.7").status == ListStatus.BLOCK
 

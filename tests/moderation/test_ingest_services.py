@@ -6,16 +6,16 @@ from datetime import timedelta
 from unittest import mock
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from moderation.api.authentication import hash_key
 from moderation.links import link_get_or_create
-from moderation.models import ApiKey, AuditLog, Author, Domain, IpAddress, Link, ListStatus, Post
+from moderation.models import ALL_SCOPES, ApiKey, AuditLog, Author, BlockKind, Domain, IpAddress, Link, ListStatus, Post
 from moderation.services.api_keys import api_key_create, api_key_revoke
 from moderation.services.authors import author_upsert
-from moderation.services.blocklists import domain_block, domain_unblock, ip_block, ip_unblock
+from moderation.services.blocklists import domain_block, domain_unblock, ip_block, source_block_add, source_block_remove
 from moderation.services.ingest import post_ingest, posts_ingest_batch
 from moderation.services.reports import report_create
 from tests.factories import AuthorFactory, PostFactory, SourceFactory, UserFactory
@@ -40,7 +40,7 @@ def payload(external_id: str = "p-1", **overrides: object) -> dict:
 
 def test_api_key_create_stores_only_hash():
     source = SourceFactory()
-    key, raw = api_key_create(source=source, name="ci")
+    key, raw = api_key_create(source=source, name="ci", scopes=ALL_SCOPES)
     assert raw.startswith(key.prefix + ".")
     assert key.hashed_key == hash_key(raw)
     assert raw not in {key.hashed_key, key.prefix, key.name}
@@ -48,7 +48,7 @@ def test_api_key_create_stores_only_hash():
 
 
 def test_api_key_revoke_is_idempotent():
-    key, _ = api_key_create(source=SourceFactory(), name="ci")
+    key, _ = api_key_create(source=SourceFactory(), name="ci", scopes=ALL_SCOPES)
     api_key_revoke(api_key=key)
     first = key.revoked_at
     api_key_revoke(api_key=key)
@@ -60,8 +60,13 @@ def test_create_source_command_prints_a_working_key(capsys):
     call_command("create_source", "Demo", "demo")
     raw = capsys.readouterr().out.strip()
     assert ApiKey.objects.get(hashed_key=hash_key(raw)).source.slug == "demo"
-    call_command("create_source", "Demo", "demo")  # reuses the source, adds a key
+    assert ApiKey.objects.get(hashed_key=hash_key(raw)).scopes == list(ALL_SCOPES)
+    call_command("create_source", "Demo", "demo", "--scopes", "read, reports:write")  # reuses the source
+    raw = capsys.readouterr().out.strip()
+    assert ApiKey.objects.get(hashed_key=hash_key(raw)).scopes == ["reports:write", "read"]
     assert ApiKey.objects.filter(source__slug="demo").count() == 2
+    with pytest.raises(CommandError):
+        call_command("create_source", "Demo", "demo", "--scopes", "admin")
 
 
 def test_link_get_or_create_normalizes_and_groups_by_registrable_domain():
@@ -219,24 +224,39 @@ def test_domain_block_and_unblock_are_audited():
     assert changed and domain.status == ListStatus.BLOCK and domain.status_changed_at
     _, changed_again = domain_block(name="spam.example", reason="phishing", actor=user)
     assert not changed_again
-    domain_unblock(name="spam.example")
+    domain_unblock(name="spam.example", actor=user)
     entries = list(AuditLog.objects.order_by("id").values_list("action", "actor_id"))
-    assert entries == [("domain.block", user.pk), ("domain.unblock", None)]
+    assert entries == [("domain.block", user.pk), ("domain.unblock", user.pk)]
     assert Domain.objects.get().status == ListStatus.UNKNOWN
 
 
-def test_ip_block_records_source_when_via_api():
+def test_a_source_block_is_scoped_and_audited_with_the_source():
     source = SourceFactory()
-    ip, changed = ip_block(address="203.0.113.9", reason="bursts", source=source)
-    assert changed and ip.status == ListStatus.BLOCK
+    block, created = source_block_add(source=source, kind=BlockKind.IP, value="203.0.113.9", reason="bursts")
+    assert created and (block.source, block.value) == (source, "203.0.113.9")
+    assert not IpAddress.objects.filter(status=ListStatus.BLOCK).exists()
     entry = AuditLog.objects.get()
     assert entry.actor is None and entry.after["via"] == f"api:{source.slug}"
-    assert (entry.target_type, entry.target_id, entry.after["name"]) == ("ipaddress", str(ip.pk), "203.0.113.9")
-    ip_unblock(address="203.0.113.9")
+    assert (entry.action, entry.target_type, entry.target_id) == ("ip.source_block", "sourceblock", str(block.pk))
+    source_block_remove(source=source, kind=BlockKind.IP, value="203.0.113.9")
     from moderation.errors import NotFound
 
     with pytest.raises(NotFound):
-        ip_unblock(address="203.0.113.9")
+        source_block_remove(source=source, kind=BlockKind.IP, value="203.0.113.9")
+    assert list(AuditLog.objects.order_by("id").values_list("action", flat=True)) == [
+        "ip.source_block",
+        "ip.source_unblock",
+    ]
+
+
+def test_moderators_cannot_block_a_public_suffix_globally_either():
+    from moderation.services.blocklists import BlockRefused
+
+    with pytest.raises(BlockRefused):
+        domain_block(name="co.uk", reason="everything", actor=UserFactory())
+    with pytest.raises(BlockRefused):
+        ip_block(address="10.0.0.0/8", reason="everyone", actor=UserFactory())
+    assert not AuditLog.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)

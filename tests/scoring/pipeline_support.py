@@ -122,9 +122,9 @@ def break_scoring_of(monkeypatch: Any, post_id: int) -> None:
 
     real = scoring_service.short_circuit_reason
 
-    def explode(post: Any) -> Any:
+    def explode(post: Any, *args: Any) -> Any:
         if post.id == post_id:
             raise ValueError("corrupt row")
-        return real(post)
+        return real(post, *args)
 
     monkeypatch.setattr(scoring_service, "short_circuit_reason", explode)

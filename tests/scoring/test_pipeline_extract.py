@@ -5,10 +5,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from moderation.models import Report
+from moderation.models import BlockKind, Report
+from moderation.services.blocklists import source_block_add
 from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from scoring.features.extract import (
     PostFeatures,
+    SourceBlockHits,
     features_for_loaded_posts,
     features_for_posts,
     post_with_features,
@@ -35,7 +37,7 @@ def _batch(n: int) -> list[int]:
 @pytest.mark.parametrize("size", [1, 25])
 def test_query_count_is_fixed_whatever_the_batch_size(size, django_assert_num_queries):
     ids = _batch(size)
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         features = features_for_posts(ids)
     assert set(features) == set(ids)
 
@@ -183,6 +185,12 @@ def test_the_batch_one_query_load_matches_the_grouped_queries(django_assert_num_
     ]
     Report.objects.create(post=posts[0], reporter_id="a", reason="spam")
     Report.objects.create(post=posts[0], reporter_id="b", reason="abuse")
+    # This source's blocks of the link's domain and the IP; another source's block of the same
+    # domain, and one of another domain, that must not show.
+    source_block_add(source=source, kind=BlockKind.DOMAIN, value="bit.ly", reason="shortener")
+    source_block_add(source=source, kind=BlockKind.IP, value=str(ip.address), reason="")
+    source_block_add(source=make_source(), kind=BlockKind.DOMAIN, value=posts[1].link.domain.name, reason="x")
+    source_block_add(source=source, kind=BlockKind.DOMAIN, value="unrelated.example", reason="y")
     ids = [p.id for p in posts] + [10**12]  # and one that does not exist
     with django_assert_num_queries(1):
         found = posts_with_features(ids)
@@ -198,6 +206,9 @@ def test_the_batch_one_query_load_matches_the_grouped_queries(django_assert_num_
     assert found[posts[0].id][1].behaviour["user_link_count"] == 2.0
     assert found[posts[0].id][1].behaviour["user_post_count"] == 2.0
     assert found[posts[0].id][1].behaviour["report_count"] == 2.0
+    assert found[posts[0].id][1].source_blocks == SourceBlockHits(domain="shortener", ip="")
+    assert found[posts[1].id][1].source_blocks == SourceBlockHits()  # another source's block
+    assert found[posts[4].id][1].source_blocks == SourceBlockHits(domain="shortener", ip=None)
     assert found[posts[1].id][1].behaviour["report_count"] == 0.0
     assert posts_with_features([]) == {}
 

@@ -126,6 +126,35 @@ def test_blocked_ip_short_circuits_and_others_still_go_to_the_model():
     assert _status(normal) == PostStatus.AUTO_APPROVED
 
 
+def test_a_source_block_decides_its_own_posts_only():
+    """Source A's blocks of a domain and an IP remove A's posts at once; B's posts with the same
+    link and IP go to the model as usual (the scoring decision on real rows)."""
+    from moderation.models import BlockKind
+    from moderation.services.blocklists import source_block_add
+
+    mine, theirs = make_source(), make_source()
+    link, ip = make_link(domain="shared.example"), make_ip("198.51.100.20")
+    source_block_add(source=mine, kind=BlockKind.DOMAIN, value="shared.example", reason="kit")
+    a_link = make_post(source=mine, link=link, text="hi")
+    b_link = make_post(source=theirs, link=link, text="hi")
+    other_ip = make_ip("198.51.100.21")
+    source_block_add(source=mine, kind=BlockKind.IP, value="198.51.100.21", reason="")
+    a_ip = make_post(source=mine, ip=other_ip, text="hi")
+    b_ip = make_post(source=theirs, ip=other_ip, text="hi")
+    b_plain = make_post(source=theirs, ip=ip, text="hi")
+    client = FakeClient()
+    score_posts(post_ids=[a_link.id, b_link.id, a_ip.id, b_ip.id, b_plain.id], client=client)
+
+    assert [len(c) for c in client.calls] == [3]  # only B's posts reached the model
+    assert _status(a_link) == _status(a_ip) == PostStatus.AUTO_REMOVED
+    assert _status(b_link) == _status(b_ip) == _status(b_plain) == PostStatus.AUTO_APPROVED
+    assert (
+        Score.objects.get(post=a_link).short_circuit_reason == "blocked domain shared.example (this source's list): kit"
+    )
+    assert Score.objects.get(post=a_ip).short_circuit_reason == "blocked IP 198.51.100.21 (this source's list)"
+    assert Score.objects.get(post=b_link).model_set != SHORT_CIRCUIT_MODEL_SET
+
+
 def test_a_moderator_decision_is_never_overridden():
     post = make_post(text="spam")
     Post.objects.filter(pk=post.pk).update(status=PostStatus.APPROVED)

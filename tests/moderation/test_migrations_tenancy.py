@@ -1,0 +1,62 @@
+"""The data migrations of the tenancy work, run on rows as an older installation has them:
+blocks that sources set through the API become their own (no longer global), moderators'
+blocks stay global, existing API keys keep working with every scope, and the admin role loses
+group editing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+BEFORE = [("moderation", "0009_post_author_link_idx")]
+
+
+@pytest.fixture
+def old_schema(transactional_db: None) -> Iterator[Any]:
+    """The apps as of BEFORE; the latest schema is restored afterwards."""
+    executor = MigrationExecutor(connection)
+    executor.migrate(BEFORE)
+    yield executor.loader.project_state(BEFORE).apps
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+def test_api_set_global_blocks_become_their_sources_own(old_schema: Any) -> None:
+    apps = old_schema
+    Source = apps.get_model("moderation", "Source")
+    Domain = apps.get_model("moderation", "Domain")
+    IpAddress = apps.get_model("moderation", "IpAddress")
+    ApiKey = apps.get_model("moderation", "ApiKey")
+    Group = apps.get_model("auth", "Group")
+    source = Source.objects.create(name="Old", slug="old")
+    Domain.objects.create(name="com", status="block", status_reason="everything", status_source=source)
+    Domain.objects.create(name="moderated.example", status="block", status_reason="kit")
+    IpAddress.objects.create(address="203.0.113.9", status="block", status_reason="bursts", status_source=source)
+    ApiKey.objects.create(source=source, name="old key", prefix="mk_00000000", hashed_key="0" * 64)
+    admin = Group.objects.get(name="admin")
+    assert admin.permissions.filter(codename="change_group").exists()
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+    from django.contrib.auth.models import Group as LiveGroup
+
+    from moderation.models import ALL_SCOPES, AuditLog, ListStatus, SourceBlock
+    from moderation.models import ApiKey as LiveApiKey
+    from moderation.models import Domain as LiveDomain
+    from moderation.models import IpAddress as LiveIp
+
+    blocks = set(SourceBlock.objects.values_list("source__slug", "kind", "value", "reason"))
+    assert blocks == {("old", "domain", "com", "everything"), ("old", "ip", "203.0.113.9", "bursts")}
+    assert LiveDomain.objects.get(name="com").status == ListStatus.UNKNOWN
+    assert LiveIp.objects.get(address="203.0.113.9").status == ListStatus.UNKNOWN
+    assert LiveDomain.objects.get(name="moderated.example").status == ListStatus.BLOCK
+    assert AuditLog.objects.filter(action__endswith=".block_scoped_to_source").count() == 2
+    assert LiveApiKey.objects.get(prefix="mk_00000000").scopes == list(ALL_SCOPES)
+    live_admin = LiveGroup.objects.get(name="admin")
+    assert not live_admin.permissions.filter(codename__in=["add_group", "change_group", "delete_group"]).exists()
+    assert live_admin.permissions.filter(codename="change_user").exists()

@@ -1,0 +1,187 @@
+"""A tenancy matrix generated from the URL conf: source A's API key (every scope) is sent at
+every API endpoint and method, aimed at source B's data (B's post and author ids in the path,
+B's post in report bodies, B's domain and IP in block requests). After all of it:
+
+- B's posts, authors, reports, blocks, scores and webhook deliveries are exactly as before, and
+  the global block lists are untouched;
+- no response A received carries any of B's content (texts, reasons, usernames, webhook URL);
+- A's blocks of B's domain and IP do not change the scoring decision on B's posts (scored for
+  real, on these rows), while they do decide A's own post with the same link (the control).
+
+A new API route or method must be given a body here (BODIES) or the matrix fails, so the
+matrix cannot silently skip it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.db import models
+from rest_framework.test import APIClient
+
+from moderation.models import (
+    Author,
+    BlockKind,
+    Domain,
+    IpAddress,
+    ListStatus,
+    Post,
+    PostStatus,
+    Report,
+    Source,
+    SourceBlock,
+)
+from moderation.services.blocklists import source_block_add
+from scoring.models import Score, WebhookDelivery
+from scoring.services.scoring import score_posts
+from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET
+from tests.factories import ScoreFactory, create_api_key
+from tests.moderation.api_helpers import post_payload
+from tests.scoring.pipeline_support import FakeClient, make_author, make_ip, make_link, make_post
+from tests.test_security_matrix import API, METHODS, Route
+
+pytestmark = pytest.mark.django_db
+
+B_POST, B_FRESH, B_AUTHOR = "tenant-b-post", "tenant-b-fresh", "tenant-b-author"
+B_DOMAIN, B_IP = "tenant-b-shop.com", "198.51.100.77"
+B_BLOCKED_DOMAIN = "tenant-b-blocked.example"
+# B's content: A never sends any of it, so none of it may come back to A.
+B_SECRETS = (
+    "tenant-b-text",
+    "tenant-b-username",
+    "tenant-b-reason",
+    "tenant-b-details",
+    "tenant-b-hook",
+    "tenant-b-secret",
+    B_BLOCKED_DOMAIN,
+)
+# Path parameters filled with B's identifiers.
+PATH_VALUES = {"external_id": B_POST, "name": B_BLOCKED_DOMAIN, "address": B_IP}
+PATH_OVERRIDES = {"api-author": {"external_id": B_AUTHOR}}
+
+
+def _b_aimed_post() -> dict[str, Any]:
+    payload = post_payload(B_POST, url=f"https://www.{B_DOMAIN}/deal", ip=B_IP, text="a's own words")
+    payload["author"]["external_id"] = B_AUTHOR
+    return payload
+
+
+# Bodies per (route name, method): each aims at B's data.
+BODIES: dict[tuple[str, str], Any] = {
+    ("api-posts", "post"): _b_aimed_post,
+    ("api-posts-batch", "post"): lambda: {"posts": [_b_aimed_post()]},
+    ("api-reports", "post"): lambda: {"post_external_id": B_POST, "reporter_id": "a-reporter", "reason": "spam"},
+    ("api-author", "put"): lambda: {"username": "hijacked", "verified": True, "spam_report_count": 99},
+    ("api-blocklist-domains", "post"): lambda: {"domain": B_DOMAIN, "reason": "a's block"},
+    ("api-blocklist-ips", "post"): lambda: {"address": B_IP, "reason": "a's block"},
+}
+BODYLESS = {"get", "delete"}
+
+
+def _served_methods(route: Route) -> list[str]:
+    return [m for m in METHODS if hasattr(route.callback.view_class, m)]
+
+
+def _path(route: Route) -> str:
+    values = {**PATH_VALUES, **PATH_OVERRIDES.get(route.name or "", {})}
+
+    def fill(match: re.Match[str]) -> str:
+        return values[match.group(2)]
+
+    return "/" + re.sub(r"<(?:(\w+):)?(\w+)>", fill, route.route)
+
+
+def _rows(queryset: models.QuerySet[Any]) -> list[dict[str, Any]]:
+    return [dict(row) for row in queryset.order_by("pk").values()]
+
+
+def _snapshot(source: Source) -> dict[str, Any]:
+    return {
+        "posts": _rows(Post.objects.filter(source=source)),
+        "authors": _rows(Author.objects.filter(source=source)),
+        "reports": _rows(Report.objects.filter(post__source=source)),
+        "blocks": _rows(SourceBlock.objects.filter(source=source)),
+        "scores": _rows(Score.objects.filter(post__source=source)),
+        "webhooks": _rows(WebhookDelivery.objects.filter(source=source)),
+        "source": _rows(Source.objects.filter(pk=source.pk)),
+        "global_domains": _rows(Domain.objects.filter(status=ListStatus.BLOCK)),
+        "global_ips": _rows(IpAddress.objects.filter(status=ListStatus.BLOCK)),
+    }
+
+
+def _tenant_b() -> Source:
+    source = Source.objects.create(
+        name="Tenant B",
+        slug="tenant-b",
+        callback_url="https://tenant-b-hook.example/decisions",
+        webhook_secret="tenant-b-secret",
+    )
+    author = make_author(source, external_id=B_AUTHOR, username="tenant-b-username")
+    link, ip = make_link(f"https://{B_DOMAIN}/deal", domain=B_DOMAIN), make_ip(B_IP)
+    post = make_post(
+        source=source, author=author, link=link, ip=ip, external_id=B_POST, text="tenant-b-text", status="queued"
+    )
+    make_post(source=source, author=author, link=link, ip=ip, external_id=B_FRESH, text="tenant-b-text again")
+    Report.objects.create(post=post, reporter_id="b-reporter", reason="spam", details="tenant-b-details")
+    ScoreFactory(post=post)
+    WebhookDelivery.objects.create(
+        source=source, post=post, event_id="evt_tenant_b", event_type="post.decision", payload={}
+    )
+    source_block_add(source=source, kind=BlockKind.DOMAIN, value=B_BLOCKED_DOMAIN, reason="tenant-b-reason")
+    source_block_add(source=source, kind=BlockKind.IP, value="198.51.100.78", reason="tenant-b-reason")
+    return source
+
+
+def test_every_api_method_has_an_attack_in_the_matrix() -> None:
+    missing = [
+        f"{m.upper()} {r.route}"
+        for r in API
+        for m in _served_methods(r)
+        if m not in BODYLESS and (r.name, m) not in BODIES
+    ]
+    assert missing == [], f"give these a body aimed at tenant B in BODIES: {missing}"
+
+
+def test_no_source_reads_changes_or_affects_another_sources_data() -> None:
+    tenant_b = _tenant_b()
+    before = _snapshot(tenant_b)
+    tenant_a = Source.objects.create(name="Tenant A", slug="tenant-a")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Api-Key {create_api_key(tenant_a)}")
+
+    sent = 0
+    for route in API:
+        for method in _served_methods(route):
+            body = BODIES[(route.name, method)]() if method not in BODYLESS else None
+            response = getattr(client, method)(_path(route), body, format="json")
+            sent += 1
+            assert response.status_code < 500, f"{method.upper()} {_path(route)} -> {response.status_code}"
+            text = response.content.decode(errors="replace")
+            leaked = [secret for secret in B_SECRETS if secret in text]
+            assert leaked == [], f"{method.upper()} {_path(route)} showed tenant B's {leaked}"
+            if method == "get" and route.name == "api-post-detail":
+                # 404, or A's own post of that external_id (A sent one above), never B's.
+                b_ids = set(Post.objects.filter(source=tenant_b).values_list("pk", flat=True))
+                assert response.status_code == 404 or response.json()["id"] not in b_ids
+    assert sent >= 9, "the matrix sent fewer requests than the API has methods"
+
+    # A's attempts landed in A's own rows (its post, author and blocks), never in B's. (A's
+    # DELETE of B's IP lifted A's own block of it: the matrix sends the POST first.)
+    assert Post.objects.filter(source=tenant_a, external_id=B_POST).exists()
+    assert Author.objects.filter(source=tenant_a, external_id=B_AUTHOR).exists()
+    assert SourceBlock.objects.filter(source=tenant_a, value=B_DOMAIN).exists()
+    assert _snapshot(tenant_b) == before
+    assert client.post("/api/v1/blocklist/ips", {"address": B_IP, "reason": "again"}, format="json").status_code == 201
+
+    # The scoring decision: B's waiting post shares the link and IP A just blocked, and is
+    # decided by the model; A's own post with that link is removed by A's block.
+    a_post = Post.objects.get(source=tenant_a, external_id=B_POST)
+    b_fresh = Post.objects.get(source=tenant_b, external_id=B_FRESH)
+    assert a_post.link.domain.name == B_DOMAIN and b_fresh.link.domain.name == B_DOMAIN
+    client_model = FakeClient()
+    results = {r.post_id: r for r in score_posts(post_ids=[a_post.pk, b_fresh.pk], client=client_model)}
+    assert [len(call) for call in client_model.calls] == [1]  # only B's post reached the model
+    assert Score.objects.get(post=a_post).model_set == SHORT_CIRCUIT_MODEL_SET
+    assert Score.objects.get(post=b_fresh).model_set != SHORT_CIRCUIT_MODEL_SET
+    assert results[b_fresh.pk].status == PostStatus.AUTO_APPROVED
