@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any
 
 from django.conf import settings
@@ -16,6 +17,7 @@ from rest_framework.fields import SkipField
 from rest_framework.relations import PKOnlyObject
 from rest_framework.utils.serializer_helpers import BindingDict
 
+from moderation.api.errors import FIELD_ERRORS_MAX
 from moderation.api.fields import (
     URL_MAX_CHARS,
     BoundedDateTimeField,
@@ -66,7 +68,14 @@ class InputSerializer(serializers.Serializer):
         return _shared_fields(type(self))
 
     def to_internal_value(self, data: Any) -> Any:
-        unknown = sorted(str(key) for key in data if key not in self.fields) if isinstance(data, dict) else []
+        # Only the first few unknown keys are named: a body of a million keys is one error list
+        # of bounded size, not a million entries (moderation.api.errors caps what is listed).
+        fields = self.fields
+        unknown = (
+            sorted(str(key) for key in islice((k for k in data if k not in fields), FIELD_ERRORS_MAX + 1))
+            if isinstance(data, dict)
+            else []
+        )
         errors: dict[str, Any] = {
             key: [ErrorDetail(str(self.error_messages["unknown_field"]), code="unknown_field")] for key in unknown
         }
@@ -331,6 +340,9 @@ class PostIngestResultSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["created", "existing", "invalid"])
     id = serializers.IntegerField(allow_null=True)
     errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))  # type: ignore[assignment]
+    truncated = serializers.BooleanField(
+        required=False, help_text="Present and true when the item had more errors than are listed."
+    )
 
 
 class PostBatchOutputSerializer(serializers.Serializer):

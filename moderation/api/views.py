@@ -256,13 +256,7 @@ class PostBatchView(JsonApiView):
             try:
                 valid.append((index, validator.validate(item)))
             except ValidationError as exc:
-                results[index] = {
-                    "index": index,
-                    "external_id": _echo_external_id(item),
-                    "status": "invalid",
-                    "id": None,
-                    "errors": fields_of(flatten_errors(exc.detail)),
-                }
+                results[index] = _invalid_row(index, item, exc)
         ingested = posts_ingest_batch(source=request_source(request), payloads=[payload for _, payload in valid])
         for (index, _), (post, created) in zip(valid, ingested, strict=True):
             results[index] = {
@@ -284,6 +278,24 @@ class PostBatchView(JsonApiView):
     def get(self, request: Request) -> Response:
         # posts/batch shadows GET posts/<external_id> for the external_id "batch".
         return PostDetailView().get(request, external_id="batch")
+
+
+# Errors listed per invalid item: 500 items stay a response of a few hundred KB at most.
+BATCH_ITEM_ERRORS_MAX = 10
+
+
+def _invalid_row(index: int, item: Any, exc: ValidationError) -> dict[str, Any]:
+    errors, truncated = flatten_errors(exc.detail, limit=BATCH_ITEM_ERRORS_MAX)
+    row: dict[str, Any] = {
+        "index": index,
+        "external_id": _echo_external_id(item),
+        "status": "invalid",
+        "id": None,
+        "errors": fields_of(errors),
+    }
+    if truncated:
+        row["truncated"] = True
+    return row
 
 
 def _echo_external_id(item: Any) -> str | None:
