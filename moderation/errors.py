@@ -41,3 +41,9 @@ class Conflict(ApplicationError):
 class InvalidTransition(ApplicationError):
     code = "invalid_transition"
     status_code = 409
+
+
+class PostContentConflict(Conflict):
+    """An external_id already stored for this source, sent again with other content."""
+
+    code = "idempotency_conflict"

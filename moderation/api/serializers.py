@@ -337,8 +337,9 @@ class PostIngestResultSerializer(serializers.Serializer):
 
     index = serializers.IntegerField()
     external_id = serializers.CharField(allow_null=True)
-    status = serializers.ChoiceField(choices=["created", "existing", "invalid"])
+    status = serializers.ChoiceField(choices=["created", "existing", "conflict", "invalid"])
     id = serializers.IntegerField(allow_null=True)
+    content_hash = serializers.CharField(required=False, help_text="With `conflict`: the stored post's content hash.")
     errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))  # type: ignore[assignment]
     truncated = serializers.BooleanField(
         required=False, help_text="Present and true when the item had more errors than are listed."
@@ -348,6 +349,7 @@ class PostIngestResultSerializer(serializers.Serializer):
 class PostBatchOutputSerializer(serializers.Serializer):
     created = serializers.IntegerField()
     existing = serializers.IntegerField()
+    conflict = serializers.IntegerField()
     invalid = serializers.IntegerField()
     results = PostIngestResultSerializer(many=True)
 
@@ -446,7 +448,21 @@ class ErrorBodySerializer(serializers.Serializer):
     message = serializers.CharField()
     fields = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))  # type: ignore[assignment]
     details = ErrorDetailSerializer(many=True, required=False)
+    truncated = serializers.BooleanField(
+        required=False, help_text="Present and true when more errors were found than are listed."
+    )
 
 
 class ErrorSerializer(serializers.Serializer):
     error = ErrorBodySerializer()
+
+
+class ConflictErrorBodySerializer(ErrorBodySerializer):
+    id = serializers.IntegerField(help_text="The stored post's id.")
+    content_hash = serializers.CharField(
+        help_text="SHA-256 (hex) of the stored post's content; empty for a post stored before hashes."
+    )
+
+
+class ConflictErrorSerializer(serializers.Serializer):
+    error = ConflictErrorBodySerializer()

@@ -30,6 +30,7 @@ from moderation.models import Domain, IpAddress, ListStatus, Post, PostStatus
 from moderation.selectors.posts import post_get_for_source
 from moderation.services.authors import author_upsert
 from moderation.services.blocklists import domain_block, domain_unblock, ip_block, ip_unblock
+from moderation.services.content_hash import content_differs
 from moderation.services.ingest import post_ingest, posts_ingest_batch
 from moderation.services.reports import report_create
 from scoring.models import Score
@@ -149,7 +150,9 @@ class PostCreateView(JsonApiView):
         summary="Ingest one post",
         description=(
             "Stores the post once per (source, external_id): 201 when new, 200 with the stored post when "
-            "the external_id was sent before. Scoring is enqueued after commit. With `?wait_ms=N` "
+            "the external_id was sent before with the same content, 409 `idempotency_conflict` (with the "
+            "stored post's `id` and `content_hash`) when it was sent before with other content. "
+            "Scoring is enqueued after commit. With `?wait_ms=N` "
             "(0..1000) the call waits up to N ms for the inline score: 201/200 with `score` when it "
             "arrived, 202 Accepted when the budget ran out."
         ),
@@ -162,6 +165,11 @@ class PostCreateView(JsonApiView):
                 s.PostIngestOutputSerializer, description="Stored; the inline score did not arrive in time."
             ),
             **BODY_ERRORS,
+            409: OpenApiResponse(
+                s.ConflictErrorSerializer,
+                description="`idempotency_conflict`: this external_id was stored with other content "
+                "(text, url, preview, author, created_at); `id` and `content_hash` are the stored post's.",
+            ),
         },
         examples=[
             OpenApiExample("Post with link, author and journey", value=POST_EXAMPLE, request_only=True),
@@ -206,8 +214,9 @@ class PostBatchView(JsonApiView):
         summary="Ingest up to INGEST_BATCH_MAX posts",
         description=(
             'Body: `{"posts": [...]}` with at most 500 items (413 above). Each item is validated and '
-            "stored on its own: the 207 body reports per item `created`, `existing` or `invalid` (with "
-            "field errors); invalid items never block valid ones."
+            "stored on its own: the 207 body reports per item `created`, `existing`, `conflict` (the "
+            "external_id was stored with other content: `id` and `content_hash` are the stored post's) "
+            "or `invalid` (with field errors); invalid items never block valid ones."
         ),
         request=s.PostBatchInputSerializer,
         responses={207: s.PostBatchOutputSerializer, **BODY_ERRORS},
@@ -224,6 +233,7 @@ class PostBatchView(JsonApiView):
                 value={
                     "created": 1,
                     "existing": 0,
+                    "conflict": 0,
                     "invalid": 1,
                     "results": [
                         {"index": 0, "external_id": "p-1001", "status": "created", "id": 1, "errors": {}},
@@ -258,7 +268,7 @@ class PostBatchView(JsonApiView):
             except ValidationError as exc:
                 results[index] = _invalid_row(index, item, exc)
         ingested = posts_ingest_batch(source=request_source(request), payloads=[payload for _, payload in valid])
-        for (index, _), (post, created) in zip(valid, ingested, strict=True):
+        for (index, payload), (post, created) in zip(valid, ingested, strict=True):
             results[index] = {
                 "index": index,
                 "external_id": post.external_id,
@@ -266,9 +276,12 @@ class PostBatchView(JsonApiView):
                 "id": post.pk,
                 "errors": {},
             }
+            if not created and content_differs(stored_hash=post.content_hash, payload=payload):
+                results[index].update(status="conflict", errors=dict(CONFLICT_ERRORS), content_hash=post.content_hash)
         body = {
             "created": sum(r["status"] == "created" for r in results),
             "existing": sum(r["status"] == "existing" for r in results),
+            "conflict": sum(r["status"] == "conflict" for r in results),
             "invalid": sum(r["status"] == "invalid" for r in results),
             "results": results,
         }
@@ -280,6 +293,7 @@ class PostBatchView(JsonApiView):
         return PostDetailView().get(request, external_id="batch")
 
 
+CONFLICT_ERRORS = {"external_id": ["A post with this external_id was stored with different content."]}
 # Errors listed per invalid item: 500 items stay a response of a few hundred KB at most.
 BATCH_ITEM_ERRORS_MAX = 10
 
