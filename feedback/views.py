@@ -118,10 +118,13 @@ def dataset_import(request: HttpRequest) -> HttpResponse:
             name=form.cleaned_data["name"],
         )
     except ApplicationError as exc:
+        # The list page again, with the problems (line numbers) and the client-error status.
         messages.error(request, exc.message)
         for line in exc.fields.get("file", [])[:10]:
             messages.error(request, line)
-        return _redirect("feedback:datasets")
+        response = dataset_list(request)
+        response.status_code = exc.status_code
+        return response
     messages.success(request, f"Imported {dataset.example_count} rows as dataset v{dataset.version}.")
     return _redirect("feedback:dataset_detail", dataset.version)
 
