@@ -3,7 +3,8 @@
 Layout of a dataset on disk (ARTIFACTS_DIR/datasets/<version>/):
     data.jsonl     canonical: one JSON object per line, keys sorted, rows ordered by example id
     data.parquet   same rows (pyarrow); dict columns stored as JSON strings
-    data.csv       same rows; dict columns stored as JSON strings
+    data.csv       same rows; dict columns stored as JSON strings; text a spreadsheet would
+                   evaluate as a formula starts with ' (core.spreadsheet)
     manifest.json  content hash, counts, class balance, time range, sources, split rule, files
 
 `content_sha256` is the SHA-256 of data.jsonl. It depends only on the examples, so the same
@@ -16,7 +17,6 @@ The split (SPLIT_RULE) keeps every author on one side: the bucket is a hash of
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import shutil
@@ -35,6 +35,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from core.spreadsheet import csv_dict_writer
 from feedback.models import (
     DatasetMember,
     DatasetOrigin,
@@ -153,7 +154,8 @@ def _write_parquet(rows: Sequence[dict[str, Any]], path: Path) -> None:
 
 def _write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
     with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(COLUMNS))
+        # For people (spreadsheets): formula-like text gets a leading quote; data.jsonl is exact.
+        writer = csv_dict_writer(fh, fieldnames=COLUMNS)
         writer.writeheader()
         for row in rows:
             writer.writerow(_flat(row))
