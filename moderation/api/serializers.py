@@ -22,6 +22,7 @@ from moderation.api.fields import (
     URL_MAX_CHARS,
     BoundedDateTimeField,
     BoundedIntegerField,
+    ExternalIdField,
     HttpUrlField,
     IpAddressField,
     StrictBooleanField,
@@ -36,8 +37,8 @@ ACCOUNTS_SINCE = datetime(1990, 1, 1, tzinfo=UTC)
 EXTERNAL_ID_MAX = 255
 
 
-def external_id_field(**kwargs: Any) -> StrictCharField:
-    return StrictCharField(allow_numbers=True, max_length=EXTERNAL_ID_MAX, trim_whitespace=True, **kwargs)
+def external_id_field(**kwargs: Any) -> ExternalIdField:
+    return ExternalIdField(max_length=EXTERNAL_ID_MAX, **kwargs)
 
 
 # --- input ----------------------------------------------------------------------------------
@@ -94,7 +95,12 @@ class AuthorProfileInputSerializer(InputSerializer):
     """Profile fields a platform may send; all optional, absent ones keep their stored value."""
 
     username = StrictCharField(required=False, allow_blank=True, max_length=255)
-    account_created_at = BoundedDateTimeField(required=False, allow_null=True, not_before=ACCOUNTS_SINCE)
+    account_created_at = BoundedDateTimeField(
+        required=False,
+        allow_null=True,
+        not_before=ACCOUNTS_SINCE,
+        help_text="From 1990-01-01 to one day after now.",
+    )
     email_domain = StrictCharField(required=False, allow_blank=True, max_length=253, trim_whitespace=True)
     friends_count = BoundedIntegerField(required=False)
     followers_count = BoundedIntegerField(required=False)
@@ -125,7 +131,14 @@ class PreviewInputSerializer(InputSerializer):
 
 class JourneyStepInputSerializer(InputSerializer):
     step = StrictCharField(max_length=64, trim_whitespace=True)
-    at = BoundedDateTimeField(not_before=POSTS_SINCE)
+    at = BoundedDateTimeField(not_before=POSTS_SINCE, help_text="From 2000-01-01 to one day after now.")
+
+
+@extend_schema_field(
+    {"type": "string", "nullable": True, "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}, {"maxLength": 0}]}
+)
+class PostIpField(IpAddressField):
+    """The author's IP address; empty or null when the platform has none."""
 
 
 class PostInputSerializer(InputSerializer):
@@ -134,7 +147,7 @@ class PostInputSerializer(InputSerializer):
     text = StrictCharField(required=False, allow_blank=True, default="", max_length=settings.POST_TEXT_MAX_CHARS)
     url = HttpUrlField(required=False, allow_blank=True, allow_null=True, default="")
     preview = PreviewInputSerializer(required=False, allow_null=True)
-    ip = IpAddressField(required=False, allow_null=True, allow_blank=True, default=None)
+    ip = PostIpField(required=False, allow_null=True, allow_blank=True, default=None)
     journey = serializers.ListField(
         child=JourneyStepInputSerializer(),
         required=False,
@@ -144,7 +157,10 @@ class PostInputSerializer(InputSerializer):
     )
     share_count = BoundedIntegerField(required=False, default=0)
     comment_count = BoundedIntegerField(required=False, default=0)
-    created_at = BoundedDateTimeField(not_before=POSTS_SINCE, help_text="When the author posted, platform clock.")
+    created_at = BoundedDateTimeField(
+        not_before=POSTS_SINCE,
+        help_text="When the author posted, platform clock: from 2000-01-01 to one day after now.",
+    )
 
     def validate_url(self, value: str | None) -> str:
         if not value:
@@ -176,10 +192,26 @@ class PostInputSerializer(InputSerializer):
         return super().to_internal_value(data)
 
 
+@extend_schema_field(
+    {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": settings.INGEST_BATCH_MAX,
+        "items": {
+            "nullable": True,
+            "description": "A post as POST /api/v1/posts takes it. Any JSON value is accepted here: "
+            "an item that is not a valid post is reported `invalid` in the 207 body.",
+        },
+    }
+)
+class BatchItemsField(serializers.ListField):
+    """The batch's items, each validated on its own (moderation.api.batch_items)."""
+
+
 class PostBatchInputSerializer(InputSerializer):
     """Only the envelope; each item is validated on its own so bad items never block good ones."""
 
-    posts = serializers.ListField(child=serializers.JSONField(), allow_empty=False)
+    posts = BatchItemsField(child=serializers.JSONField(), allow_empty=False)
 
 
 class WaitQuerySerializer(serializers.Serializer):
@@ -196,7 +228,9 @@ class ReportInputSerializer(InputSerializer):
     reporter_id = external_id_field()
     reason = StrictCharField(max_length=64, trim_whitespace=True)
     details = StrictCharField(required=False, allow_blank=True, default="", max_length=5000)
-    created_at = BoundedDateTimeField(required=False, not_before=POSTS_SINCE)
+    created_at = BoundedDateTimeField(
+        required=False, not_before=POSTS_SINCE, help_text="From 2000-01-01 to one day after now."
+    )
 
 
 class AuthorInputSerializer(AuthorProfileInputSerializer):
