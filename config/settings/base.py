@@ -267,6 +267,9 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["moderation.api.throttling.ApiKeyRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"api_key": env("API_THROTTLE_RATE", default="6000/min")},
     "EXCEPTION_HANDLER": "moderation.api.errors.exception_handler",
+    # JSON only: the browsable API would answer errors as HTML to `Accept: text/html` (and its
+    # page needs inline script, which the CSP forbids).
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "UNAUTHENTICATED_USER": None,
 }
 

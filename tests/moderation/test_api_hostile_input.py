@@ -118,3 +118,13 @@ def test_a_message_quoting_input_is_clipped(api: ApiCaller) -> None:
     assert response.status_code in (400, 404)
     assert len(response.content) < 2048
     error(response)
+
+
+@pytest.mark.parametrize("accept", ["text/html", "application/xml", "text/html,*/*;q=0.8"])
+def test_errors_are_json_whatever_the_accept_header(api: ApiCaller, accept: str) -> None:
+    response = api.client.post("/api/v1/posts", data=b"{}", content_type="application/json", HTTP_ACCEPT=accept)
+    assert response.status_code in (400, 406)
+    assert response["Content-Type"] == "application/json"
+    error(response)
+    missing = api.client.get("/api/v1/posts/nothing-here", HTTP_ACCEPT=accept)
+    assert missing["Content-Type"] == "application/json" and missing.status_code in (404, 406)
