@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from django.utils.dateparse import parse_datetime
+
 VERSION = "v1"
 
 
@@ -40,10 +42,18 @@ def post_content_hash(*, payload: Mapping[str, Any]) -> str:
         preview.get("title", ""),
         preview.get("description", ""),
         preview.get("text", ""),
-        created_at.astimezone(UTC).isoformat() if isinstance(created_at, datetime) else str(created_at),
+        _instant(created_at),
     ]
     canonical = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _instant(value: Any) -> str:
+    # Validated payloads carry an aware datetime; a caller of the service may pass ISO text.
+    parsed = parse_datetime(value) if isinstance(value, str) else value
+    if isinstance(parsed, datetime) and parsed.tzinfo is not None:
+        return parsed.astimezone(UTC).isoformat()
+    return str(value)
 
 
 def content_differs(*, stored_hash: str, payload: Mapping[str, Any]) -> bool:

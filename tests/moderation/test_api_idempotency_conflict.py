@@ -85,3 +85,12 @@ def test_a_batch_reports_a_conflict_per_item(api: ApiCaller) -> None:
     assert first["id"] == stored.pk and first["content_hash"] == stored.content_hash
     assert "external_id" in first["errors"]
     assert Post.objects.get(external_id="p-2").text == items[2]["text"]
+
+
+def test_an_iso_text_and_a_datetime_of_the_same_instant_hash_alike() -> None:
+    from datetime import UTC, datetime
+
+    base = {"external_id": "p", "author": {"external_id": "u"}, "text": "t"}
+    text = post_content_hash(payload={**base, "created_at": "2026-11-21T10:00:03Z"})
+    aware = post_content_hash(payload={**base, "created_at": datetime(2026, 11, 21, 10, 0, 3, tzinfo=UTC)})
+    assert text == aware
