@@ -262,11 +262,13 @@ class PostBatchView(JsonApiView):
         # One validator for every item: the common item on a fast path, the others through one
         # PostInputSerializer instance, which words the errors (moderation.api.batch_items).
         validator = BatchItemValidator()
+        error_budget = BATCH_ERRORS_MAX
         for index, item in enumerate(items):
             try:
                 valid.append((index, validator.validate(item)))
             except ValidationError as exc:
-                results[index] = _invalid_row(index, item, exc)
+                results[index] = _invalid_row(index, item, exc, limit=max(1, min(BATCH_ITEM_ERRORS_MAX, error_budget)))
+                error_budget -= sum(len(messages) for messages in results[index]["errors"].values())
         ingested = posts_ingest_batch(source=request_source(request), payloads=[payload for _, payload in valid])
         for (index, payload), (post, created) in zip(valid, ingested, strict=True):
             results[index] = {
@@ -294,12 +296,15 @@ class PostBatchView(JsonApiView):
 
 
 CONFLICT_ERRORS = {"external_id": ["A post with this external_id was stored with different content."]}
-# Errors listed per invalid item: 500 items stay a response of a few hundred KB at most.
+# Errors listed per invalid item, and in the whole response; once the response's budget is
+# spent every further invalid item lists its first error only. 500 bad items answer a few
+# hundred KB at most (each entry: a path of at most 64 client characters, a clipped message).
 BATCH_ITEM_ERRORS_MAX = 10
+BATCH_ERRORS_MAX = 1000
 
 
-def _invalid_row(index: int, item: Any, exc: ValidationError) -> dict[str, Any]:
-    errors, truncated = flatten_errors(exc.detail, limit=BATCH_ITEM_ERRORS_MAX)
+def _invalid_row(index: int, item: Any, exc: ValidationError, *, limit: int) -> dict[str, Any]:
+    errors, truncated = flatten_errors(exc.detail, limit=limit)
     row: dict[str, Any] = {
         "index": index,
         "external_id": _echo_external_id(item),
