@@ -46,6 +46,10 @@ def index(request: HttpRequest) -> HttpResponse:
 
 @role_required(CAN_VIEW_ML)
 def dataset_list(request: HttpRequest) -> HttpResponse:
+    return _datasets_page(request)
+
+
+def _datasets_page(request: HttpRequest, *, status: int = 200) -> HttpResponse:
     return render(
         request,
         "feedback/datasets.html",
@@ -58,6 +62,7 @@ def dataset_list(request: HttpRequest) -> HttpResponse:
             "can_admin": can_administer_ml(request.user),
             "pending_examples": selectors.labelled_example_count(),
         },
+        status=status,
     )
 
 
@@ -118,10 +123,11 @@ def dataset_import(request: HttpRequest) -> HttpResponse:
             name=form.cleaned_data["name"],
         )
     except ApplicationError as exc:
+        # The list page again, with the problems (line numbers) and the client-error status.
         messages.error(request, exc.message)
         for line in exc.fields.get("file", [])[:10]:
             messages.error(request, line)
-        return _redirect("feedback:datasets")
+        return _datasets_page(request, status=exc.status_code)
     messages.success(request, f"Imported {dataset.example_count} rows as dataset v{dataset.version}.")
     return _redirect("feedback:dataset_detail", dataset.version)
 

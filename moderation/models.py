@@ -264,6 +264,9 @@ class Post(models.Model):
     share_count = models.PositiveIntegerField(default=0)
     comment_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(help_text="When the author posted it, platform clock.")
+    content_hash = models.CharField(
+        max_length=64, blank=True, default="", help_text="SHA-256 of the post's content (services.content_hash)."
+    )
     received_at = models.DateTimeField(default=timezone.now, db_index=True)
     status = models.CharField(max_length=20, choices=PostStatus.choices, default=PostStatus.RECEIVED)
     status_changed_at = models.DateTimeField(default=timezone.now)

@@ -3,7 +3,8 @@
 Layout of a dataset on disk (ARTIFACTS_DIR/datasets/<version>/):
     data.jsonl     canonical: one JSON object per line, keys sorted, rows ordered by example id
     data.parquet   same rows (pyarrow); dict columns stored as JSON strings
-    data.csv       same rows; dict columns stored as JSON strings
+    data.csv       same rows; dict columns stored as JSON strings; text a spreadsheet would
+                   evaluate as a formula starts with ' (core.spreadsheet)
     manifest.json  content hash, counts, class balance, time range, sources, split rule, files
 
 `content_sha256` is the SHA-256 of data.jsonl. It depends only on the examples, so the same
@@ -16,16 +17,14 @@ The split (SPLIT_RULE) keeps every author on one side: the bucket is a hash of
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +34,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
+from core.spreadsheet import csv_dict_writer
 from feedback.models import (
     DatasetMember,
     DatasetOrigin,
@@ -45,10 +44,11 @@ from feedback.models import (
     LabelledExample,
 )
 from feedback.selectors import CONFLICT_RULE, effective_examples
+from feedback.services import import_rows
+from feedback.services.import_rows import JSON_COLUMNS
 from moderation.errors import ApplicationError, NotFound
 from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
 
-JSON_COLUMNS = ("features", "sub_scores", "model_versions")
 COLUMNS = (
     "example_id",
     "origin",
@@ -82,10 +82,6 @@ SPLIT_RULE: dict[str, Any] = {
 
 # Import limits (documented in the import form and README).
 IMPORT_MAX_BYTES: int = getattr(settings, "FEEDBACK_IMPORT_MAX_BYTES", 20 * 1024 * 1024)
-IMPORT_MAX_ROWS: int = getattr(settings, "FEEDBACK_IMPORT_MAX_ROWS", 100_000)
-IMPORT_MAX_TEXT_CHARS: int = getattr(settings, "POST_TEXT_MAX_CHARS", 10_000)
-IMPORT_MAX_ERRORS_SHOWN = 20
-LABEL_ALIASES = {"spam": "spam", "ham": "ham", "1": "spam", "0": "ham", "true": "spam", "false": "ham"}
 
 
 def artifacts_dir() -> Path:
@@ -158,7 +154,8 @@ def _write_parquet(rows: Sequence[dict[str, Any]], path: Path) -> None:
 
 def _write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
     with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(COLUMNS))
+        # For people (spreadsheets): formula-like text gets a leading quote; data.jsonl is exact.
+        writer = csv_dict_writer(fh, fieldnames=COLUMNS)
         writer.writeheader()
         for row in rows:
             writer.writerow(_flat(row))
@@ -348,113 +345,7 @@ def dataset_file(*, dataset: DatasetVersion, fmt: str) -> Path:
     return path
 
 
-# --- import -------------------------------------------------------------------------------
-
-
-def _parse_rows(content: bytes, fmt: str) -> list[dict[str, Any]]:
-    try:
-        text = content.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ApplicationError("The file is not UTF-8.", code="import_invalid", fields={"file": [str(exc)]}) from exc
-    if fmt == "jsonl":
-        rows: list[dict[str, Any]] = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ApplicationError(
-                    f"Line {lineno} is not valid JSON.",
-                    code="import_invalid",
-                    fields={"file": [f"line {lineno}: {exc}"]},
-                ) from exc
-            if not isinstance(obj, dict):
-                raise ApplicationError(
-                    f"Line {lineno} is not a JSON object.",
-                    code="import_invalid",
-                    fields={"file": [f"line {lineno}: expected an object"]},
-                )
-            obj["_line"] = lineno
-            rows.append(obj)
-        return rows
-    if fmt == "csv":
-        reader = csv.DictReader(io.StringIO(text))
-        if not reader.fieldnames or "text" not in reader.fieldnames or "label" not in reader.fieldnames:
-            raise ApplicationError(
-                "A CSV import needs a header row with at least the columns text and label.",
-                code="import_invalid",
-                fields={"file": ["missing text/label columns"]},
-            )
-        out = []
-        for i, row in enumerate(reader, start=2):
-            item: dict[str, Any] = dict(row)
-            item["_line"] = i
-            out.append(item)
-        return out
-    raise ApplicationError(f"Unknown import format {fmt!r}; use jsonl or csv.", code="import_invalid")
-
-
-def _validate_row(row: dict[str, Any], errors: list[str]) -> dict[str, Any] | None:
-    line = row.get("_line")
-    text = row.get("text")
-    if not isinstance(text, str) or not text.strip():
-        errors.append(f"line {line}: text is missing or empty")
-        return None
-    if len(text) > IMPORT_MAX_TEXT_CHARS:
-        errors.append(f"line {line}: text longer than {IMPORT_MAX_TEXT_CHARS} characters")
-        return None
-    label = LABEL_ALIASES.get(str(row.get("label", "")).strip().lower())
-    if label is None:
-        errors.append(f"line {line}: label must be spam or ham (or 1/0), got {row.get('label')!r}")
-        return None
-    decided_at = timezone.now()
-    raw_at = row.get("decided_at")
-    if raw_at:
-        parsed = parse_datetime(str(raw_at))
-        if parsed is None:
-            errors.append(f"line {line}: decided_at is not an ISO 8601 datetime")
-            return None
-        decided_at = parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, UTC)
-    parsed_json: dict[str, dict[str, Any]] = {}
-    for column in JSON_COLUMNS:
-        value = row.get(column) or {}
-        if isinstance(value, str):
-            try:
-                value = json.loads(value) if value.strip() else {}
-            except json.JSONDecodeError:
-                value = None
-        if not isinstance(value, dict):
-            errors.append(f"line {line}: {column} is not a JSON object")
-            return None
-        parsed_json[column] = value
-    if not all(isinstance(v, int | float) for v in parsed_json["sub_scores"].values()):
-        errors.append(f"line {line}: sub_scores values must be numbers")
-        return None
-    final_score: float | None = None
-    raw_final = row.get("final_score")
-    if raw_final not in (None, ""):
-        try:
-            final_score = float(str(raw_final))
-        except ValueError:
-            errors.append(f"line {line}: final_score is not a number")
-            return None
-    return {
-        "text": text,
-        "label": label,
-        "decided_at": decided_at,
-        "source": str(row.get("source") or "")[:60],
-        "author_external_id": str(row.get("author_external_id") or row.get("author") or "")[:255],
-        "post_external_id": str(row.get("post_external_id") or row.get("id") or "")[:255],
-        "preview_text": str(row.get("preview_text") or "")[: IMPORT_MAX_TEXT_CHARS * 5],
-        "url": str(row.get("url") or "")[:2048],
-        "reason_code": str(row.get("reason_code") or "")[:64],
-        "features": parsed_json["features"],
-        "sub_scores": parsed_json["sub_scores"],
-        "model_versions": parsed_json["model_versions"],
-        "final_score": final_score,
-        "model_set": str(row.get("model_set") or "")[:200],
-    }
+# --- import (reading and checking rows: feedback.services.import_rows) ----------------------
 
 
 @transaction.atomic
@@ -468,34 +359,23 @@ def dataset_import(
 ) -> DatasetVersion:
     """Import labelled rows (JSONL or CSV, at least `text` and `label`) and snapshot exactly
     those rows into a new dataset version. All or nothing: one invalid row rejects the file and
-    the error lists the first IMPORT_MAX_ERRORS_SHOWN problems with their line numbers."""
+    the error (code import_invalid, status 400) lists the first problems with their line
+    numbers; the limits are import_rows'."""
     if len(content) > IMPORT_MAX_BYTES:
         raise ApplicationError(
             f"The file is larger than {IMPORT_MAX_BYTES // (1024 * 1024)} MB.",
             code="import_too_large",
             fields={"file": [f"{len(content)} bytes"]},
         )
-    rows = _parse_rows(content, fmt)
-    if not rows:
-        raise ApplicationError("The file has no rows.", code="import_invalid", fields={"file": ["empty"]})
-    if len(rows) > IMPORT_MAX_ROWS:
+    valid, problems, count = import_rows.read_rows(content, fmt)
+    if problems.count:
         raise ApplicationError(
-            f"The file has more than {IMPORT_MAX_ROWS} rows.",
-            code="import_too_large",
-            fields={"file": [str(len(rows))]},
-        )
-    errors: list[str] = []
-    valid = [v for v in (_validate_row(r, errors) for r in rows) if v is not None]
-    if errors:
-        shown = errors[:IMPORT_MAX_ERRORS_SHOWN]
-        more = len(errors) - len(shown)
-        if more:
-            shown.append(f"... and {more} more")
-        raise ApplicationError(
-            f"{len(errors)} of {len(rows)} rows are invalid; nothing was imported.",
+            f"The file is invalid ({problems.count} problems in {count} rows); nothing was imported.",
             code="import_invalid",
-            fields={"file": shown},
+            fields={"file": problems.listing()},
         )
+    if not valid:
+        raise ApplicationError("The file has no rows.", code="import_invalid", fields={"file": ["empty"]})
     username = created_by.get_username() if created_by is not None else ""
     examples = LabelledExample.objects.bulk_create(
         [

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 # PositiveIntegerField is a 4-byte integer on PostgreSQL.
@@ -138,6 +139,26 @@ class HttpUrlField(StrictCharField):
         return value
 
 
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"\S"},
+            {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1},
+        ],
+        "description": "The platform's id: a string (trimmed) or an integer, stored as text.",
+    }
+)
+class ExternalIdField(StrictCharField):
+    """A platform's id: a non-blank string of at most 255 characters (trimmed), or an integer
+    that fits 64 bits (stored as its decimal text)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", 255)
+        kwargs.setdefault("trim_whitespace", True)
+        super().__init__(allow_numbers=True, **kwargs)
+
+
+@extend_schema_field({"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}], "maxLength": 64})
 class IpAddressField(StrictCharField):
     """An IPv4 or IPv6 address, returned in its compressed canonical form."""
 

@@ -15,6 +15,10 @@ class UtcIsoDateTimeField(IsoDateTimeField):
     +-15:59, so an exotic offset reached SQL and failed there (found by the API fuzz test)."""
 
     def to_python(self, value: Any) -> datetime | None:
+        # Present but empty (?blocked_before=) is not a date-time: a 400, as the schema says;
+        # absent (None) is no filter.
+        if value == "":
+            raise forms.ValidationError("Enter a date and time.", code="invalid")
         parsed = super().to_python(value)
         if parsed is None:
             return None

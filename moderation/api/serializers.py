@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any
 
 from django.conf import settings
@@ -16,10 +17,12 @@ from rest_framework.fields import SkipField
 from rest_framework.relations import PKOnlyObject
 from rest_framework.utils.serializer_helpers import BindingDict
 
+from moderation.api.errors import FIELD_ERRORS_MAX
 from moderation.api.fields import (
     URL_MAX_CHARS,
     BoundedDateTimeField,
     BoundedIntegerField,
+    ExternalIdField,
     HttpUrlField,
     IpAddressField,
     StrictBooleanField,
@@ -35,8 +38,8 @@ ACCOUNTS_SINCE = datetime(1990, 1, 1, tzinfo=UTC)
 EXTERNAL_ID_MAX = 255
 
 
-def external_id_field(**kwargs: Any) -> StrictCharField:
-    return StrictCharField(allow_numbers=True, max_length=EXTERNAL_ID_MAX, trim_whitespace=True, **kwargs)
+def external_id_field(**kwargs: Any) -> ExternalIdField:
+    return ExternalIdField(max_length=EXTERNAL_ID_MAX, **kwargs)
 
 
 # --- input ----------------------------------------------------------------------------------
@@ -67,7 +70,14 @@ class InputSerializer(serializers.Serializer):
         return _shared_fields(type(self))
 
     def to_internal_value(self, data: Any) -> Any:
-        unknown = sorted(str(key) for key in data if key not in self.fields) if isinstance(data, dict) else []
+        # Only the first few unknown keys are named: a body of a million keys is one error list
+        # of bounded size, not a million entries (moderation.api.errors caps what is listed).
+        fields = self.fields
+        unknown = (
+            sorted(str(key) for key in islice((k for k in data if k not in fields), FIELD_ERRORS_MAX + 1))
+            if isinstance(data, dict)
+            else []
+        )
         errors: dict[str, Any] = {
             key: [ErrorDetail(str(self.error_messages["unknown_field"]), code="unknown_field")] for key in unknown
         }
@@ -86,7 +96,12 @@ class AuthorProfileInputSerializer(InputSerializer):
     """Profile fields a platform may send; all optional, absent ones keep their stored value."""
 
     username = StrictCharField(required=False, allow_blank=True, max_length=255)
-    account_created_at = BoundedDateTimeField(required=False, allow_null=True, not_before=ACCOUNTS_SINCE)
+    account_created_at = BoundedDateTimeField(
+        required=False,
+        allow_null=True,
+        not_before=ACCOUNTS_SINCE,
+        help_text="From 1990-01-01 to one day after now.",
+    )
     email_domain = StrictCharField(required=False, allow_blank=True, max_length=253, trim_whitespace=True)
     friends_count = BoundedIntegerField(required=False)
     followers_count = BoundedIntegerField(required=False)
@@ -117,7 +132,14 @@ class PreviewInputSerializer(InputSerializer):
 
 class JourneyStepInputSerializer(InputSerializer):
     step = StrictCharField(max_length=64, trim_whitespace=True)
-    at = BoundedDateTimeField(not_before=POSTS_SINCE)
+    at = BoundedDateTimeField(not_before=POSTS_SINCE, help_text="From 2000-01-01 to one day after now.")
+
+
+@extend_schema_field(
+    {"type": "string", "nullable": True, "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}, {"maxLength": 0}]}
+)
+class PostIpField(IpAddressField):
+    """The author's IP address; empty or null when the platform has none."""
 
 
 class PostInputSerializer(InputSerializer):
@@ -126,7 +148,7 @@ class PostInputSerializer(InputSerializer):
     text = StrictCharField(required=False, allow_blank=True, default="", max_length=settings.POST_TEXT_MAX_CHARS)
     url = HttpUrlField(required=False, allow_blank=True, allow_null=True, default="")
     preview = PreviewInputSerializer(required=False, allow_null=True)
-    ip = IpAddressField(required=False, allow_null=True, allow_blank=True, default=None)
+    ip = PostIpField(required=False, allow_null=True, allow_blank=True, default=None)
     journey = serializers.ListField(
         child=JourneyStepInputSerializer(),
         required=False,
@@ -136,7 +158,10 @@ class PostInputSerializer(InputSerializer):
     )
     share_count = BoundedIntegerField(required=False, default=0)
     comment_count = BoundedIntegerField(required=False, default=0)
-    created_at = BoundedDateTimeField(not_before=POSTS_SINCE, help_text="When the author posted, platform clock.")
+    created_at = BoundedDateTimeField(
+        not_before=POSTS_SINCE,
+        help_text="When the author posted, platform clock: from 2000-01-01 to one day after now.",
+    )
 
     def validate_url(self, value: str | None) -> str:
         if not value:
@@ -168,10 +193,26 @@ class PostInputSerializer(InputSerializer):
         return super().to_internal_value(data)
 
 
+@extend_schema_field(
+    {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": settings.INGEST_BATCH_MAX,
+        "items": {
+            "nullable": True,
+            "description": "A post as POST /api/v1/posts takes it. Any JSON value is accepted here: "
+            "an item that is not a valid post is reported `invalid` in the 207 body.",
+        },
+    }
+)
+class BatchItemsField(serializers.ListField):
+    """The batch's items, each validated on its own (moderation.api.batch_items)."""
+
+
 class PostBatchInputSerializer(InputSerializer):
     """Only the envelope; each item is validated on its own so bad items never block good ones."""
 
-    posts = serializers.ListField(child=serializers.JSONField(), allow_empty=False)
+    posts = BatchItemsField(child=serializers.JSONField(), allow_empty=False)
 
 
 class WaitQuerySerializer(serializers.Serializer):
@@ -188,7 +229,9 @@ class ReportInputSerializer(InputSerializer):
     reporter_id = external_id_field()
     reason = StrictCharField(max_length=64, trim_whitespace=True)
     details = StrictCharField(required=False, allow_blank=True, default="", max_length=5000)
-    created_at = BoundedDateTimeField(required=False, not_before=POSTS_SINCE)
+    created_at = BoundedDateTimeField(
+        required=False, not_before=POSTS_SINCE, help_text="From 2000-01-01 to one day after now."
+    )
 
 
 class AuthorInputSerializer(AuthorProfileInputSerializer):
@@ -328,14 +371,19 @@ class PostIngestResultSerializer(serializers.Serializer):
 
     index = serializers.IntegerField()
     external_id = serializers.CharField(allow_null=True)
-    status = serializers.ChoiceField(choices=["created", "existing", "invalid"])
+    status = serializers.ChoiceField(choices=["created", "existing", "conflict", "invalid"])
     id = serializers.IntegerField(allow_null=True)
+    content_hash = serializers.CharField(required=False, help_text="With `conflict`: the stored post's content hash.")
     errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))  # type: ignore[assignment]
+    truncated = serializers.BooleanField(
+        required=False, help_text="Present and true when the item had more errors than are listed."
+    )
 
 
 class PostBatchOutputSerializer(serializers.Serializer):
     created = serializers.IntegerField()
     existing = serializers.IntegerField()
+    conflict = serializers.IntegerField()
     invalid = serializers.IntegerField()
     results = PostIngestResultSerializer(many=True)
 
@@ -409,7 +457,21 @@ class ErrorBodySerializer(serializers.Serializer):
     message = serializers.CharField()
     fields = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))  # type: ignore[assignment]
     details = ErrorDetailSerializer(many=True, required=False)
+    truncated = serializers.BooleanField(
+        required=False, help_text="Present and true when more errors were found than are listed."
+    )
 
 
 class ErrorSerializer(serializers.Serializer):
     error = ErrorBodySerializer()
+
+
+class ConflictErrorBodySerializer(ErrorBodySerializer):
+    id = serializers.IntegerField(help_text="The stored post's id.")
+    content_hash = serializers.CharField(
+        help_text="SHA-256 (hex) of the stored post's content; empty for a post stored before hashes."
+    )
+
+
+class ConflictErrorSerializer(serializers.Serializer):
+    error = ConflictErrorBodySerializer()

@@ -30,6 +30,7 @@ from moderation.selectors.blocklists import source_blocks
 from moderation.selectors.posts import post_get_for_source
 from moderation.services.authors import author_upsert
 from moderation.services.blocklists import source_block_add, source_block_remove
+from moderation.services.content_hash import content_differs
 from moderation.services.ingest import post_ingest, posts_ingest_batch
 from moderation.services.reports import report_create
 from scoring.models import Score
@@ -151,7 +152,9 @@ class PostCreateView(JsonApiView):
         summary="Ingest one post",
         description=(
             "Stores the post once per (source, external_id): 201 when new, 200 with the stored post when "
-            "the external_id was sent before. Scoring is enqueued after commit. With `?wait_ms=N` "
+            "the external_id was sent before with the same content, 409 `idempotency_conflict` (with the "
+            "stored post's `id` and `content_hash`) when it was sent before with other content. "
+            "Scoring is enqueued after commit. With `?wait_ms=N` "
             "(0..1000) the call waits up to N ms for the inline score: 201/200 with `score` when it "
             "arrived, 202 Accepted when the budget ran out."
         ),
@@ -164,6 +167,11 @@ class PostCreateView(JsonApiView):
                 s.PostIngestOutputSerializer, description="Stored; the inline score did not arrive in time."
             ),
             **BODY_ERRORS,
+            409: OpenApiResponse(
+                s.ConflictErrorSerializer,
+                description="`idempotency_conflict`: this external_id was stored with other content "
+                "(text, url, preview, author, created_at); `id` and `content_hash` are the stored post's.",
+            ),
         },
         examples=[
             OpenApiExample("Post with link, author and journey", value=POST_EXAMPLE, request_only=True),
@@ -210,8 +218,9 @@ class PostBatchView(JsonApiView):
         summary="Ingest up to INGEST_BATCH_MAX posts",
         description=(
             'Body: `{"posts": [...]}` with at most 500 items (413 above). Each item is validated and '
-            "stored on its own: the 207 body reports per item `created`, `existing` or `invalid` (with "
-            "field errors); invalid items never block valid ones."
+            "stored on its own: the 207 body reports per item `created`, `existing`, `conflict` (the "
+            "external_id was stored with other content: `id` and `content_hash` are the stored post's) "
+            "or `invalid` (with field errors); invalid items never block valid ones."
         ),
         request=s.PostBatchInputSerializer,
         responses={207: s.PostBatchOutputSerializer, **BODY_ERRORS},
@@ -228,6 +237,7 @@ class PostBatchView(JsonApiView):
                 value={
                     "created": 1,
                     "existing": 0,
+                    "conflict": 0,
                     "invalid": 1,
                     "results": [
                         {"index": 0, "external_id": "p-1001", "status": "created", "id": 1, "errors": {}},
@@ -256,19 +266,15 @@ class PostBatchView(JsonApiView):
         # One validator for every item: the common item on a fast path, the others through one
         # PostInputSerializer instance, which words the errors (moderation.api.batch_items).
         validator = BatchItemValidator()
+        error_budget = BATCH_ERRORS_MAX
         for index, item in enumerate(items):
             try:
                 valid.append((index, validator.validate(item)))
             except ValidationError as exc:
-                results[index] = {
-                    "index": index,
-                    "external_id": _echo_external_id(item),
-                    "status": "invalid",
-                    "id": None,
-                    "errors": fields_of(flatten_errors(exc.detail)),
-                }
+                results[index] = _invalid_row(index, item, exc, limit=max(1, min(BATCH_ITEM_ERRORS_MAX, error_budget)))
+                error_budget -= sum(len(messages) for messages in results[index]["errors"].values())
         ingested = posts_ingest_batch(source=request_source(request), payloads=[payload for _, payload in valid])
-        for (index, _), (post, created) in zip(valid, ingested, strict=True):
+        for (index, payload), (post, created) in zip(valid, ingested, strict=True):
             results[index] = {
                 "index": index,
                 "external_id": post.external_id,
@@ -276,9 +282,12 @@ class PostBatchView(JsonApiView):
                 "id": post.pk,
                 "errors": {},
             }
+            if not created and content_differs(stored_hash=post.content_hash, payload=payload):
+                results[index].update(status="conflict", errors=dict(CONFLICT_ERRORS), content_hash=post.content_hash)
         body = {
             "created": sum(r["status"] == "created" for r in results),
             "existing": sum(r["status"] == "existing" for r in results),
+            "conflict": sum(r["status"] == "conflict" for r in results),
             "invalid": sum(r["status"] == "invalid" for r in results),
             "results": results,
         }
@@ -288,6 +297,28 @@ class PostBatchView(JsonApiView):
     def get(self, request: Request) -> Response:
         # posts/batch shadows GET posts/<external_id> for the external_id "batch".
         return PostDetailView().get(request, external_id="batch")
+
+
+CONFLICT_ERRORS = {"external_id": ["A post with this external_id was stored with different content."]}
+# Errors listed per invalid item, and in the whole response; once the response's budget is
+# spent every further invalid item lists its first error only. 500 bad items answer a few
+# hundred KB at most (each entry: a path of at most 64 client characters, a clipped message).
+BATCH_ITEM_ERRORS_MAX = 10
+BATCH_ERRORS_MAX = 1000
+
+
+def _invalid_row(index: int, item: Any, exc: ValidationError, *, limit: int) -> dict[str, Any]:
+    errors, truncated = flatten_errors(exc.detail, limit=limit)
+    row: dict[str, Any] = {
+        "index": index,
+        "external_id": _echo_external_id(item),
+        "status": "invalid",
+        "id": None,
+        "errors": fields_of(errors),
+    }
+    if truncated:
+        row["truncated"] = True
+    return row
 
 
 def _echo_external_id(item: Any) -> str | None:

@@ -5,16 +5,17 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.http import QueryDict
 from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
+from django.utils.dateparse import parse_datetime
 
 from moderation.models import AuditLog
+from moderation.selectors.query_values import query_date, query_text
 
 PAGE_SIZE = 100
 
@@ -27,20 +28,25 @@ class AuditFilters:
     target_id: str = ""
     date_from: date | None = None
     date_to: date | None = None
+    errors: list[str] = field(default_factory=list)
 
     @classmethod
     def from_query(cls, params: QueryDict) -> AuditFilters:
+        """The filters of a query string; a value that is not valid is left out and described
+        in ``errors`` (moderation.selectors.query_values)."""
+        errors: list[str] = []
         return cls(
-            actor=params.get("actor", "").strip()[:150],
-            action=params.get("action", "").strip()[:64],
-            target_type=params.get("target_type", "").strip()[:64],
-            target_id=params.get("target_id", "").strip()[:64],
-            date_from=parse_date(params.get("date_from") or "") if params.get("date_from") else None,
-            date_to=parse_date(params.get("date_to") or "") if params.get("date_to") else None,
+            actor=query_text(params, "actor", errors, max_length=150),
+            action=query_text(params, "action", errors, max_length=64),
+            target_type=query_text(params, "target_type", errors, max_length=64),
+            target_id=query_text(params, "target_id", errors, max_length=64),
+            date_from=query_date(params, "date_from", errors),
+            date_to=query_date(params, "date_to", errors),
+            errors=errors,
         )
 
     def as_query(self) -> dict[str, str]:
-        return {k: str(v) for k, v in self.__dict__.items() if v not in ("", None)}
+        return {k: str(v) for k, v in self.__dict__.items() if k != "errors" and v not in ("", None)}
 
 
 def audit_queryset(*, filters: AuditFilters) -> QuerySet[AuditLog]:

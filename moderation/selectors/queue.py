@@ -15,9 +15,10 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from django.http import QueryDict
 from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
+from django.utils.dateparse import parse_datetime
 
 from moderation.models import Post, PostStatus
+from moderation.selectors.query_values import query_date, query_float, query_ip, query_text
 from moderation.services.claims import claimable_q
 
 QUEUE_ORDER = ("-final_score", "-report_count", "received_at", "id")
@@ -62,13 +63,6 @@ class Cursor:
         return cls(post.final_score, post.report_count, post.received_at, post.pk)
 
 
-def _float(value: str | None) -> float | None:
-    try:
-        return float(value) if value not in (None, "") else None
-    except ValueError:
-        return None
-
-
 @dataclass
 class QueueFilters:
     status: str = PostStatus.QUEUED
@@ -87,20 +81,23 @@ class QueueFilters:
 
     @classmethod
     def from_query(cls, params: QueryDict) -> QueueFilters:
+        """The filters of a query string; a value that is not valid is left out and described
+        in ``errors`` (moderation.selectors.query_values)."""
         f = cls()
+        errors = f.errors
         status = params.get("status", PostStatus.QUEUED)
         f.status = status if status in dict(STATUS_CHOICES) else PostStatus.QUEUED
-        f.score_min = _float(params.get("score_min"))
-        f.score_max = _float(params.get("score_max"))
+        f.score_min = query_float(params, "score_min", errors)
+        f.score_max = query_float(params, "score_max", errors)
         f.has_reports = params.get("has_reports") in ("1", "on", "true")
-        f.domain = params.get("domain", "").strip().lower()[:253]
-        f.author = params.get("author", "").strip()[:255]
-        f.ip = params.get("ip", "").strip()[:64]
-        f.source = params.get("source", "").strip()[:60]
-        f.model_version = params.get("model_version", "").strip()[:120]
-        f.date_from = parse_date(params.get("date_from", "") or "") if params.get("date_from") else None
-        f.date_to = parse_date(params.get("date_to", "") or "") if params.get("date_to") else None
-        f.q = params.get("q", "").strip()[:200]
+        f.domain = query_text(params, "domain", errors, max_length=253).lower()
+        f.author = query_text(params, "author", errors, max_length=255)
+        f.ip = query_ip(params, "ip", errors)
+        f.source = query_text(params, "source", errors, max_length=60)
+        f.model_version = query_text(params, "model_version", errors, max_length=120)
+        f.date_from = query_date(params, "date_from", errors)
+        f.date_to = query_date(params, "date_to", errors)
+        f.q = query_text(params, "q", errors, max_length=200)
         return f
 
     def as_query(self) -> dict[str, str]:

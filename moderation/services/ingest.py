@@ -20,9 +20,11 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 
 from config import redis_breaker
 from moderation import sql_rows
+from moderation.errors import PostContentConflict
 from moderation.links import link_identity, url_hash
 from moderation.models import Domain, IpAddress, Link, Post, PostStatus, Source
 from moderation.services.authors import authors_upsert_counting_posts
+from moderation.services.content_hash import content_differs, post_content_hash
 from moderation.services.counters import counters_add, upsert_counting
 from moderation.services.json_rows import insert_rows
 
@@ -144,6 +146,7 @@ def _build_post(
         share_count=payload.get("share_count", 0),
         comment_count=payload.get("comment_count", 0),
         created_at=payload["created_at"],
+        content_hash=post_content_hash(payload=payload),
     )
 
 
@@ -184,16 +187,36 @@ def _stored_posts_sql() -> str:
     )
 
 
+def _check_unchanged(post: Post, payload: Mapping[str, Any]) -> None:
+    """Raise PostContentConflict when a resend's content is not the stored post's."""
+    if content_differs(stored_hash=post.content_hash, payload=payload):
+        raise PostContentConflict(
+            "A post with this external_id was stored with different content.",
+            extra={"id": post.pk, "content_hash": post.content_hash},
+        )
+
+
 def post_ingest(
     *, source: Source, payload: Mapping[str, Any], inline_budget_ms: int | None = None
 ) -> tuple[Post, bool]:
     """Store one validated post payload (see PostInputSerializer). Returns (post, created).
 
     Idempotent on (source, external_id): a repeat, or the loser of a concurrent insert race,
-    gets the stored post and ``created=False`` and changes nothing. A new post is the batch
+    gets the stored post and ``created=False`` and changes nothing; a repeat whose content
+    differs (moderation.services.content_hash) raises PostContentConflict and changes nothing. A new post is the batch
     path with one item: the same fixed number of statements (see _posts_create).
     `inline_budget_ms`: the caller scores a new post inline right after (?wait_ms); the post is
     held for that check and its task delayed past the budget (scoring.services.inline)."""
+    post, created = _post_store(source=source, payload=payload, inline_budget_ms=inline_budget_ms)
+    if not created:
+        _check_unchanged(post, payload)
+    return post, created
+
+
+def _post_store(
+    *, source: Source, payload: Mapping[str, Any], inline_budget_ms: int | None = None
+) -> tuple[Post, bool]:
+    """post_ingest without the content check: the stored post or the new one."""
     external_id = payload["external_id"]
     existing = _stored_post(source=source, external_id=external_id)
     if existing is not None:
@@ -220,7 +243,9 @@ def posts_ingest_batch(*, source: Source, payloads: Sequence[Mapping[str, Any]])
     New posts are written in chunks of BATCH_CHUNK, each one transaction with set-based upserts
     of authors, domains, links and IPs and one multi-row insert. A chunk that meets a concurrent
     writer (a duplicate inserted meanwhile, a deadlock) is rolled back and redone post by post
-    through post_ingest, so the outcome per item is the same as sending them one at a time."""
+    through post_ingest, so the outcome per item is the same as sending them one at a time.
+    A repeat is returned as stored whatever its content: the caller tells a conflict with
+    content_differs (the batch answers it per item)."""
     external_ids = [p["external_id"] for p in payloads]
     stored = {p.external_id: p for p in _stored_posts(source=source, external_ids=external_ids)}
     fresh: dict[str, Mapping[str, Any]] = {}
@@ -263,7 +288,7 @@ def _chunks_create(
             logger.info("moderation.batch_chunk_fallback reason=%s", type(exc).__name__)
             posts = []
             for payload in chunk:
-                post, created = post_ingest(source=source, payload=payload)
+                post, created = _post_store(source=source, payload=payload)
                 stored[post.external_id] = post
                 if created:
                     created_ids.add(post.external_id)

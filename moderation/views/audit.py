@@ -1,14 +1,13 @@
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
-from typing import Any
 
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 
+from core.spreadsheet import csv_writer
 from moderation.permissions import CAN_VIEW_AUDIT, role_required
 from moderation.selectors.audit import AuditFilters, audit_csv_rows, audit_page
 from moderation.views.common import with_query
@@ -17,13 +16,6 @@ from moderation.views.common import with_query
 class _Echo:
     def write(self, value: str) -> str:
         return value
-
-
-def _csv_safe(value: Any) -> Any:
-    # Spreadsheet formula injection: text starting with = + - @ is shown, not evaluated.
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
-        return "'" + value
-    return value
 
 
 @role_required(CAN_VIEW_AUDIT)
@@ -41,17 +33,20 @@ def audit_log(request: HttpRequest) -> HttpResponse:
             "next_url": with_query(reverse("moderation:audit"), {**query, "cursor": cursor}) if cursor else "",
             "csv_url": with_query(reverse("moderation:audit_csv"), query),
         },
+        status=400 if filters.errors else 200,
     )
 
 
 @role_required(CAN_VIEW_AUDIT)
-def audit_csv(request: HttpRequest) -> StreamingHttpResponse:
+def audit_csv(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     filters = AuditFilters.from_query(request.GET)
-    writer = csv.writer(_Echo())
+    if filters.errors:
+        return HttpResponse("\n".join(filters.errors), status=400, content_type="text/plain; charset=utf-8")
+    writer = csv_writer(_Echo())
 
     def lines() -> Iterator[str]:
         for row in audit_csv_rows(filters=filters):
-            yield writer.writerow([_csv_safe(v) for v in row])
+            yield writer.writerow(row)
 
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
     response = StreamingHttpResponse(lines(), content_type="text/csv")

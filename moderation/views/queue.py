@@ -23,6 +23,10 @@ def home(request: HttpRequest) -> HttpResponseBase:
 
 @role_required(CAN_MODERATE)
 def queue(request: HttpRequest) -> HttpResponse:
+    return _queue_page(request)
+
+
+def _queue_page(request: HttpRequest) -> HttpResponse:
     filters = QueueFilters.from_query(request.GET)
     page = queue_page(filters=filters, user=request.user, cursor=request.GET.get("cursor"))
     query = filters.as_query()
@@ -30,8 +34,9 @@ def queue(request: HttpRequest) -> HttpResponse:
         with_query(reverse("moderation:queue"), {**query, "cursor": page.next_cursor}) if page.next_cursor else ""
     )
     context = {"page": page, "filters": filters, "filter_query": query, "next_url": next_url}
+    status = 400 if filters.errors else 200  # the page says which filters it left out
     if is_htmx(request) and request.GET.get("cursor"):
-        return render(request, "moderation/_queue_rows.html", context)
+        return render(request, "moderation/_queue_rows.html", context, status=status)
     context.update(
         {
             "nav": "queue",
@@ -41,13 +46,15 @@ def queue(request: HttpRequest) -> HttpResponse:
             "focus_url": with_query(reverse("moderation:focus"), query),
         }
     )
-    return render(request, "moderation/queue.html", context)
+    return render(request, "moderation/queue.html", context, status=status)
 
 
 @role_required(CAN_MODERATE)
 def focus(request: HttpRequest) -> HttpResponse:
     """One-item mode: claim the next item nobody holds and open it; decisions come back here."""
     filters = QueueFilters.from_query(request.GET)
+    if filters.errors:
+        return _queue_page(request)  # the queue page, with the errors and a 400
     skipped = [int(i) for i in request.session.get("focus_skip", [])]
     base = queue_queryset(filters=filters).exclude(pk__in=skipped)
     post = claim_next(user=request.user, base_queryset=base)

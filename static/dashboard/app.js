@@ -11,6 +11,23 @@
   };
   const typing = (el) => el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
 
+  /* ---- bar widths and legend colours ----
+     The Content-Security-Policy allows no style attributes, so templates carry the values as
+     data-width (percent) and data-swatch (a colour) and they are applied here, also to rows
+     htmx swaps in. */
+  function applyStyles(root) {
+    const scope = root && root.querySelectorAll ? root : document;
+    const targets = $$("[data-width], [data-swatch]", scope);
+    if (scope.matches && scope.matches("[data-width], [data-swatch]")) targets.push(scope);
+    targets.forEach((el) => {
+      const width = parseFloat(el.dataset.width);
+      if (!Number.isNaN(width)) el.style.width = Math.max(0, Math.min(100, width)) + "%";
+      if (el.dataset.swatch && /^#[0-9a-fA-F]{3,8}$/.test(el.dataset.swatch)) el.style.background = el.dataset.swatch;
+    });
+  }
+  applyStyles(document);
+  document.addEventListener("htmx:load", (e) => applyStyles(e.detail && e.detail.elt));
+
   function flash(text, kind) {
     let stack = $(".flash-stack");
     if (!stack) {

@@ -155,7 +155,7 @@ def test_import_size_limits(db, admin_user, monkeypatch):
     with pytest.raises(ApplicationError) as exc:
         dataset_import(content=b"text,label\n" + b"x,spam\n" * 50, fmt="csv", created_by=admin_user)
     assert exc.value.code == "import_too_large"
-    monkeypatch.setattr("feedback.services.datasets.IMPORT_MAX_TEXT_CHARS", 5)
+    monkeypatch.setattr("feedback.services.import_rows.IMPORT_MAX_TEXT_CHARS", 5)
     with pytest.raises(ApplicationError, match="invalid"):
         dataset_import(content=b"text,label\nlong text here,spam\n", fmt="csv", created_by=admin_user)
 

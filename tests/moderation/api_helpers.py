@@ -43,6 +43,11 @@ def iso(delta: timedelta = timedelta(0)) -> str:
     return (timezone.now() + delta).isoformat()
 
 
+# created_at is content (moderation.services.content_hash): one instant for the whole run, so
+# that two post_payload() calls with the same external_id are the same post, as a retry is.
+CREATED_AT = timezone.now()
+
+
 def post_payload(external_id: str = "p-1", **overrides: Any) -> dict[str, Any]:
     now = timezone.now()
     payload: dict[str, Any] = {
@@ -70,7 +75,7 @@ def post_payload(external_id: str = "p-1", **overrides: Any) -> dict[str, Any]:
         ],
         "share_count": 1,
         "comment_count": 2,
-        "created_at": now.isoformat(),
+        "created_at": CREATED_AT.isoformat(),
     }
     payload.update(overrides)
     return payload

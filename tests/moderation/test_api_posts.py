@@ -24,13 +24,15 @@ pytestmark = pytest.mark.django_db
 
 
 def test_create_then_repeat_returns_existing(api: ApiCaller):
-    first = api.post("/api/v1/posts", post_payload())
+    payload = post_payload()
+    first = api.post("/api/v1/posts", payload)
     assert first.status_code == 201, first.json()
-    again = api.post("/api/v1/posts", post_payload(text="something else"))
+    # Counters and the author's profile are not content: a retry may re-measure them.
+    again = api.post("/api/v1/posts", {**payload, "share_count": 99, "author": {**payload["author"], "verified": True}})
     assert again.status_code == 200
     assert again.json()["id"] == first.json()["id"]
     assert Post.objects.count() == 1
-    assert Post.objects.get().text == "Win a free phone, click now!"
+    assert Post.objects.get().share_count == 1
 
 
 def test_stores_the_whole_payload(api: ApiCaller):

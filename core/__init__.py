@@ -1,0 +1,1 @@
+"""Helpers shared by the apps; this package imports no app."""
