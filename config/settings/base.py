@@ -37,6 +37,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.request_id.RequestIdMiddleware",
+    # /healthz, /readyz and /metrics, answered before the Host check and the HTTPS redirect
+    # (probes and scrapes address a pod by IP over plain HTTP): config/ops.py.
+    "config.ops.OpsEndpointsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -192,10 +196,19 @@ TRITON_HTTP_PORT = env.int("TRITON_HTTP_PORT", default=8010)
 TRITON_GRPC_PORT = env.int("TRITON_GRPC_PORT", default=8011)
 TRITON_METRICS_PORT = env.int("TRITON_METRICS_PORT", default=8012)
 TRITON_URL = env("TRITON_URL", default=f"127.0.0.1:{TRITON_GRPC_PORT}")  # gRPC by default
+# Several Triton servers, comma-separated host:port of the protocol's port (scoring.triton_pool):
+# calls go round robin and fail over. Empty: TRITON_URL alone.
+TRITON_URLS = env.list("TRITON_URLS", default=[])
+# Seconds a server that failed (refused, timed out, not ready) is skipped by this process.
+TRITON_DOWN_S = env.float("TRITON_DOWN_S", default=10.0)
 TRITON_PROTOCOL = env("TRITON_PROTOCOL", default="grpc")  # grpc | http
 TRITON_TIMEOUT_S = env.float("TRITON_TIMEOUT_S", default=5.0)
 TRITON_MODEL_REPOSITORY = env.path("TRITON_MODEL_REPOSITORY", default=BASE_DIR / "triton_repository")
 TRITON_LOG_DIR = env.path("TRITON_LOG_DIR", default=VAR_DIR / "log")
+
+# --- Health (config.health) ----------------------------------------------------------------
+# Each /readyz dependency check must answer within this long (they run concurrently).
+READINESS_TIMEOUT_S = env.float("READINESS_TIMEOUT_S", default=0.5)
 
 # --- Models --------------------------------------------------------------------------------
 # A local path or a hub id. With network access: "distilbert-base-uncased". Offline (every
@@ -246,15 +259,37 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# --- Metrics (config/metrics.py) -------------------------------------------------------------
+# /metrics answers to these client networks, or to `Authorization: Bearer METRICS_BEARER_TOKEN`.
+METRICS_ALLOWED_NETWORKS = env.list("METRICS_ALLOWED_NETWORKS", default=["127.0.0.1/32", "::1/128"])
+METRICS_BEARER_TOKEN = env("METRICS_BEARER_TOKEN", default="")
+# A Celery worker serves its metrics on this port when set (0: not served).
+WORKER_METRICS_PORT = env.int("WORKER_METRICS_PORT", default=0)
+
 # --- Logging: one line per event to stderr; event names like `scoring.post_scored` -----------
+# LOG_FORMAT=json: one JSON object per line (python-json-logger) with the request id
+# (config.request_id) and the fields a call passes in `extra` (post ids of a scoring batch).
 LOG_LEVEL = env("LOG_LEVEL", default="INFO")
+LOG_FORMAT = env("LOG_FORMAT", default="plain")
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "config.request_id.RequestIdFilter"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(process)d] %(message)s"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(process)d %(message)s %(request_id)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if LOG_FORMAT == "json" else "plain",
+            "filters": ["request_id"],
+        }
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         # 4xx/5xx of views and the database's slow-path warnings, but not every SQL statement.

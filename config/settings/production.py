@@ -46,5 +46,8 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 
-# --- Logging: errors of requests also go to stderr with their traceback ----------------------
+# --- Logging: JSON lines by default; errors of requests go to stderr with their traceback -----
+LOGGING["handlers"]["console"]["formatter"] = env("LOG_FORMAT", default="json")
 LOGGING["loggers"]["django.request"]["level"] = "ERROR"
+# Probes and scrapes speak plain HTTP inside the cluster (config.ops answers them first anyway).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
