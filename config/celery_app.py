@@ -67,3 +67,21 @@ def forget_process_metrics(*, pid: int | None = None, **kwargs: Any) -> None:
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(pid or os.getpid())
+
+
+# --- JSON logs in workers (settings.LOG_FORMAT) --------------------------------------------------
+@signals.after_setup_logger.connect
+@signals.after_setup_task_logger.connect
+def json_worker_logs(*, logger: Any = None, **kwargs: Any) -> None:
+    """Celery replaces the root logger's handlers with its own when a worker starts; with
+    LOG_FORMAT=json they get the web's JSON formatter and request-id filter."""
+    from django.conf import settings
+
+    from config.logs import json_formatter
+    from config.request_id import RequestIdFilter
+
+    if logger is None or getattr(settings, "LOG_FORMAT", "plain") != "json":
+        return
+    for handler in logger.handlers:
+        handler.setFormatter(json_formatter())
+        handler.addFilter(RequestIdFilter())

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from django.core.signals import request_finished
 from django.http import HttpRequest, HttpResponse
 
 HEADER = "X-Request-ID"
@@ -41,13 +42,19 @@ class RequestIdMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         request_id = accept(request.headers.get(HEADER))
-        token = current.set(request_id)
-        try:
-            response = self.get_response(request)
-        finally:
-            current.reset(token)
+        # Not reset on the way out: Django logs 4xx/5xx responses (django.request) after the
+        # middleware returned. request_finished clears it (clear_after_request).
+        current.set(request_id)
+        response = self.get_response(request)
         response[HEADER] = request_id
         return response
+
+
+def clear_after_request(**_: Any) -> None:
+    current.set("")
+
+
+request_finished.connect(clear_after_request, dispatch_uid="config.request_id.clear")
 
 
 class RequestIdFilter(logging.Filter):

@@ -277,11 +277,7 @@ LOGGING: dict[str, Any] = {
     "filters": {"request_id": {"()": "config.request_id.RequestIdFilter"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(process)d] %(message)s"},
-        "json": {
-            "()": "pythonjsonlogger.json.JsonFormatter",
-            "fmt": "%(asctime)s %(levelname)s %(name)s %(process)d %(message)s %(request_id)s",
-            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
-        },
+        "json": {"()": "config.logs.json_formatter"},
     },
     "handlers": {
         "console": {

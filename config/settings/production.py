@@ -47,7 +47,8 @@ STORAGES = {
 }
 
 # --- Logging: JSON lines by default; errors of requests go to stderr with their traceback -----
-LOGGING["handlers"]["console"]["formatter"] = env("LOG_FORMAT", default="json")
+LOG_FORMAT = env("LOG_FORMAT", default="json")
+LOGGING["handlers"]["console"]["formatter"] = "json" if LOG_FORMAT == "json" else "plain"
 LOGGING["loggers"]["django.request"]["level"] = "ERROR"
 # Probes and scrapes speak plain HTTP inside the cluster (config.ops answers them first anyway).
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
