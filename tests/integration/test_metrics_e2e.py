@@ -11,31 +11,12 @@ import uuid
 
 import pytest
 import requests
-from prometheus_client.parser import text_string_to_metric_families
 
 from moderation.models import Post, PostStatus
 from tests.faults.conftest import post_body
+from tests.fixtures.metrics import Samples, samples, total
 from tests.fixtures.triton import free_ports
 from tests.integration.conftest import wait_until
-
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
-
-def samples(text: str) -> Samples:
-    """(sample name, sorted labels) -> value of a Prometheus text page."""
-    found: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return found
-
-
-def total(found: Samples, name: str, **labels: str) -> float:
-    return sum(
-        value
-        for (sample, sample_labels), value in found.items()
-        if sample == name and all((k, v) in sample_labels for k, v in labels.items())
-    )
 
 
 @pytest.mark.integration
