@@ -88,6 +88,33 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# A PostgreSQL streaming replica for the dashboard's page reads (config.db_router); off when
+# unset. Only GET/HEAD under DATABASE_REPLICA_PATHS, only the apps' own models, and a browser
+# that has just posted a decision reads the primary for DATABASE_REPLICA_PIN_S seconds.
+DATABASE_REPLICA_URL = env("DATABASE_REPLICA_URL", default="")
+DATABASE_REPLICA_APPS = ["moderation", "scoring", "feedback"]
+DATABASE_REPLICA_PATHS = env.list("DATABASE_REPLICA_PATHS", default=["/dashboard/"])
+DATABASE_REPLICA_PIN_S = env.int("DATABASE_REPLICA_PIN_S", default=5)
+DATABASE_ROUTERS: list[str] = []
+
+
+def add_replica(databases: dict[str, Any], middleware: list[str], routers: list[str]) -> None:
+    """The "replica" alias, its router and middleware, when DATABASE_REPLICA_URL is set (each
+    settings module calls this after defining its DATABASES)."""
+    if not DATABASE_REPLICA_URL:
+        return
+    replica = env.db("DATABASE_REPLICA_URL")
+    replica["CONN_MAX_AGE"] = databases["default"].get("CONN_MAX_AGE", 60)
+    replica["TEST"] = {"MIRROR": "default"}  # tests read the test database through the alias
+    databases["replica"] = replica
+    if "config.db_router.ReplicaRouter" not in routers:
+        routers.append("config.db_router.ReplicaRouter")
+    if "config.db_router.ReplicaReadsMiddleware" not in middleware:
+        middleware.append("config.db_router.ReplicaReadsMiddleware")
+
+
+add_replica(DATABASES, MIDDLEWARE, DATABASE_ROUTERS)
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

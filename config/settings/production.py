@@ -5,7 +5,7 @@ Required: SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, CELERY_BROKER_URL, REDIS_URL 
 from config.redis_breaker import redis_cache_options
 
 from .base import *  # noqa: F403
-from .base import LOGGING, env
+from .base import DATABASE_ROUTERS, LOGGING, MIDDLEWARE, add_replica, env
 
 DEBUG = False
 SECRET_KEY = env("SECRET_KEY")  # no default: ImproperlyConfigured when missing
@@ -15,6 +15,7 @@ DATABASES = {"default": env.db("DATABASE_URL")}
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+add_replica(DATABASES, MIDDLEWARE, DATABASE_ROUTERS)
 CELERY_BROKER_URL = env("CELERY_BROKER_URL")
 REDIS_URL = env("REDIS_URL")
 CACHE_URL = env("CACHE_URL", default=REDIS_URL)
