@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-bind = os.environ.get("WEB_BIND", "0.0.0.0:8000")  # noqa: S104 - inside a container
+bind = os.environ.get("WEB_BIND", "0.0.0.0:8000")  # inside a container: every interface
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 worker_class = "gthread"
 threads = int(os.environ.get("WEB_THREADS", "4"))
