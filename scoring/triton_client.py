@@ -168,8 +168,33 @@ def _translate(exc: BaseException) -> Exception:
     return TritonError(message)
 
 
+def _grpc_channel_args() -> list[tuple[str, Any]] | None:
+    """tritonclient's own channel options plus settings.TRITON_GRPC_LB_POLICY when set.
+
+    "round_robin" with a URL like dns:///triton-headless:8001 makes gRPC resolve every address
+    behind the name (a Kubernetes headless Service: one per Triton pod) and spread calls over
+    them, re-resolving when pods come and go; without it a channel sticks to one address."""
+    from django.conf import settings
+
+    policy = str(getattr(settings, "TRITON_GRPC_LB_POLICY", "") or "")
+    if not policy:
+        return None  # tritonclient's defaults
+    from tritonclient.grpc import MAX_GRPC_MESSAGE_SIZE, KeepAliveOptions
+
+    keepalive = KeepAliveOptions()
+    return [
+        ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.keepalive_time_ms", keepalive.keepalive_time_ms),
+        ("grpc.keepalive_timeout_ms", keepalive.keepalive_timeout_ms),
+        ("grpc.keepalive_permit_without_calls", keepalive.keepalive_permit_without_calls),
+        ("grpc.http2.max_pings_without_data", keepalive.http2_max_pings_without_data),
+        ("grpc.lb_policy_name", policy),
+    ]
+
+
 def _split_url(url: str) -> tuple[str, int | None]:
-    hostport = url.split("://", 1)[-1].rstrip("/")
+    hostport = url.split("://", 1)[-1].strip("/")  # dns:///host:port too
     host, _, port = hostport.rpartition(":")
     if not host:
         return hostport, None
@@ -252,7 +277,7 @@ class TritonScoringClient:
         if self.protocol == "grpc":
             import tritonclient.grpc as grpcclient
 
-            return grpcclient.InferenceServerClient(url=self.url)
+            return grpcclient.InferenceServerClient(url=self.url, channel_args=_grpc_channel_args())
         import tritonclient.http as httpclient
 
         return httpclient.InferenceServerClient(

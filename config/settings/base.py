@@ -228,6 +228,10 @@ TRITON_URL = env("TRITON_URL", default=f"127.0.0.1:{TRITON_GRPC_PORT}")  # gRPC 
 TRITON_URLS = env.list("TRITON_URLS", default=[])
 # Seconds a server that failed (refused, timed out, not ready) is skipped by this process.
 TRITON_DOWN_S = env.float("TRITON_DOWN_S", default=10.0)
+# gRPC load balancing over every address of one name: "round_robin" with
+# TRITON_URL=dns:///<headless service>:8001 on Kubernetes (scoring.triton_client). Empty: gRPC's
+# default, one address per channel.
+TRITON_GRPC_LB_POLICY = env("TRITON_GRPC_LB_POLICY", default="")
 TRITON_PROTOCOL = env("TRITON_PROTOCOL", default="grpc")  # grpc | http
 TRITON_TIMEOUT_S = env.float("TRITON_TIMEOUT_S", default=5.0)
 TRITON_MODEL_REPOSITORY = env.path("TRITON_MODEL_REPOSITORY", default=BASE_DIR / "triton_repository")

@@ -99,3 +99,19 @@ def test_get_client_one_server_or_a_pool(settings):
     assert client.urls == ["127.0.0.1:9", "127.0.0.1:10"]
     assert isinstance(get_client(timeout_s=0.05), TritonPool)
     reset_clients()
+
+
+@pytest.mark.integration
+def test_grpc_round_robin_over_a_dns_name(triton_settings, triton_server):
+    """TRITON_GRPC_LB_POLICY=round_robin with a dns:/// URL (Kubernetes: a headless Service
+    naming every Triton pod) scores through the real server."""
+    from scoring.triton_client import ScoringInput
+
+    triton_settings.TRITON_GRPC_LB_POLICY = "round_robin"
+    triton_settings.TRITON_URL = f"dns:///127.0.0.1:{triton_server.config.grpc_port}"
+    reset_clients()
+    client = get_client()
+    assert isinstance(client, TritonScoringClient)
+    [out] = client.score([ScoringInput(text="win a prize", preview_text="", link=[0.0] * 21, behaviour=[0.0] * 21)])
+    assert 0.0 <= out.final_prob <= 1.0
+    assert client.ready_with(None)
