@@ -80,7 +80,7 @@ def test_topology(overlay):
     assert by_kind(docs, "HorizontalPodAutoscaler")["web"]["spec"]["scaleTargetRef"]["name"] == "web"
     scaled = by_kind(docs, "ScaledObject")["worker"]
     assert scaled["spec"]["scaleTargetRef"]["name"] == "worker"
-    assert {t["type"] for t in scaled["spec"]["triggers"]} == {"redis"}
+    assert {t["type"] for t in scaled["spec"]["triggers"]} == {"redis", "prometheus"}
     assert scaled["spec"]["triggers"][0]["metadata"]["listName"] == "celery"
     assert set(by_kind(docs, "PodDisruptionBudget")) == {"web", "worker", "triton"}
     [job] = by_kind(docs, "Job").values()
