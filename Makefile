@@ -20,7 +20,7 @@ DEPLOY_ENV := DJANGO_SETTINGS_MODULE=config.settings.production \
 	REDIS_URL=redis://127.0.0.1:6379/1
 SCHEMA_FILE := var/openapi.yaml
 
-.PHONY: help install run test lint typecheck django-checks schema pytest services browsers clean
+.PHONY: help install run test lint typecheck django-checks schema pytest services browsers deploy-tools clean
 
 help:
 	@echo "make run   - install into $(VENV) and run the product on embedded defaults (127.0.0.1:8000)"
@@ -46,6 +46,17 @@ browsers:
 		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
 		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
 	fi
+
+# dclint (npm) validates and lints deploy/compose*.yaml (tests/deploy/test_manifests.py). Pinned
+# here because requirements.txt only holds Python packages; npm is the machine's (Node.js 20).
+DCLINT_VERSION := 3.1.0
+DCLINT := var/deploy-tools/node_modules/.bin/dclint
+$(DCLINT): Makefile
+	@mkdir -p var/deploy-tools
+	npm install --prefix var/deploy-tools --no-audit --no-fund --no-save --silent dclint@$(DCLINT_VERSION)
+	@touch $(DCLINT)
+
+deploy-tools: $(DCLINT)
 
 services: install
 	$(TEST_ENV) $(PY) scripts/check_services.py
@@ -74,7 +85,7 @@ pytest: install
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; echo "0 passed, 0 failed"; rc=0; fi; \
 	exit $$rc
 
-test: install browsers services lint typecheck django-checks schema pytest
+test: install browsers services deploy-tools lint typecheck django-checks schema pytest
 
 clean:
 	rm -rf $(VENV) var/openapi.yaml .pytest_cache .mypy_cache .ruff_cache

@@ -23,3 +23,65 @@ def close_old_db_connections(*, task: Any = None, **kwargs: Any) -> None:
     if task is None or getattr(task.request, "is_eager", False):
         return
     close_old_connections()
+
+
+# --- request ids (config.request_id) ------------------------------------------------------------
+def _connect_request_ids() -> None:
+    from config import request_id
+
+    signals.before_task_publish.connect(request_id.add_to_headers, weak=False)
+    signals.task_prerun.connect(request_id.enter_task, weak=False)
+    signals.task_postrun.connect(request_id.leave_task, weak=False)
+
+
+_connect_request_ids()
+
+
+# --- metrics (config.metrics) ---------------------------------------------------------------------
+@signals.worker_init.connect
+def serve_metrics(**kwargs: Any) -> None:
+    """The worker's main process serves every pool process's metrics on WORKER_METRICS_PORT
+    (multiprocess mode: PROMETHEUS_MULTIPROC_DIR, wiped here at start)."""
+    from django.conf import settings
+
+    from config import metrics
+
+    directory = metrics.multiprocess_dir()
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+        for name in os.listdir(directory):
+            if name.endswith(".db"):
+                os.unlink(os.path.join(directory, name))
+    port = int(getattr(settings, "WORKER_METRICS_PORT", 0) or 0)
+    if port:
+        metrics.serve_worker_metrics(port)
+
+
+@signals.worker_process_shutdown.connect
+def forget_process_metrics(*, pid: int | None = None, **kwargs: Any) -> None:
+    """A pool process that exits (max_tasks_per_child, a kill) leaves its live gauges behind
+    unless marked dead; its counters stay counted."""
+    from config import metrics
+
+    if metrics.multiprocess_dir():
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid or os.getpid())
+
+
+# --- JSON logs in workers (settings.LOG_FORMAT) --------------------------------------------------
+@signals.after_setup_logger.connect
+@signals.after_setup_task_logger.connect
+def json_worker_logs(*, logger: Any = None, **kwargs: Any) -> None:
+    """Celery replaces the root logger's handlers with its own when a worker starts; with
+    LOG_FORMAT=json they get the web's JSON formatter and request-id filter."""
+    from django.conf import settings
+
+    from config.logs import json_formatter
+    from config.request_id import RequestIdFilter
+
+    if logger is None or getattr(settings, "LOG_FORMAT", "plain") != "json":
+        return
+    for handler in logger.handlers:
+        handler.setFormatter(json_formatter())
+        handler.addFilter(RequestIdFilter())

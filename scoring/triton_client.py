@@ -23,16 +23,20 @@ import json
 import math
 import os
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES, vector
+
+if TYPE_CHECKING:
+    from scoring.triton_pool import TritonPool
 
 PIPELINE_MODEL = "spam_pipeline"
 SUB_MODELS = ("tokenizer", "text_classifier", "link_model", "behaviour_model", "fusion_model")
@@ -164,8 +168,33 @@ def _translate(exc: BaseException) -> Exception:
     return TritonError(message)
 
 
+def _grpc_channel_args() -> list[tuple[str, Any]] | None:
+    """tritonclient's own channel options plus settings.TRITON_GRPC_LB_POLICY when set.
+
+    "round_robin" with a URL like dns:///triton-headless:8001 makes gRPC resolve every address
+    behind the name (a Kubernetes headless Service: one per Triton pod) and spread calls over
+    them, re-resolving when pods come and go; without it a channel sticks to one address."""
+    from django.conf import settings
+
+    policy = str(getattr(settings, "TRITON_GRPC_LB_POLICY", "") or "")
+    if not policy:
+        return None  # tritonclient's defaults
+    from tritonclient.grpc import MAX_GRPC_MESSAGE_SIZE, KeepAliveOptions
+
+    keepalive = KeepAliveOptions()
+    return [
+        ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.keepalive_time_ms", keepalive.keepalive_time_ms),
+        ("grpc.keepalive_timeout_ms", keepalive.keepalive_timeout_ms),
+        ("grpc.keepalive_permit_without_calls", keepalive.keepalive_permit_without_calls),
+        ("grpc.http2.max_pings_without_data", keepalive.http2_max_pings_without_data),
+        ("grpc.lb_policy_name", policy),
+    ]
+
+
 def _split_url(url: str) -> tuple[str, int | None]:
-    hostport = url.split("://", 1)[-1].rstrip("/")
+    hostport = url.split("://", 1)[-1].strip("/")  # dns:///host:port too
     host, _, port = hostport.rpartition(":")
     if not host:
         return hostport, None
@@ -227,6 +256,15 @@ class TritonScoringClient:
         host, _ = _split_url(self.url)
         self.metrics_url = metrics_url or f"http://{host}:{settings.TRITON_METRICS_PORT}/metrics"
         self._client: Any = self._make_client()
+        self._bind_metrics()
+
+    def _bind_metrics(self) -> None:
+        # The labelled children once per client, not a label look-up per request.
+        from config.metrics import TRITON_ERRORS, TRITON_SECONDS
+
+        self._seconds = TRITON_SECONDS.labels(self.url)
+        self._unavailable = TRITON_ERRORS.labels(self.url, "unavailable")
+        self._rejected = TRITON_ERRORS.labels(self.url, "rejected")
 
     def with_timeout(self, timeout_s: float) -> TritonScoringClient:
         """The same connection with another per-call timeout (gRPC: per request; HTTP keeps
@@ -239,7 +277,7 @@ class TritonScoringClient:
         if self.protocol == "grpc":
             import tritonclient.grpc as grpcclient
 
-            return grpcclient.InferenceServerClient(url=self.url)
+            return grpcclient.InferenceServerClient(url=self.url, channel_args=_grpc_channel_args())
         import tritonclient.http as httpclient
 
         return httpclient.InferenceServerClient(
@@ -312,6 +350,7 @@ class TritonScoringClient:
 
     def _infer(self, rows: Sequence[ScoringInput]) -> list[ScoringOutput]:
         inputs = self._build_inputs(rows)
+        started = time.perf_counter()
         try:
             if self.protocol == "grpc":
                 result = self._client.infer(
@@ -320,7 +359,11 @@ class TritonScoringClient:
             else:
                 result = self._client.infer(PIPELINE_MODEL, inputs, outputs=self._outputs())
         except Exception as exc:
-            raise _translate(exc) from exc
+            self._seconds.observe(time.perf_counter() - started)
+            error = _translate(exc)
+            (self._unavailable if isinstance(error, TritonUnavailable) else self._rejected).inc()
+            raise error from exc
+        self._seconds.observe(time.perf_counter() - started)
         return self._parse(result, len(rows))
 
     def score(self, inputs: Sequence[ScoringInput], *, mode: str = "batched") -> list[ScoringOutput]:
@@ -402,6 +445,19 @@ class TritonScoringClient:
         except (TritonUnavailable, TritonError):
             return False
 
+    def ready_with(self, expected: Mapping[str, str] | None) -> bool:
+        """The server is ready and every model of `expected` (model -> version) is READY at that
+        version; with no `expected`, every model of ALL_MODELS is READY. Never raises."""
+        try:
+            if not self._call("is_server_ready"):
+                return False
+            served = self.model_versions()
+        except (TritonUnavailable, TritonError):
+            return False
+        if expected is None:
+            return all(name in served for name in ALL_MODELS)
+        return all(served.get(name) == version for name, version in expected.items())
+
     def repository_index(self) -> list[dict[str, Any]]:
         kwargs = {"as_json": True} if self.protocol == "grpc" else {}
         index = self._call("get_model_repository_index", **kwargs)
@@ -476,18 +532,31 @@ def preload() -> None:
     importlib.import_module(f"tritonclient.{settings.TRITON_PROTOCOL.lower()}")
 
 
-_clients: dict[tuple[int, str, str, float, str], TritonScoringClient] = {}
+_clients: dict[tuple[int, str, str, str, float, str], TritonScoringClient | TritonPool] = {}
 _lock = threading.Lock()
 
 
-def get_client(*, timeout_s: float | None = None) -> TritonScoringClient:
-    """The process-wide client for the current settings (recreated after fork or a settings
-    change); `timeout_s` overrides settings.TRITON_TIMEOUT_S (one cached client per value)."""
+def server_urls() -> list[str]:
+    """settings.TRITON_URLS when set (several servers), else [settings.TRITON_URL]."""
     from django.conf import settings
 
+    urls = [u.strip() for u in getattr(settings, "TRITON_URLS", []) or [] if u.strip()]
+    return urls or [str(settings.TRITON_URL)]
+
+
+def get_client(*, timeout_s: float | None = None) -> TritonScoringClient | TritonPool:
+    """The process-wide client for the current settings (recreated after fork or a settings
+    change); `timeout_s` overrides settings.TRITON_TIMEOUT_S (one cached client per value).
+
+    One server: a TritonScoringClient. Several (TRITON_URLS): a scoring.triton_pool.TritonPool
+    with the same interface, spreading calls over them and failing over."""
+    from django.conf import settings
+
+    urls = server_urls()
     key = (
         os.getpid(),
         str(settings.TRITON_URL),
+        ",".join(urls),
         str(settings.TRITON_PROTOCOL),
         float(settings.TRITON_TIMEOUT_S),
         str(settings.TRITON_METRICS_PORT),
@@ -495,7 +564,14 @@ def get_client(*, timeout_s: float | None = None) -> TritonScoringClient:
     with _lock:
         client = _clients.get(key)
         if client is None:
-            client = TritonScoringClient()
+            if len(urls) == 1:
+                client = TritonScoringClient(None if urls[0] == settings.TRITON_URL else urls[0])
+            else:
+                from scoring.triton_pool import TritonPool
+
+                client = TritonPool(
+                    [TritonScoringClient(url) for url in urls], down_s=float(getattr(settings, "TRITON_DOWN_S", 10.0))
+                )
             _clients[key] = client
     return client if timeout_s is None else client.with_timeout(timeout_s)
 

@@ -40,6 +40,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.request_id.RequestIdMiddleware",
+    # /healthz, /readyz and /metrics, answered before the Host check and the HTTPS redirect
+    # (probes and scrapes address a pod by IP over plain HTTP): config/ops.py.
+    "config.ops.OpsEndpointsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_permissions_policy.PermissionsPolicyMiddleware",
@@ -132,6 +136,33 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# A PostgreSQL streaming replica for the dashboard's page reads (config.db_router); off when
+# unset. Only GET/HEAD under DATABASE_REPLICA_PATHS, only the apps' own models, and a browser
+# that has just posted a decision reads the primary for DATABASE_REPLICA_PIN_S seconds.
+DATABASE_REPLICA_URL = env("DATABASE_REPLICA_URL", default="")
+DATABASE_REPLICA_APPS = ["moderation", "scoring", "feedback"]
+DATABASE_REPLICA_PATHS = env.list("DATABASE_REPLICA_PATHS", default=["/dashboard/"])
+DATABASE_REPLICA_PIN_S = env.int("DATABASE_REPLICA_PIN_S", default=5)
+DATABASE_ROUTERS: list[str] = []
+
+
+def add_replica(databases: dict[str, Any], middleware: list[str], routers: list[str]) -> None:
+    """The "replica" alias, its router and middleware, when DATABASE_REPLICA_URL is set (each
+    settings module calls this after defining its DATABASES)."""
+    if not DATABASE_REPLICA_URL:
+        return
+    replica = env.db("DATABASE_REPLICA_URL")
+    replica["CONN_MAX_AGE"] = databases["default"].get("CONN_MAX_AGE", 60)
+    replica["TEST"] = {"MIRROR": "default"}  # tests read the test database through the alias
+    databases["replica"] = replica
+    if "config.db_router.ReplicaRouter" not in routers:
+        routers.append("config.db_router.ReplicaRouter")
+    if "config.db_router.ReplicaReadsMiddleware" not in middleware:
+        middleware.append("config.db_router.ReplicaReadsMiddleware")
+
+
+add_replica(DATABASES, MIDDLEWARE, DATABASE_ROUTERS)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -265,10 +296,23 @@ TRITON_HTTP_PORT = env.int("TRITON_HTTP_PORT", default=8010)
 TRITON_GRPC_PORT = env.int("TRITON_GRPC_PORT", default=8011)
 TRITON_METRICS_PORT = env.int("TRITON_METRICS_PORT", default=8012)
 TRITON_URL = env("TRITON_URL", default=f"127.0.0.1:{TRITON_GRPC_PORT}")  # gRPC by default
+# Several Triton servers, comma-separated host:port of the protocol's port (scoring.triton_pool):
+# calls go round robin and fail over. Empty: TRITON_URL alone.
+TRITON_URLS = env.list("TRITON_URLS", default=[])
+# Seconds a server that failed (refused, timed out, not ready) is skipped by this process.
+TRITON_DOWN_S = env.float("TRITON_DOWN_S", default=10.0)
+# gRPC load balancing over every address of one name: "round_robin" with
+# TRITON_URL=dns:///<headless service>:8001 on Kubernetes (scoring.triton_client). Empty: gRPC's
+# default, one address per channel.
+TRITON_GRPC_LB_POLICY = env("TRITON_GRPC_LB_POLICY", default="")
 TRITON_PROTOCOL = env("TRITON_PROTOCOL", default="grpc")  # grpc | http
 TRITON_TIMEOUT_S = env.float("TRITON_TIMEOUT_S", default=5.0)
 TRITON_MODEL_REPOSITORY = env.path("TRITON_MODEL_REPOSITORY", default=BASE_DIR / "triton_repository")
 TRITON_LOG_DIR = env.path("TRITON_LOG_DIR", default=VAR_DIR / "log")
+
+# --- Health (config.health) ----------------------------------------------------------------
+# Each /readyz dependency check must answer within this long (they run concurrently).
+READINESS_TIMEOUT_S = env.float("READINESS_TIMEOUT_S", default=0.5)
 
 # --- Models --------------------------------------------------------------------------------
 # A local path or a hub id. With network access: "distilbert-base-uncased". Offline (every
@@ -325,15 +369,33 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# --- Metrics (config/metrics.py) -------------------------------------------------------------
+# /metrics answers to these client networks, or to `Authorization: Bearer METRICS_BEARER_TOKEN`.
+METRICS_ALLOWED_NETWORKS = env.list("METRICS_ALLOWED_NETWORKS", default=["127.0.0.1/32", "::1/128"])
+METRICS_BEARER_TOKEN = env("METRICS_BEARER_TOKEN", default="")
+# A Celery worker serves its metrics on this port when set (0: not served).
+WORKER_METRICS_PORT = env.int("WORKER_METRICS_PORT", default=0)
+
 # --- Logging: one line per event to stderr; event names like `scoring.post_scored` -----------
+# LOG_FORMAT=json: one JSON object per line (python-json-logger) with the request id
+# (config.request_id) and the fields a call passes in `extra` (post ids of a scoring batch).
 LOG_LEVEL = env("LOG_LEVEL", default="INFO")
+LOG_FORMAT = env("LOG_FORMAT", default="plain")
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "config.request_id.RequestIdFilter"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(process)d] %(message)s"},
+        "json": {"()": "config.logs.json_formatter"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if LOG_FORMAT == "json" else "plain",
+            "filters": ["request_id"],
+        }
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         # 4xx/5xx of views and the database's slow-path warnings, but not every SQL statement.

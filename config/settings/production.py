@@ -5,7 +5,7 @@ Required: SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, CELERY_BROKER_URL, REDIS_URL 
 from config.redis_breaker import redis_cache_options
 
 from .base import *  # noqa: F403
-from .base import LOGGING, env
+from .base import DATABASE_ROUTERS, LOGGING, MIDDLEWARE, add_replica, env
 
 DEBUG = False
 SECRET_KEY = env("SECRET_KEY")  # no default: ImproperlyConfigured when missing
@@ -15,6 +15,7 @@ DATABASES = {"default": env.db("DATABASE_URL")}
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+add_replica(DATABASES, MIDDLEWARE, DATABASE_ROUTERS)
 CELERY_BROKER_URL = env("CELERY_BROKER_URL")
 REDIS_URL = env("REDIS_URL")
 CACHE_URL = env("CACHE_URL", default=REDIS_URL)
@@ -46,5 +47,9 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 
-# --- Logging: errors of requests also go to stderr with their traceback ----------------------
+# --- Logging: JSON lines by default; errors of requests go to stderr with their traceback -----
+LOG_FORMAT = env("LOG_FORMAT", default="json")
+LOGGING["handlers"]["console"]["formatter"] = "json" if LOG_FORMAT == "json" else "plain"
 LOGGING["loggers"]["django.request"]["level"] = "ERROR"
+# Probes and scrapes speak plain HTTP inside the cluster (config.ops answers them first anyway).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]

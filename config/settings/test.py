@@ -3,9 +3,10 @@
 from config.redis_breaker import redis_cache_options
 
 from .base import *  # noqa: F403
-from .base import env
+from .base import DATABASE_ROUTERS, MIDDLEWARE, add_replica, env
 
 DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/moderation")}
+add_replica(DATABASES, MIDDLEWARE, DATABASE_ROUTERS)
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CACHE_URL = env("CACHE_URL", default="redis://127.0.0.1:6379/1")
 CACHES = {

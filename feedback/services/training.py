@@ -20,6 +20,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
+from config.metrics import TRAINING_RUNS
 from feedback.models import DatasetVersion, RunStatus, TrainingRun, TrainingScope
 from feedback.permissions import check_ml_admin
 from feedback.services.datasets import artifacts_dir, dataset_load
@@ -95,6 +96,7 @@ def run_progress(run_id: int, fraction: float, message: str) -> None:
 
 def _finish(run_id: int, *, status: str, error: str = "", **fields: Any) -> None:
     TrainingRun.objects.filter(pk=run_id).update(status=status, error=error, finished_at=timezone.now(), **fields)
+    TRAINING_RUNS.labels(status).inc()
 
 
 # --- executing ----------------------------------------------------------------------------

@@ -307,3 +307,10 @@ def triton_panel() -> TritonPanel:
     except Exception as exc:  # any failure to reach Triton is shown, never raised
         return TritonPanel(ok=False, models=[], error=f"{type(exc).__name__}: {exc}"[:300])
     return TritonPanel(ok=True, models=triton_parse_metrics(text))
+
+
+def unscored_oldest_age_s() -> float:
+    """Seconds the oldest post still waiting for its first score has waited (0 when none):
+    the scoring lag, for the Prometheus gauge. One lookup on the partial index post_received_idx."""
+    oldest = Post.objects.filter(status=PostStatus.RECEIVED).aggregate(oldest=Min("received_at"))["oldest"]
+    return max((timezone.now() - oldest).total_seconds(), 0.0) if oldest else 0.0

@@ -14,6 +14,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from config.metrics import DECISIONS
 from moderation.errors import ApplicationError, InvalidTransition
 from moderation.models import (
     POST_TRANSITIONS,
@@ -115,4 +116,5 @@ def decision_record(
         )
     # Receivers: scoring enqueues the platform webhook, feedback records a labelled example.
     decision_recorded.send(sender=Decision, decision=decision, post=post)
+    DECISIONS.labels("moderator", label).inc()
     return decision

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import IntegrityError, OperationalError, connection, transaction
 
 from config import redis_breaker
+from config.metrics import POSTS_INGESTED
 from moderation import sql_rows
 from moderation.errors import PostContentConflict
 from moderation.links import link_identity, url_hash
@@ -346,6 +347,7 @@ def _posts_create(
         elif enqueue:
             for post in posts:
                 score_enqueue(post_id=post.pk)
+    POSTS_INGESTED.inc(len(posts))  # once per transaction, not per post
     return posts
 
 

@@ -6,8 +6,12 @@ the client (a fake with the same `score`/`is_ready`) in one place."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 
+from django.conf import settings
+
+from scoring import model_repository
 from scoring.triton_client import (
     ScoringInput,
     ScoringOutput,
@@ -29,6 +33,23 @@ def get_client_with_timeout(timeout_s: float) -> ScoringClient:
     return get_client(timeout_s=timeout_s)
 
 
+def expected_versions() -> dict[str, str] | None:
+    """model -> the version Triton must serve: the newest version folder of each model in
+    settings.TRITON_MODEL_REPOSITORY (`version_policy latest 1`). None where this process does
+    not see the repository (a web container without the volume): then every model must be
+    loaded, at whatever version."""
+    repository = Path(settings.TRITON_MODEL_REPOSITORY)
+    if not repository.is_dir():
+        return None
+    found = {m: model_repository.latest_version(m, repository=repository) for m in model_repository.ALL_MODELS}
+    return {m: str(v) for m, v in found.items() if v is not None} or None
+
+
+def serving_ready(*, timeout_s: float) -> bool:
+    """A Triton server is ready and serves the expected versions (config.health's check)."""
+    return get_client(timeout_s=timeout_s).ready_with(expected_versions())
+
+
 __all__ = [
     "ScoringClient",
     "ScoringInput",
@@ -37,4 +58,5 @@ __all__ = [
     "TritonUnavailable",
     "get_client",
     "get_client_with_timeout",
+    "serving_ready",
 ]

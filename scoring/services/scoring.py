@@ -22,6 +22,7 @@ from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from config.metrics import DECISIONS, POSTS_SCORED, SCORING_BATCH_SIZE
 from moderation.models import POST_TRANSITIONS, RESCORABLE_STATUSES, Author, Domain, IpAddress, Post, PostStatus
 from moderation.services.counters import counters_add
 from moderation.services.json_rows import column_fields, insert_rows, recordset, rows_json
@@ -312,11 +313,17 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
     written = [r for r in results if r.score_id is not None]
     if written:
         by_action = Counter(str(r.action) for r in written)
+        # Metrics once per batch and action, never per post (config.metrics).
+        POSTS_SCORED.inc(len(written))
+        SCORING_BATCH_SIZE.observe(len(written))
+        for action_name, n in by_action.items():
+            DECISIONS.labels("auto", action_name).inc(n)
         logger.info(
             "scoring.batch_scored posts=%s %s ms=%.1f",
             len(written),
             " ".join(f"{action}={n}" for action, n in sorted(by_action.items())),
             (time.perf_counter() - started) * 1000.0,
+            extra={"post_ids": [r.post_id for r in written]},
         )
     if logger.isEnabledFor(logging.DEBUG):
         for r in written:

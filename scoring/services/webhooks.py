@@ -40,6 +40,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from config.metrics import WEBHOOK_FAILURES
 from config.webhook_targets import UnsafeWebhookTarget, WebhookTarget, webhook_target
 from moderation.models import BulkAction, Decision, Post, PostStatus
 from scoring.models import WebhookDelivery
@@ -253,6 +254,8 @@ def webhook_deliver(*, delivery_id: int) -> WebhookDelivery:
         error = f"{type(exc).__name__}"
 
     delivery.attempts += 1
+    if error:
+        WEBHOOK_FAILURES.inc()
     delivery.last_status_code = status_code
     delivery.last_error = error
     fields = ["attempts", "last_status_code", "last_error", "status"]

@@ -1,0 +1,207 @@
+"""The deployment files, checked without a Docker engine or a cluster (neither exists on the
+development machines): the Kubernetes overlays rendered by `kubectl kustomize` and validated
+against the Kubernetes schemas (kubernetes-validate, offline; KEDA's ScaledObject against the
+schema shipped in deploy/k8s/schemas/), the Dockerfile linted by hadolint, the compose files
+validated against the Compose specification and linted by dclint (installed by `make
+deploy-tools`), and the cross-file facts: queue names, the runtime requirements, the metrics the
+Grafana dashboard reads."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parents[2]
+K8S = ROOT / "deploy" / "k8s"
+KUBERNETES_VERSION = "1.32.0"
+DCLINT = ROOT / "var" / "deploy-tools" / "node_modules" / ".bin" / "dclint"
+HADOLINT = Path(sys.executable).with_name("hadolint")
+CRD_SCHEMAS = {("keda.sh/v1alpha1", "ScaledObject"): K8S / "schemas" / "keda-scaledobject-v1alpha1.json"}
+
+
+def render(overlay: str) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        ["kubectl", "kustomize", str(K8S / "overlays" / overlay)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+
+
+def by_kind(docs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
+
+
+def containers(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(doc["spec"]["template"]["spec"]["containers"])
+
+
+@pytest.mark.parametrize("overlay", ["cpu", "gpu"])
+def test_overlay_renders_and_validates_against_the_schemas(overlay):
+    docs = render(overlay)
+    assert docs
+    for doc in docs:
+        schema = CRD_SCHEMAS.get((doc["apiVersion"], doc["kind"]))
+        if schema is not None:
+            jsonschema.validate(doc, json.loads(schema.read_text()))
+            continue
+        # Raises ValidationError (strict: unknown fields too) or SchemaNotFoundError.
+        kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+
+
+def test_crd_schema_rejects_a_wrong_scaled_object():
+    [scaled] = by_kind(render("cpu"), "ScaledObject").values()
+    broken = json.loads(json.dumps(scaled))
+    broken["spec"]["triggers"][0]["metadata"]["listLength"] = 20  # KEDA wants strings
+    schema = json.loads(CRD_SCHEMAS[("keda.sh/v1alpha1", "ScaledObject")].read_text())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
+
+
+@pytest.mark.parametrize("overlay", ["cpu", "gpu"])
+def test_topology(overlay):
+    docs = render(overlay)
+    deployments = by_kind(docs, "Deployment")
+    assert set(deployments) == {"web", "worker", "trainer", "beat", "triton"}
+    assert deployments["beat"]["spec"]["replicas"] == 1
+    assert deployments["beat"]["spec"]["strategy"]["type"] == "Recreate"
+    assert by_kind(docs, "HorizontalPodAutoscaler")["web"]["spec"]["scaleTargetRef"]["name"] == "web"
+    scaled = by_kind(docs, "ScaledObject")["worker"]
+    assert scaled["spec"]["scaleTargetRef"]["name"] == "worker"
+    assert {t["type"] for t in scaled["spec"]["triggers"]} == {"redis", "prometheus"}
+    assert scaled["spec"]["triggers"][0]["metadata"]["listName"] == "celery"
+    assert set(by_kind(docs, "PodDisruptionBudget")) == {"web", "worker", "triton"}
+    [job] = by_kind(docs, "Job").values()
+    assert containers(job)[0]["command"] == ["python", "manage.py", "migrate", "--noinput"]
+    [triton] = containers(deployments["triton"])
+    assert triton["readinessProbe"]["httpGet"]["path"] == "/v2/health/ready"
+    [web] = containers(deployments["web"])
+    assert web["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert web["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    gpus = [c["resources"].get("limits", {}).get("nvidia.com/gpu") for d in deployments.values() for c in containers(d)]
+    assert [g for g in gpus if g] == (["1"] if overlay == "gpu" else [])
+
+
+def test_pods_take_secrets_from_secrets_and_state_their_resources():
+    docs = render("cpu")
+    workloads = [*by_kind(docs, "Deployment").values(), *by_kind(docs, "Job").values()]
+    for workload in workloads:
+        for container in containers(workload):
+            assert container["resources"]["requests"]["cpu"], workload["metadata"]["name"]
+            assert container["resources"]["requests"]["memory"], workload["metadata"]["name"]
+            for var in container.get("env", []):
+                assert not re.search(r"SECRET|PASSWORD|TOKEN|_URL$", var["name"]), (workload["metadata"]["name"], var)
+    [config] = by_kind(docs, "ConfigMap").values()
+    assert not any(re.search(r"SECRET|PASSWORD|TOKEN", key) for key in config["data"])
+    assert not by_kind(docs, "Secret")  # created by the operator's secret manager, not here
+
+
+def test_worker_queues_match_the_task_routes():
+    """The images' scoring and training workers consume the queues the tasks are routed to."""
+    stages = re.split(r"^FROM ", (ROOT / "Dockerfile").read_text(), flags=re.M)[1:]
+    queues = {}
+    for stage in stages:
+        target = stage.split("\n", 1)[0].split(" AS ")[-1].strip()
+        found = re.search(r'"--queues=(\w+)"', stage)
+        if found:
+            queues[target] = found.group(1)
+    assert queues == {"worker": "celery", "trainer": "training"}
+    assert settings.CELERY_TASK_ROUTES["feedback.*"]["queue"] == "training"
+    assert getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "celery") == "celery"
+
+
+def test_dockerfile_lints_clean():
+    done = subprocess.run([str(HADOLINT), str(ROOT / "Dockerfile")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_hadolint_finds_a_bad_dockerfile(tmp_path):
+    bad = tmp_path / "Dockerfile"
+    bad.write_text("FROM python:latest\nRUN apt-get install curl\n")
+    done = subprocess.run([str(HADOLINT), str(bad)], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "DL3007" in done.stdout
+
+
+def dclint(*files: Path) -> subprocess.CompletedProcess[str]:
+    assert DCLINT.exists(), "dclint is missing: run `make deploy-tools` (part of `make test`)"
+    return subprocess.run(
+        [
+            str(DCLINT),
+            "-c",
+            str(ROOT / "deploy" / ".dclintrc"),
+            "--max-warnings",
+            "0",
+            "--color",
+            "false",
+            *map(str, files),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_compose_files_validate_and_lint_clean():
+    done = dclint(ROOT / "deploy" / "compose.yaml", ROOT / "deploy" / "compose.gpu.yaml")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_compose_schema_rejects_an_unknown_key(tmp_path):
+    bad = tmp_path / "compose.yaml"
+    bad.write_text((ROOT / "deploy" / "compose.yaml").read_text().replace("restart: unless-stopped", "restrt: x", 1))
+    done = dclint(bad)
+    assert done.returncode != 0 and "invalid-schema" in done.stdout
+
+
+def test_compose_services_restart_and_report_health():
+    services = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())["services"]
+    assert set(services) == {"postgres", "redis", "triton", "migrate", "web", "worker", "trainer", "beat"}
+    for name, service in services.items():
+        expected = "no" if name == "migrate" else "unless-stopped"
+        assert service["restart"] == expected, name
+        if name not in ("migrate", "beat"):
+            assert service["healthcheck"]["test"], name
+    assert services["web"]["deploy"]["replicas"] == "${WEB_REPLICAS:-2}"
+
+
+def pins(path: Path) -> dict[str, str]:
+    found = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if "==" in line:
+            name, version = line.split("==", 1)
+            found[re.sub(r"\[.*\]", "", name).lower().replace("_", "-")] = version
+    return found
+
+
+def test_runtime_requirements_are_a_subset_of_the_lock():
+    lock = pins(ROOT / "requirements.txt")
+    for part in ("runtime.txt", "training.txt"):
+        for name, version in pins(ROOT / "requirements" / part).items():
+            assert lock.get(name) == version, f"{part}: {name}=={version}, lock has {lock.get(name)}"
+
+
+def test_grafana_dashboard_reads_metrics_that_exist():
+    from config import metrics
+
+    dashboard = json.loads((ROOT / "deploy" / "grafana" / "moderation.json").read_text())
+    exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
+    ours = {m.group(0) for e in exprs for m in re.finditer(r"\bmoderation_[a-z_]+", e)}
+    known = {"moderation_queue_depth", "moderation_unscored_oldest_age_seconds"}
+    for value in vars(metrics).values():
+        name = getattr(value, "_name", None)
+        if isinstance(name, str) and name.startswith("moderation_"):
+            known |= {name, f"{name}_total", f"{name}_bucket", f"{name}_sum", f"{name}_count"}
+    assert ours and ours <= known, ours - known
