@@ -52,13 +52,13 @@ class RunStartForm(forms.Form):
         required=False,
         help_text="Training on one dataset alone can make the model forget what it learned before.",
     )
+    auto_promote = forms.BooleanField(
+        required=False, help_text="Promote automatically if better on every guarded metric."
+    )
 
     def clean_training_data(self) -> str:
         # Not chosen means the default: cumulative labels with replay.
         return str(self.cleaned_data.get("training_data") or TrainingData.CUMULATIVE)
-    auto_promote = forms.BooleanField(
-        required=False, help_text="Promote automatically if better on every guarded metric."
-    )
 
 
 class ThresholdsForm(forms.Form):

@@ -185,8 +185,7 @@ def _ensure_suites(run: TrainingRun) -> None:
 
     suite_bootstrap_ensure()
     for dataset in DatasetVersion.objects.filter(training_runs__isnull=False).distinct().order_by("version"):
-        if dataset.pk == run.dataset_id or run.training_data == TrainingData.CUMULATIVE:
-            suite_for_dataset_test(dataset=dataset)
+        suite_for_dataset_test(dataset=dataset)
 
 
 def _train_and_evaluate(run: TrainingRun) -> dict[str, Any]:
