@@ -73,7 +73,7 @@ def replay_weights() -> dict[str, float]:
     return {origin: float(configured.get(origin, 1.0)) for origin in ORIGINS}
 
 
-def _bootstrap_rows(limit: int) -> list[dict[str, Any]]:
+def bootstrap_replay_rows(limit: int) -> list[dict[str, Any]]:
     """A stratified, seeded sample of the bootstrap train + validation texts (at most `limit`)."""
     from scoring.ml.text.data import load_sms_splits
 
@@ -146,6 +146,6 @@ def training_rows(*, run: TrainingRun) -> TrainingRows:
         add(example_row(example), "earlier_datasets" if example.pk in earlier else "labels")
     if run.scope != "tabular":
         limit = int(getattr(settings, "FEEDBACK_REPLAY_BOOTSTRAP_MAX", 2000))
-        for row in _bootstrap_rows(limit):
+        for row in bootstrap_replay_rows(limit):
             add(row, "bootstrap")
     return result

@@ -20,15 +20,7 @@ import numpy as np
 import xgboost as xgb
 
 from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
-from scoring.ml.calibration import (
-    apply_platt,
-    calibration_summary,
-    check_fold,
-    enough_to_calibrate,
-    fit_platt,
-    fold_platt,
-    prob_to_margin,
-)
+from scoring.ml.calibration import calibrate_booster
 from scoring.ml.tabular.train import (
     TrainedModel,
     cross_fit_predict,
@@ -165,37 +157,6 @@ def _served_trees(booster: xgb.Booster) -> xgb.Booster:
     """Exactly the trees that are evaluated and served: rounds after early stopping dropped."""
     best = booster.attr("best_iteration")
     return booster[: int(best) + 1] if best is not None else booster
-
-
-def calibrate_booster(
-    booster: xgb.Booster, x_val: np.ndarray | None, y_val: np.ndarray, names: tuple[str, ...]
-) -> tuple[xgb.Booster, dict[str, Any], Callable[[np.ndarray], np.ndarray]]:
-    """Platt scaling fitted on the validation rows and folded into the booster (checked
-    numerically). Returns the booster to serve, the calibration summary, and the same map on
-    probabilities (to apply to out-of-fold predictions of that model)."""
-    trees = _served_trees(booster)
-    if x_val is None or not enough_to_calibrate(y_val):
-        n = 0 if x_val is None else len(y_val)
-        return trees, {"method": "none", "reason": f"too little validation data ({n} rows)"}, lambda p: p
-    dmatrix = xgb.DMatrix(x_val, feature_names=list(names))
-    margin = trees.predict(dmatrix, output_margin=True).astype(np.float64)
-    a, b = fit_platt(margin, y_val)
-    folded = fold_platt(trees, a, b)
-    worst = check_fold(trees, folded, x_val, names, a, b)
-    summary = {
-        "method": "platt",
-        "parameters": {"a": round(a, 6), "b": round(b, 6)},
-        "applied": f"folded into the booster (leaf values times a, base score moved; max |p| change {worst:.1e})",
-        "validation": calibration_summary(
-            y_val,
-            apply_platt(margin, 1.0, 0.0),
-            apply_platt(margin, a, b),
-            method="platt",
-            parameters={"a": round(a, 6), "b": round(b, 6)},
-            fitted_on=f"validation split ({len(y_val)} rows)",
-        ),
-    }
-    return folded, summary, lambda p: apply_platt(prob_to_margin(p), a, b)
 
 
 def train_tabular(

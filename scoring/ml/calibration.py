@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -249,3 +249,63 @@ def calibration_markdown(calibration: dict[str, Any] | None, *, model: str) -> l
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def calibrate_booster(
+    booster: Any,
+    x_val: np.ndarray | None,
+    y_val: Sequence[int] | np.ndarray,
+    names: Sequence[str],
+    *,
+    val_margin: np.ndarray | None = None,
+    test: tuple[np.ndarray, Sequence[int] | np.ndarray] | None = None,
+) -> tuple[Any, dict[str, Any], Callable[[np.ndarray], np.ndarray]]:
+    """Platt scaling fitted on validation rows and folded into `booster` (checked numerically).
+
+    `val_margin`: the margins to fit on when they are not the booster's own predictions of
+    `x_val` (out-of-fold margins of a model trained on those very rows). `test`: rows to report
+    ECE on that the calibrator never saw. Returns the booster to serve, the calibration summary,
+    and the same map on probabilities (for out-of-fold predictions that feed another model)."""
+    import xgboost as xgb
+
+    best = booster.attr("best_iteration")
+    trees = booster[: int(best) + 1] if best is not None else booster  # the trees that are served
+    y = np.asarray(y_val, dtype=np.int64)
+    if x_val is None or not enough_to_calibrate(y):
+        reason = f"too little validation data ({0 if x_val is None else len(y)} rows)"
+        return trees, {"method": "none", "reason": reason}, lambda p: p
+
+    def margin_of(x: np.ndarray) -> np.ndarray:
+        return np.asarray(trees.predict(xgb.DMatrix(x, feature_names=list(names)), output_margin=True), np.float64)
+
+    fit_on = margin_of(x_val) if val_margin is None else np.asarray(val_margin, dtype=np.float64)
+    a, b = fit_platt(fit_on, y)
+    folded = fold_platt(trees, a, b)
+    worst = check_fold(trees, folded, x_val, names, a, b)
+    parameters = {"a": round(a, 6), "b": round(b, 6)}
+    summary: dict[str, Any] = {
+        "method": "platt",
+        "parameters": parameters,
+        "applied": (
+            f"folded into the booster (leaf values times a, offset in the first tree; max |p| change {worst:.1e})"
+        ),
+        "validation": calibration_summary(
+            y,
+            apply_platt(fit_on, 1.0, 0.0),
+            apply_platt(fit_on, a, b),
+            method="platt",
+            parameters=parameters,
+            fitted_on=f"validation split ({len(y)} rows{', out-of-fold' if val_margin is not None else ''})",
+        ),
+    }
+    if test is not None and len(test[1]):
+        test_margin = margin_of(test[0])
+        summary["test"] = calibration_summary(
+            test[1],
+            apply_platt(test_margin, 1.0, 0.0),
+            apply_platt(test_margin, a, b),
+            method="platt",
+            parameters=parameters,
+            fitted_on=summary["validation"]["fitted_on"],
+        )
+    return folded, summary, lambda p: apply_platt(prob_to_margin(p), a, b)
