@@ -223,7 +223,8 @@ def main() -> None:
     print()
     print("| model | SMS test F1 | second kind test F1 | fine-tune s |")
     print("|---|---|---|---|")
-    print(f"| starting model | {result['before']['sms_test']['f1']:.4f} | {result['before']['second_kind_test']['f1']:.4f} | - |")
+    before = result["before"]
+    print(f"| starting model | {before['sms_test']['f1']:.4f} | {before['second_kind_test']['f1']:.4f} | - |")
     for name in variants:
         e = result[name]
         print(
