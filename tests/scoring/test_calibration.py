@@ -122,3 +122,33 @@ def test_too_little_validation_data_leaves_the_model_alone(tmp_path: Path):
     summary = calibrate_text_model(model, tokenizer, validation=(["a", "b"], [0, 1]), test=None, max_length=16)
     assert summary["method"] == "none" and "too little" in summary["reason"]
     assert torch.equal(model.classifier.weight, weight)
+
+
+def test_calibrate_command_folds_a_temperature_into_a_trained_model(tmp_path: Path):
+    """A model trained before calibration existed gets a calibrated version: same decisions at
+    0.5, ECE reported before/after on the SMS test split, the card says so."""
+    import json
+
+    from django.core.management import call_command
+
+    from scoring.ml.text.data import load_sms_splits
+    from scoring.ml.text.tiny import build_tiny_checkpoint
+    from scoring.ml.text.train import TrainConfig, current_model_dir, run_training
+    from tests.scoring.test_text_train import small_splits
+
+    base = build_tiny_checkpoint(tmp_path / "tiny", seed=6)
+    config = TrainConfig(base=str(base), max_length=32, epochs=1, batch_size=8, max_steps=3, time_budget_s=None)
+    trained = run_training(small_splits(), config, tmp_path / "text", version="v1", progress=False, log=lambda _: None)
+    assert json.loads((trained / "metrics.json").read_text())["calibration"]["method"] == "none"  # 20 texts
+
+    call_command("calibrate_text_model", model_dir=str(trained), out_root=str(tmp_path / "text"))
+
+    calibrated = current_model_dir(tmp_path / "text")
+    assert calibrated != trained.resolve()
+    metrics = json.loads((calibrated / "metrics.json").read_text())
+    calibration = metrics["calibration"]
+    assert calibration["method"] == "temperature" and calibration["temperature"] > 0
+    assert calibration["test"]["ece_after"] <= calibration["test"]["ece_before"] + 1e-9
+    assert metrics["test"]["pytorch_fp32"]["n"] == len(load_sms_splits().test)
+    assert "onnx" not in metrics and not (calibrated / "model.onnx").exists()
+    assert "## Calibration (temperature scaling)" in (calibrated / "MODEL_CARD.md").read_text()
