@@ -55,6 +55,11 @@ def _dig(metrics: Mapping[str, Any] | None, path: str) -> float | None:
     return float(node) if isinstance(node, int | float) and not isinstance(node, bool) else None
 
 
+def _delta(candidate: Mapping[str, Any], production: Mapping[str, Any] | None, path: str) -> float | None:
+    c, p = _dig(candidate, path), _dig(production, path)
+    return None if c is None or p is None else round(c - p, 6)
+
+
 def _rows_for(bundle: str, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     if bundle == "tabular":
         return [r for r in rows if usable(r)]
@@ -92,16 +97,7 @@ def evaluate_suites(
             continue
         entry["candidate"] = _metrics(rows, candidate(rows), thresholds)
         entry["production"] = _metrics(rows, production(rows), thresholds) if production is not None else None
-        entry["deltas"] = {
-            path: (
-                None
-                if _dig(entry["candidate"], path) is None or _dig(entry["production"], path) is None
-                else round(
-                    float(_dig(entry["candidate"], path) or 0.0) - float(_dig(entry["production"], path) or 0.0), 6
-                )
-            )
-            for _, path, _ in SUITE_METRICS
-        }
+        entry["deltas"] = {path: _delta(entry["candidate"], entry["production"], path) for _, path, _ in SUITE_METRICS}
         out.append(entry)
     return out
 

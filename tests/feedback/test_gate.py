@@ -178,3 +178,31 @@ def test_marking_a_dataset_as_a_suite_keeps_its_texts_out_of_training(repository
     # Only the held-out set's train/validation rows would have entered through the labels.
     assert data["dropped_held_out_texts"] > 50
     assert "partner set" in {e["name"] for e in run.report["suites"]["tabular"]}
+
+
+def _entry(f1_c: float, f1_p: float, fpr_c: float, fpr_p: float) -> dict[str, Any]:
+    return {
+        "name": "suite",
+        "candidate": {"f1": f1_c, "at_remove": {"fpr": fpr_c}},
+        "production": {"f1": f1_p, "at_remove": {"fpr": fpr_p}},
+    }
+
+
+@pytest.mark.parametrize(
+    ("entry", "held_on"),
+    [
+        (_entry(0.950, 0.960, 0.010, 0.010), set()),  # F1 down exactly 1 point: tolerated
+        (_entry(0.948, 0.960, 0.010, 0.010), {"f1"}),
+        (_entry(0.990, 0.960, 0.015, 0.010), set()),  # FPR up exactly 0.5 points: tolerated
+        (_entry(0.990, 0.960, 0.016, 0.010), {"at_remove.fpr"}),
+        (_entry(0.900, 0.960, 0.050, 0.010), {"f1", "at_remove.fpr"}),
+    ],
+)
+def test_gate_tolerances(entry, held_on, settings):
+    from feedback.services.gate import gate_evaluate
+
+    settings.PROMOTION_GATE_MAX_F1_DROP = 0.01
+    settings.PROMOTION_GATE_MAX_FPR_RISE = 0.005
+    gate = gate_evaluate({"text": [entry, {"name": "skipped", "skipped": "3 usable rows, 0 spam"}]})
+    assert {r["metric"] for r in gate["regressions"]} == held_on
+    assert gate["held"] is bool(held_on) and gate["suites_compared"] == 1
