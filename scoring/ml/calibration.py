@@ -90,18 +90,32 @@ def logit_margin(logits: np.ndarray, spam_index: int = 1) -> np.ndarray:
     return np.asarray(z[:, spam_index] - z[:, 1 - spam_index])
 
 
+def smoothed_targets(labels: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Platt's targets: (N+ + 1) / (N+ + 2) for spam, 1 / (N- + 2) for ham. On a validation split
+    the model separates perfectly, plain log-loss is minimised by infinitely sharp scores (T -> 0,
+    a -> infinity); these targets keep the fit finite and barely move it otherwise."""
+    y = np.asarray(labels, dtype=np.int64)
+    n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
+    return np.where(y == 1, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+
+
+def _log_loss(z: np.ndarray, target: np.ndarray) -> float:
+    # -[t log sigmoid(z) + (1 - t) log(1 - sigmoid(z))], computed stably.
+    return float(np.mean(np.logaddexp(0.0, z) - target * z))
+
+
 def fit_temperature(margins: np.ndarray, labels: Sequence[int] | np.ndarray) -> float:
-    """The T minimising the negative log-likelihood of sigmoid(margin / T) (bounded search over log T)."""
+    """The T minimising the log-loss of sigmoid(margin / T) against the smoothed targets
+    (bounded search over log T)."""
     m = np.asarray(margins, dtype=np.float64)
-    y = np.asarray(labels, dtype=np.float64)
-
-    def nll(log_t: float) -> float:
-        z = m / math.exp(log_t)
-        # log(1 + exp(-z)) for spam, log(1 + exp(z)) for ham, computed stably.
-        return float(np.mean(np.logaddexp(0.0, np.where(y == 1, -z, z))))
-
+    target = smoothed_targets(labels)
     lo, hi = (math.log(v) for v in TEMPERATURE_BOUNDS)
-    result = minimize_scalar(nll, bounds=(lo, hi), method="bounded", options={"xatol": 1e-6})
+    result = minimize_scalar(
+        lambda log_t: _log_loss(m / math.exp(log_t), target),
+        bounds=(lo, hi),
+        method="bounded",
+        options={"xatol": 1e-6},
+    )
     return float(math.exp(result.x))
 
 
@@ -110,20 +124,11 @@ def apply_temperature(margins: np.ndarray, temperature: float) -> np.ndarray:
 
 
 def fit_platt(margins: np.ndarray, labels: Sequence[int] | np.ndarray) -> tuple[float, float]:
-    """(a, b) of p = sigmoid(a * margin + b), minimising the log-loss against Platt's smoothed
-    targets ((N+ + 1) / (N+ + 2) for spam, 1 / (N- + 2) for ham): on a separable validation
-    split plain logistic regression sends `a` to infinity, the smoothed targets keep it finite."""
+    """(a, b) of p = sigmoid(a * margin + b), minimising the log-loss against the smoothed
+    targets (Platt's method)."""
     m = np.asarray(margins, dtype=np.float64)
-    y = np.asarray(labels, dtype=np.int64)
-    n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
-    target = np.where(y == 1, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
-
-    def loss(params: np.ndarray) -> float:
-        z = params[0] * m + params[1]
-        # -[t log sigmoid(z) + (1 - t) log(1 - sigmoid(z))], stably.
-        return float(np.mean(np.logaddexp(0.0, z) - target * z))
-
-    result = minimize(loss, x0=np.array([1.0, 0.0]), method="L-BFGS-B")
+    target = smoothed_targets(labels)
+    result = minimize(lambda ab: _log_loss(ab[0] * m + ab[1], target), x0=np.array([1.0, 0.0]), method="L-BFGS-B")
     return float(result.x[0]), float(result.x[1])
 
 

@@ -42,6 +42,15 @@ def test_temperature_scaling_recovers_a_known_temperature(true_temperature):
     assert after < 0.02 < before
 
 
+def test_a_separable_validation_split_does_not_make_scores_infinitely_sharp():
+    margins = np.r_[np.linspace(2, 8, 100), -np.linspace(2, 8, 200)]
+    labels = np.r_[np.ones(100), np.zeros(200)].astype(np.int64)
+    temperature = fit_temperature(margins, labels)
+    a, _ = fit_platt(margins, labels)
+    # Plain log-loss would drive T to its lower bound and a to infinity here.
+    assert 0.3 < temperature < 3.0 and 0.3 < a < 3.0
+
+
 def test_platt_scaling_recovers_a_known_map():
     z, y = _true_logits(20_000, seed=2)
     a_true, b_true = 0.4, 1.0
