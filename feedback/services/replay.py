@@ -2,7 +2,9 @@
 
 "This dataset only" (TrainingData.DATASET_ONLY): the train and validation splits of the run's
 dataset, as before. A model fine-tuned on one kind of text alone forgets the kind it learned
-first, so this is an explicit choice in the run form.
+first, so this is an explicit choice in the run form: benchmarks/forgetting.py fine-tuned the
+bootstrap text model on 1,200 classifieds/forum posts and its SMS test F1 fell from 0.964 to 0.547
+on them alone, and stayed at 0.976 with the bootstrap replay below.
 
 Cumulative (the default), every row weighted by its origin (settings.FEEDBACK_REPLAY_WEIGHTS):
 - "dataset": the run's dataset;
