@@ -9,7 +9,15 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from feedback.models import DatasetMember, DatasetVersion, LabelledExample, ModelVersion, TrainingRun, TrainingScope
+from feedback.models import (
+    DatasetMember,
+    DatasetVersion,
+    EvaluationSuite,
+    LabelledExample,
+    ModelVersion,
+    TrainingRun,
+    TrainingScope,
+)
 from feedback.services.training import training_run_start
 from moderation.errors import ApplicationError
 
@@ -67,11 +75,30 @@ class DatasetMemberAdmin(ReadOnlyAdmin):
 
 @admin.register(TrainingRun)
 class TrainingRunAdmin(ReadOnlyAdmin):
-    list_display = ("id", "dataset", "scope", "status", "progress", "started_by", "created_at", "finished_at")
-    list_filter = ("status", "scope")
+    list_display = (
+        "id",
+        "dataset",
+        "scope",
+        "training_data",
+        "status",
+        "progress",
+        "started_by",
+        "created_at",
+        "finished_at",
+    )
+    list_filter = ("status", "scope", "training_data")
 
 
 @admin.register(ModelVersion)
 class ModelVersionAdmin(ReadOnlyAdmin):
     list_display = ("name", "version", "is_production", "dataset", "promoted_by", "promoted_at")
     list_filter = ("name", "is_production")
+
+
+@admin.register(EvaluationSuite)
+class EvaluationSuiteAdmin(ReadOnlyAdmin):
+    """Suites are frozen; an admin marks a dataset as a suite from its page in the dashboard."""
+
+    list_display = ("name", "kind", "dataset", "row_count", "spam_count", "featured_count", "created_at")
+    list_filter = ("kind",)
+    readonly_fields = ("content_sha256", "path")

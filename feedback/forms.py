@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from feedback.models import DatasetVersion, TrainingScope
+from feedback.models import DatasetVersion, TrainingData, TrainingScope
 from feedback.services.datasets import IMPORT_MAX_BYTES
 
 
@@ -45,9 +45,20 @@ class ImportForm(forms.Form):
 class RunStartForm(forms.Form):
     dataset = forms.ModelChoiceField(queryset=DatasetVersion.objects.order_by("-version"), empty_label=None)
     scope = forms.ChoiceField(choices=TrainingScope.choices, initial=TrainingScope.TABULAR)
+    training_data = forms.ChoiceField(
+        choices=TrainingData.choices,
+        initial=TrainingData.CUMULATIVE,
+        widget=forms.RadioSelect,
+        required=False,
+        help_text="Training on one dataset alone can make the model forget what it learned before.",
+    )
     auto_promote = forms.BooleanField(
         required=False, help_text="Promote automatically if better on every guarded metric."
     )
+
+    def clean_training_data(self) -> str:
+        # Not chosen means the default: cumulative labels with replay.
+        return str(self.cleaned_data.get("training_data") or TrainingData.CUMULATIVE)
 
 
 class ThresholdsForm(forms.Form):
@@ -62,3 +73,16 @@ class ThresholdsForm(forms.Form):
         if remove is not None and approve is not None and approve > remove:
             self.add_error("approve_threshold", "The approve threshold must not exceed the remove threshold.")
         return data
+
+
+class PromoteForm(forms.Form):
+    """The confirmation page's form. `confirm` is always required; a candidate the gate holds
+    back also needs a typed override reason (checked again by promotion.promote_run)."""
+
+    confirm = forms.BooleanField(required=True, label="I have reviewed what changes")
+    note = forms.CharField(max_length=255, required=False)
+    override_reason = forms.CharField(max_length=1000, required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class SuiteMarkForm(forms.Form):
+    name = forms.CharField(max_length=120, required=False)

@@ -174,9 +174,15 @@ class RunStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
+class TrainingData(models.TextChoices):
+    CUMULATIVE = "cumulative", "Cumulative labels + replay of earlier training data (keeps what the model knew)"
+    DATASET_ONLY = "dataset_only", "This dataset only"
+
+
 class TrainingRun(models.Model):
     dataset = models.ForeignKey(DatasetVersion, on_delete=models.PROTECT, related_name="training_runs")
     scope = models.CharField(max_length=10, choices=TrainingScope.choices)
+    training_data = models.CharField(max_length=16, choices=TrainingData.choices, default=TrainingData.CUMULATIVE)
     status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
     progress = models.FloatField(default=0.0, help_text="0..1")
     progress_message = models.CharField(max_length=255, blank=True)
@@ -255,3 +261,48 @@ class ModelVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name}:{self.version}{' (production)' if self.is_production else ''}"
+
+
+class SuiteKind(models.TextChoices):
+    BOOTSTRAP = "bootstrap", "Bootstrap SMS test split"
+    DATASET_TEST = "dataset_test", "Test split of a dataset version"
+    IMPORTED = "imported", "Imported set marked as a suite"
+
+
+class EvaluationSuite(ImmutableModel):
+    """A named, frozen evaluation set. Every candidate and production are scored on every active
+    suite, and the promotion gate compares the two suite by suite.
+
+    Frozen by copy: the rows are written once to ARTIFACTS_DIR/<path>/rows.jsonl and
+    `content_sha256` hashes that file, so editing or deleting the dataset, its examples or the
+    bootstrap corpus later never changes what a suite measures (loading re-checks the hash).
+    """
+
+    name = models.CharField(max_length=120, unique=True)
+    kind = models.CharField(max_length=16, choices=SuiteKind.choices)
+    dataset = models.ForeignKey(
+        DatasetVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluation_suites"
+    )
+    description = models.CharField(max_length=255, blank=True)
+    content_sha256 = models.CharField(max_length=64)
+    row_count = models.PositiveIntegerField()
+    spam_count = models.PositiveIntegerField()
+    featured_count = models.PositiveIntegerField(
+        default=0, help_text="Rows with frozen features: the tabular models are scored on these."
+    )
+    path = models.CharField(max_length=500, help_text="Directory relative to ARTIFACTS_DIR.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dataset", "kind"], condition=Q(dataset__isnull=False), name="one_suite_per_dataset_kind"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"suite {self.name} ({self.row_count} rows)"

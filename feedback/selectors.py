@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 
 from feedback.models import (
     DatasetVersion,
+    EvaluationSuite,
     ExampleOrigin,
     LabelledExample,
     ModelVersion,
@@ -147,3 +148,38 @@ def run_comparison(run: TrainingRun) -> list[dict[str, Any]]:
             )
             sections.append({"bundle": bundle, "title": title, "rows": rows, "has_production": prod is not None})
     return sections
+
+
+def suite_list() -> QuerySet[EvaluationSuite]:
+    return EvaluationSuite.objects.select_related("dataset", "created_by").order_by("created_at", "id")
+
+
+CALIBRATION_TITLES = {"text": "Text model", "link": "Link model", "behaviour": "Behaviour model", "fusion": "Fusion"}
+
+
+def run_calibration(run: TrainingRun) -> list[dict[str, Any]]:
+    """Per calibrated model of the run: the calibrator and ECE/reliability before and after (on
+    the test split where the trainer measured it, else on validation)."""
+    out = []
+    metrics = run.candidate_metrics or {}
+    found: list[tuple[str, Any]] = []
+    if isinstance(metrics.get("text"), dict):
+        found.append(("text", metrics["text"].get("calibration")))
+    tabular = metrics.get("tabular")
+    if isinstance(tabular, dict):
+        found += [(kind, (tabular.get("calibration") or {}).get(kind)) for kind in ("link", "behaviour", "fusion")]
+    for key, calibration in found:
+        if not calibration:
+            continue
+        shown = calibration.get("test") or calibration.get("validation")
+        out.append(
+            {
+                "title": CALIBRATION_TITLES[key],
+                "method": calibration.get("method"),
+                "parameters": calibration.get("parameters") or {},
+                "reason": calibration.get("reason", ""),
+                "measured_on": "test split" if calibration.get("test") else "validation split",
+                "summary": shown,
+            }
+        )
+    return out

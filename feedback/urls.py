@@ -12,6 +12,7 @@ urlpatterns = [
     path("datasets/import/", views.dataset_import, name="dataset_import"),
     path("datasets/<int:version>/", views.dataset_detail, name="dataset_detail"),
     path("datasets/<int:version>/download/<str:fmt>/", views.dataset_download, name="dataset_download"),
+    path("datasets/<int:version>/suite/", views.suite_mark, name="suite_mark"),
     path("runs/", views.run_list, name="runs"),
     path("runs/start/", views.run_start, name="run_start"),
     path("runs/<int:pk>/", views.run_detail, name="run_detail"),

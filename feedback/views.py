@@ -12,10 +12,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from feedback import selectors
-from feedback.forms import ImportForm, RunStartForm, SnapshotForm, ThresholdsForm
+from feedback.forms import ImportForm, PromoteForm, RunStartForm, SnapshotForm, SuiteMarkForm, ThresholdsForm
 from feedback.models import DatasetVersion, ModelVersion, TrainingRun
 from feedback.permissions import CAN_ADMINISTER_ML, CAN_VIEW_ML, can_administer_ml
-from feedback.services import datasets, promotion, thresholds, training
+from feedback.services import datasets, gate, promotion, suites, thresholds, training
 from moderation.errors import ApplicationError
 from moderation.permissions import role_required
 
@@ -61,6 +61,7 @@ def _datasets_page(request: HttpRequest, *, status: int = 200) -> HttpResponse:
             "import_form": ImportForm(),
             "can_admin": can_administer_ml(request.user),
             "pending_examples": selectors.labelled_example_count(),
+            "suites": selectors.suite_list(),
         },
         status=status,
     )
@@ -69,7 +70,14 @@ def _datasets_page(request: HttpRequest, *, status: int = 200) -> HttpResponse:
 @role_required(CAN_VIEW_ML)
 def dataset_detail(request: HttpRequest, version: int) -> HttpResponse:
     dataset = get_object_or_404(DatasetVersion, version=version)
-    return render(request, "feedback/dataset_detail.html", {"nav": "ml", "tab": "datasets", "dataset": dataset})
+    context = {
+        "nav": "ml",
+        "tab": "datasets",
+        "dataset": dataset,
+        "suites": selectors.suite_list().filter(dataset=dataset),
+        "can_admin": can_administer_ml(request.user),
+    }
+    return render(request, "feedback/dataset_detail.html", context)
 
 
 @role_required(CAN_VIEW_ML)
@@ -163,6 +171,7 @@ def run_start(request: HttpRequest) -> HttpResponse:
             scope=form.cleaned_data["scope"],
             started_by=request.user,
             auto_promote=form.cleaned_data["auto_promote"],
+            training_data=form.cleaned_data["training_data"],
         )
     except ApplicationError as exc:
         messages.error(request, exc.message)
@@ -180,6 +189,9 @@ def _run_context(request: HttpRequest, run: TrainingRun) -> dict[str, object]:
         "comparison": selectors.run_comparison(run),
         "auto_rule": promotion.__doc__,
         "promoted": run.model_versions.filter(restored_from__isnull=True).exists(),
+        "suites": gate.suite_table(run.report or {}),
+        "gate_reasons": gate.gate_reasons(run.report or {}) if run.status == "succeeded" else [],
+        "calibration": selectors.run_calibration(run),
     }
 
 
@@ -200,17 +212,49 @@ def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
     return response
 
 
-@require_POST
 @role_required(CAN_ADMINISTER_ML)
 def run_promote(request: HttpRequest, pk: int) -> HttpResponse:
-    run = get_object_or_404(TrainingRun, pk=pk)
+    """GET: what promoting would change (versions, per-suite deltas, thresholds, the gate's
+    verdict) and the confirmation form. POST: promote, once confirmed."""
+    run = get_object_or_404(TrainingRun.objects.select_related("dataset"), pk=pk)
+    form = PromoteForm(request.POST or None)
+    if request.method == "POST":
+        if not form.is_valid():
+            messages.error(request, "Tick the confirmation box to promote.")
+        else:
+            try:
+                versions = promotion.promote_run(
+                    run=run,
+                    user=request.user,
+                    note=form.cleaned_data["note"],
+                    override_reason=form.cleaned_data["override_reason"],
+                    override_confirmed=form.cleaned_data["confirm"],
+                )
+            except ApplicationError as exc:
+                messages.error(request, exc.message)
+            else:
+                messages.success(request, "Promoted: " + ", ".join(f"{v.name} v{v.version}" for v in versions))
+                return _redirect("feedback:registry")
+    promotion.registry_sync()
+    context = {"nav": "ml", "tab": "runs", "run": run, "form": form, "plan": promotion.promotion_plan(run=run)}
+    return render(request, "feedback/promote_confirm.html", context, status=400 if form.is_bound else 200)
+
+
+@require_POST
+@role_required(CAN_ADMINISTER_ML)
+def suite_mark(request: HttpRequest, version: int) -> HttpResponse:
+    dataset = get_object_or_404(DatasetVersion, version=version)
+    form = SuiteMarkForm(request.POST)
+    name = form.cleaned_data["name"] if form.is_valid() else ""
     try:
-        versions = promotion.promote_run(run=run, user=request.user, note=request.POST.get("note", ""))
+        suite = suites.suite_mark_dataset(dataset=dataset, user=request.user, name=name)
     except ApplicationError as exc:
         messages.error(request, exc.message)
-        return _redirect("feedback:run_detail", run.pk)
-    messages.success(request, "Promoted: " + ", ".join(f"{v.name} v{v.version}" for v in versions))
-    return _redirect("feedback:registry")
+        return _redirect("feedback:dataset_detail", dataset.version)
+    messages.success(
+        request, f"{suite.name} is an evaluation suite ({suite.row_count} rows); its texts stay out of training."
+    )
+    return _redirect("feedback:dataset_detail", dataset.version)
 
 
 # --- registry -----------------------------------------------------------------------------

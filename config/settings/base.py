@@ -322,6 +322,25 @@ TEXT_MODEL_BASE = env("TEXT_MODEL_BASE", default=str(VAR_DIR / "models" / "disti
 ARTIFACTS_DIR = env.path("ARTIFACTS_DIR", default=VAR_DIR / "models")
 TEXT_MAX_LENGTH = env.int("TEXT_MAX_LENGTH", default=128)
 
+# --- Model operations: promotion gate, replay, calibration ----------------------------------
+# A candidate is held back when, on any evaluation suite, its F1 is more than this below
+# production's, or its false-positive rate at the remove threshold more than this above it
+# (fractions: 0.01 = 1 point). Overriding takes an admin, a typed reason and a confirmation.
+PROMOTION_GATE_MAX_F1_DROP = env.float("PROMOTION_GATE_MAX_F1_DROP", default=0.01)
+PROMOTION_GATE_MAX_FPR_RISE = env.float("PROMOTION_GATE_MAX_FPR_RISE", default=0.005)
+# Per-origin sample weights of a cumulative retraining run: the run's own dataset, the other
+# effective reviewer labels, earlier dataset versions' rows no longer among them, and the
+# bootstrap corpus (SMS texts for the text model). 0 leaves an origin out.
+FEEDBACK_REPLAY_WEIGHTS = {
+    "dataset": env.float("FEEDBACK_REPLAY_WEIGHT_DATASET", default=1.0),
+    "labels": env.float("FEEDBACK_REPLAY_WEIGHT_LABELS", default=1.0),
+    "earlier_datasets": env.float("FEEDBACK_REPLAY_WEIGHT_EARLIER", default=1.0),
+    "bootstrap": env.float("FEEDBACK_REPLAY_WEIGHT_BOOTSTRAP", default=1.0),
+}
+# At most this many bootstrap SMS texts are replayed per text run (a random, stratified,
+# seeded sample of the bootstrap train split), which bounds the CPU fine-tune's length.
+FEEDBACK_REPLAY_BOOTSTRAP_MAX = env.int("FEEDBACK_REPLAY_BOOTSTRAP_MAX", default=2000)
+
 # --- Ingest limits (documented in README) -----------------------------------------------------
 POST_TEXT_MAX_CHARS = 10_000
 PREVIEW_TEXT_MAX_CHARS = 50_000

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import average_precision_score, precision_recall_fscore_support
 
+from scoring.ml.calibration import expected_calibration_error
 from scoring.models import Action, DecisionPolicy
 from scoring.services.policy import policy_actions
 
@@ -86,6 +87,8 @@ def classification_metrics(
         "f1": _safe(float(f1)),
         "accuracy": _safe(float(np.mean(pred == y))),
         "pr_auc": _safe(float(average_precision_score(y, p))) if has_both else None,
+        # Expected calibration error (10 equal-width bins): how far scores are from probabilities.
+        "ece": expected_calibration_error(y, p),
         "at_remove": band_metrics(y, p, remove_threshold),
         "at_approve": {
             "threshold": round(float(approve_threshold), 6),

@@ -9,7 +9,11 @@ auto_promote=True is promoted only if, for every bundle it trained,
   - the candidate is at least as good as production on every guarded metric (PR-AUC, F1,
     precision at the auto-remove threshold: higher or equal; false-positive rate at the
     auto-remove threshold: lower or equal), and strictly better on at least one. A model that
-    auto-removes nothing on the test split counts as precision 1.0 at the remove threshold.
+    auto-removes nothing on the test split counts as precision 1.0 at the remove threshold, and
+  - the promotion gate passes: on no evaluation suite does the candidate lose more than the
+    tolerated F1 or gain more than the tolerated false-positive rate at the remove threshold
+    (feedback.services.gate; the gate holds the promote button back too, unless an admin
+    overrides it with a typed reason and a confirmation, which is audited).
 Anything else waits for an admin.
 
 If loading fails, the new version folders are removed and the models reloaded, so production
@@ -202,8 +206,25 @@ def _record(
 # --- promotion ----------------------------------------------------------------------------
 
 
-def promote_run(*, run: TrainingRun, user: Any, automatic: bool = False, note: str = "") -> list[ModelVersion]:
-    """Publish every candidate of a succeeded run as new Triton versions and serve them."""
+class GateHeld(Conflict):
+    code = "gate_held"
+
+
+def promote_run(
+    *,
+    run: TrainingRun,
+    user: Any,
+    automatic: bool = False,
+    note: str = "",
+    override_reason: str = "",
+    override_confirmed: bool = False,
+) -> list[ModelVersion]:
+    """Publish every candidate of a succeeded run as new Triton versions and serve them.
+
+    A run the promotion gate holds back (feedback.services.gate) is promoted only by an admin
+    with a typed `override_reason` and `override_confirmed`; never automatically. The override
+    is audited with the regressions it accepted."""
+    from feedback.services.gate import gate_reasons
     from scoring.model_repository import Artifacts, publish
 
     if not automatic:
@@ -212,6 +233,18 @@ def promote_run(*, run: TrainingRun, user: Any, automatic: bool = False, note: s
         raise Conflict(f"Run #{run.pk} has no candidate to promote (status {run.status}).", code="no_candidate")
     if ModelVersion.objects.filter(training_run=run, restored_from__isnull=True).exists():
         raise Conflict(f"Run #{run.pk} was already promoted.", code="already_promoted")
+    held = gate_reasons(run.report or {})
+    override_reason = override_reason.strip()
+    if held:
+        if automatic:
+            raise GateHeld("The promotion gate holds this candidate back: " + "; ".join(held))
+        if not override_reason or not override_confirmed:
+            raise GateHeld(
+                "The promotion gate holds this candidate back ("
+                + "; ".join(held)
+                + "). Promoting it anyway takes a typed reason and the confirmation box.",
+                fields={"override_reason": ["required to override the gate"]},
+            )
     registry_sync()
     root = artifacts_dir()
     artifacts = Artifacts(
@@ -232,12 +265,22 @@ def promote_run(*, run: TrainingRun, user: Any, automatic: bool = False, note: s
                     note=note or ("automatic: better on every guarded metric" if automatic else ""),
                 )
             )
+        if held:
+            audit_record(
+                actor=user,
+                action="model.promote.gate_override",
+                target=run,
+                before={"gate": (run.report or {}).get("gate"), "held_because": held},
+                after={"reason": override_reason, "versions": {mv.name: mv.version for mv in out}},
+            )
     logger.info("feedback.promoted", extra={"run_id": run.pk, "published": published})
     return out
 
 
 def auto_promotion_check(run: TrainingRun) -> tuple[bool, list[str]]:
     """The documented rule (module docstring). Returns (promote?, reasons)."""
+    from feedback.services.gate import gate_reasons
+
     reasons: list[str] = []
     guarded = (run.report or {}).get("guarded") or {}
     if not guarded:
@@ -261,6 +304,7 @@ def auto_promotion_check(run: TrainingRun) -> tuple[bool, list[str]]:
                 )
         if not summary.get("better_on_all"):
             reasons.append(f"{bundle}: not strictly better on any guarded metric")
+    reasons += [f"promotion gate: {r}" for r in gate_reasons(run.report or {})]
     return (not reasons, reasons)
 
 
@@ -317,3 +361,35 @@ def rollback_to(*, target: ModelVersion, user: Any) -> ModelVersion:
             restored_from=target,
             note=f"rollback to v{target.version}",
         )
+
+
+def promotion_plan(*, run: TrainingRun) -> dict[str, Any]:
+    """What promoting `run` would change, for the confirmation page: per bundle the production
+    version now and the Triton version numbers the candidate would get; the gate's verdict; the
+    live thresholds the new models would be judged by (promotion does not change them)."""
+    from feedback.services.gate import gate_reasons, suite_table
+    from feedback.services.training import current_thresholds
+
+    bundles = []
+    for bundle in (b for b in (ModelBundle.TABULAR, ModelBundle.TEXT) if b in (run.candidate_artifacts or {})):
+        members = MEMBERS[bundle]
+        current = ModelVersion.objects.filter(name=bundle, is_production=True).first()
+        # publish() numbers a bundle's new folders one past the highest existing one.
+        next_number = max((served_version(m) or 0) for m in members) + 1
+        bundles.append(
+            {
+                "bundle": bundle,
+                "current": current,
+                "current_triton": {m: served_version(m) for m in members},
+                "next_triton": {m: next_number for m in members},
+            }
+        )
+    return {
+        "bundles": bundles,
+        "pipeline_next": (served_version(PIPELINE_MODEL) or 0) + 1,
+        "held": gate_reasons(run.report or {}),
+        "gate": (run.report or {}).get("gate"),
+        "suites": suite_table(run.report or {}),
+        "thresholds": current_thresholds(),
+        "run_thresholds": (run.report or {}).get("thresholds"),
+    }

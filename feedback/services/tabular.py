@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import numpy as np
 import xgboost as xgb
 
 from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
+from scoring.ml.calibration import calibrate_booster
 from scoring.ml.tabular.train import (
     TrainedModel,
     cross_fit_predict,
@@ -112,6 +113,8 @@ class TabularModels:
     link: xgb.Booster
     behaviour: xgb.Booster
     fusion: xgb.Booster
+    # Per model: the Platt calibrator folded into it and ECE before/after (scoring.ml.calibration).
+    calibration: dict[str, Any] = field(default_factory=dict)
 
     def save(self, directory: Path) -> dict[str, str]:
         """Writes link.json, behaviour.json and fusion.json: the layout model_repository.publish reads."""
@@ -130,7 +133,11 @@ class TabularModels:
 
     @classmethod
     def load(cls, files: Mapping[str, Path]) -> TabularModels:
-        return cls(**{kind: xgb.Booster(model_file=str(files[kind])) for kind in ("link", "behaviour", "fusion")})
+        return cls(
+            link=xgb.Booster(model_file=str(files["link"])),
+            behaviour=xgb.Booster(model_file=str(files["behaviour"])),
+            fusion=xgb.Booster(model_file=str(files["fusion"])),
+        )
 
 
 def _fit(
@@ -139,10 +146,17 @@ def _fit(
     y: np.ndarray,
     x_val: np.ndarray | None,
     y_val: np.ndarray,
+    weights: np.ndarray | None = None,
 ) -> TrainedModel:
     if x_val is not None and len(np.unique(y_val)) == 2:
-        return trainer(x, y, x_val=x_val, y_val=y_val, params=RETRAIN_PARAMS)
-    return trainer(x, y, params=RETRAIN_PARAMS)
+        return trainer(x, y, x_val=x_val, y_val=y_val, params=RETRAIN_PARAMS, weights=weights)
+    return trainer(x, y, params=RETRAIN_PARAMS, weights=weights)
+
+
+def _served_trees(booster: xgb.Booster) -> xgb.Booster:
+    """Exactly the trees that are evaluated and served: rounds after early stopping dropped."""
+    best = booster.attr("best_iteration")
+    return booster[: int(best) + 1] if best is not None else booster
 
 
 def train_tabular(
@@ -150,17 +164,24 @@ def train_tabular(
     validation_rows: Sequence[Mapping[str, Any]],
     *,
     progress: Callable[[float, str], None] | None = None,
+    weights: Sequence[float] | None = None,
 ) -> TabularModels:
     """The tabular trainers of scoring.ml.tabular.train (the same ones the bootstrap uses, so a
     candidate differs from production by its data, not its recipe): link and behaviour models
     with early stopping on the validation split, cross-fitted (author-grouped) out-of-fold
-    sub-model probabilities for the fusion tree's training rows."""
+    sub-model probabilities for the fusion tree's training rows. Each booster gets a Platt
+    calibrator fitted on the validation rows and folded into it; the out-of-fold probabilities
+    the fusion tree learns from go through the same calibrator, so it sees what is served.
+    `weights`: optional per-row sample weights of the train rows."""
     y, y_val = labels_of(train_rows), labels_of(validation_rows)
+    w = None if weights is None else np.asarray(weights, dtype=np.float32)
     if len(np.unique(y)) < 2:
         raise ValueError(f"the train split needs both spam and ham rows with features (has {len(y)} rows)")
     groups = author_groups(train_rows)
     trainers = {"link": train_link_model, "behaviour": train_behaviour_model}
     models: dict[str, TrainedModel] = {}
+    served: dict[str, xgb.Booster] = {}
+    calibration: dict[str, Any] = {}
     oof: dict[str, np.ndarray] = {}
     val_prob: dict[str, np.ndarray] = {}
     for i, kind in enumerate(("link", "behaviour")):
@@ -169,18 +190,22 @@ def train_tabular(
             progress(0.1 + 0.3 * i, f"training the {kind} model ({len(train_rows)} rows)")
         x = matrix(train_rows, names)
         x_val = matrix(validation_rows, names) if validation_rows else None
-        models[kind] = _fit(trainers[kind], x, y, x_val, y_val)
-        oof[kind] = cross_fit_predict(
-            kind,
-            x,
-            y,
-            groups=groups,
-            predict_mask=[True] * len(train_rows),
-            rounds=models[kind].num_trees,
-            folds=OOF_FOLDS,
-            params=RETRAIN_PARAMS,
+        models[kind] = _fit(trainers[kind], x, y, x_val, y_val, w)
+        served[kind], calibration[kind], calibrate = calibrate_booster(models[kind].booster, x_val, y_val, names)
+        oof[kind] = calibrate(
+            cross_fit_predict(
+                kind,
+                x,
+                y,
+                groups=groups,
+                predict_mask=[True] * len(train_rows),
+                rounds=models[kind].num_trees,
+                folds=OOF_FOLDS,
+                params=RETRAIN_PARAMS,
+                weights=w,
+            )
         )
-        val_prob[kind] = models[kind].predict_proba(x_val) if x_val is not None else np.zeros(0)
+        val_prob[kind] = predict(served[kind], x_val, names) if x_val is not None else np.zeros(0)
     if progress:
         progress(0.7, "training the fusion tree on cross-fitted sub-model probabilities")
     x_fusion = fusion_matrix(
@@ -196,8 +221,11 @@ def train_tabular(
         if validation_rows
         else None
     )
-    fusion = _fit(train_fusion_model, x_fusion, y, x_fusion_val, y_val)
-    return TabularModels(link=models["link"].booster, behaviour=models["behaviour"].booster, fusion=fusion.booster)
+    fusion = _fit(train_fusion_model, x_fusion, y, x_fusion_val, y_val, w)
+    served["fusion"], calibration["fusion"], _ = calibrate_booster(fusion.booster, x_fusion_val, y_val, FUSION_FEATURES)
+    return TabularModels(
+        link=served["link"], behaviour=served["behaviour"], fusion=served["fusion"], calibration=calibration
+    )
 
 
 def predict_final(

@@ -7,20 +7,26 @@ checkpoint ARTIFACTS_DIR/text/current (warm start: the candidate keeps what prod
 learned), settings.TEXT_MODEL_BASE. Budget knobs: FEEDBACK_TEXT_EPOCHS (default 2),
 FEEDBACK_TEXT_MAX_STEPS (default none), FEEDBACK_TEXT_TIME_BUDGET_S (default 15 minutes).
 INT8 is left to textmodel's export command (it needs its calibration and parity checks).
+A temperature fitted on the validation texts is folded into the classifier head before export
+(scoring.ml.calibration), so the exported candidate serves calibrated probabilities.
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 
 from feedback.services.datasets import artifacts_dir
 from feedback.services.evaluation import classification_metrics
 from feedback.services.tabular import labels_of
+
+TextPredictor = Callable[[Sequence[Mapping[str, Any]]], np.ndarray]
 
 
 def text_base() -> str:
@@ -46,7 +52,9 @@ def train_text_candidate(
     out_dir: Path,
     thresholds: Mapping[str, Any],
     progress: Callable[[float, str], None],
+    train_weights: Sequence[float] | None = None,
 ) -> tuple[Path, dict[str, Any]]:
+    from scoring.ml.text.calibrate import calibrate_text_model
     from scoring.ml.text.export import export_onnx, write_serving
     from scoring.ml.text.inference import OnnxTextClassifier
     from scoring.ml.text.train import TrainConfig, train_text_model
@@ -71,6 +79,15 @@ def train_text_candidate(
         config,
         progress=False,
         log=lambda message: progress(0.5, f"text: {message}"),
+        train_weights=train_weights,
+    )
+    progress(0.75, "text: fitting the temperature on the validation texts")
+    calibration = calibrate_text_model(
+        trained.model,
+        trained.tokenizer,
+        validation=(_texts(validation), y_val),
+        test=(_texts(test), [int(v) for v in labels_of(test)]),
+        max_length=max_length,
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     trained.model.save_pretrained(out_dir)
@@ -90,21 +107,24 @@ def train_text_candidate(
         labels_of(test), probs, remove_threshold=thresholds["remove"], approve_threshold=thresholds["approve"]
     )
     metrics["base"] = base
+    metrics["calibration"] = calibration
+    metrics["train_rows"] = len(train)
     metrics["best_epoch"] = trained.best_epoch
     metrics["train_seconds"] = round(trained.train_seconds, 1)
     return out_dir, metrics
 
 
-def evaluate_production_text(
-    *, test: Sequence[Mapping[str, Any]], thresholds: Mapping[str, Any]
-) -> dict[str, Any] | None:
-    """The served text_classifier + tokenizer versions, run with ONNX Runtime on the same texts."""
+@contextmanager
+def production_text_predictor() -> Iterator[TextPredictor | None]:
+    """The served text_classifier + tokenizer versions, run with ONNX Runtime (None if nothing
+    is served). A context: the two version folders are joined in a temporary directory."""
     from feedback.services.promotion import served_text_dir
     from scoring.ml.text.inference import OnnxTextClassifier
 
     served = served_text_dir()
     if served is None:
-        return None
+        yield None
+        return
     clf_dir, tok_dir = served
     with tempfile.TemporaryDirectory(prefix="prod-text-") as tmp:
         joined = Path(tmp)
@@ -115,7 +135,25 @@ def evaluate_production_text(
                     if target.exists():
                         target.unlink()
                     target.symlink_to(item)
-        probs = OnnxTextClassifier(joined, file="model.onnx").predict_proba(_texts(test))
+        classifier = OnnxTextClassifier(joined, file="model.onnx")
+        yield lambda rows: classifier.predict_proba(_texts(rows))
+
+
+def candidate_text_predictor(model_dir: Path) -> TextPredictor:
+    from scoring.ml.text.inference import OnnxTextClassifier
+
+    classifier = OnnxTextClassifier(model_dir)
+    return lambda rows: classifier.predict_proba(_texts(rows))
+
+
+def evaluate_production_text(
+    *, test: Sequence[Mapping[str, Any]], thresholds: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The served text model scored on the same texts as the candidate."""
+    with production_text_predictor() as predict:
+        if predict is None:
+            return None
+        probs = predict(test)
     return classification_metrics(
         labels_of(test), probs, remove_threshold=thresholds["remove"], approve_threshold=thresholds["approve"]
     )

@@ -21,7 +21,7 @@ from django.db.models.functions import Concat
 from django.utils import timezone
 
 from config.metrics import TRAINING_RUNS
-from feedback.models import DatasetVersion, RunStatus, TrainingRun, TrainingScope
+from feedback.models import DatasetVersion, RunStatus, TrainingData, TrainingRun, TrainingScope
 from feedback.permissions import check_ml_admin
 from feedback.services.datasets import artifacts_dir, dataset_load
 from feedback.services.evaluation import classification_metrics
@@ -54,17 +54,34 @@ class TrainingFailed(Exception):
 
 
 def training_run_start(
-    *, dataset: DatasetVersion, scope: str, started_by: Any, auto_promote: bool = False
+    *,
+    dataset: DatasetVersion,
+    scope: str,
+    started_by: Any,
+    auto_promote: bool = False,
+    training_data: str = TrainingData.CUMULATIVE,
 ) -> TrainingRun:
     """Create a queued run and enqueue it on the "training" queue once the row is committed."""
     check_ml_admin(started_by)
     if scope not in TrainingScope.values:
         raise ApplicationError(f"Unknown scope {scope!r}.", code="invalid_scope", fields={"scope": ["unknown"]})
+    if training_data not in TrainingData.values:
+        raise ApplicationError(
+            f"Unknown training data {training_data!r}.",
+            code="invalid_training_data",
+            fields={"training_data": ["unknown"]},
+        )
     with transaction.atomic():
         busy = TrainingRun.objects.select_for_update().filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
         if busy.exists():
             raise Conflict("Another training run is queued or running; wait for it to finish.", code="run_busy")
-        run = TrainingRun.objects.create(dataset=dataset, scope=scope, started_by=started_by, auto_promote=auto_promote)
+        run = TrainingRun.objects.create(
+            dataset=dataset,
+            scope=scope,
+            started_by=started_by,
+            auto_promote=auto_promote,
+            training_data=training_data,
+        )
         transaction.on_commit(lambda: _enqueue(run.pk))
     return run
 
@@ -153,13 +170,6 @@ def training_run_execute(*, run_id: int) -> TrainingRun:
     return TrainingRun.objects.get(pk=run_id)
 
 
-def _split(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
-    out: dict[str, list[Mapping[str, Any]]] = {"train": [], "validation": [], "test": []}
-    for row in rows:
-        out[row["split"]].append(row)
-    return out
-
-
 def _check_test(rows: Sequence[Mapping[str, Any]], what: str) -> None:
     y = labels_of(rows)
     if len(rows) < MIN_TEST_ROWS or y.sum() == 0 or y.sum() == len(y):
@@ -170,53 +180,100 @@ def _check_test(rows: Sequence[Mapping[str, Any]], what: str) -> None:
         )
 
 
+def _ensure_suites(run: TrainingRun) -> None:
+    """The bootstrap SMS suite and the test split of every dataset version trained on so far
+    (this run's included), created on first use."""
+    from feedback.services.suites import suite_bootstrap_ensure, suite_for_dataset_test
+
+    suite_bootstrap_ensure()
+    for dataset in DatasetVersion.objects.filter(training_runs__isnull=False).distinct().order_by("version"):
+        suite_for_dataset_test(dataset=dataset)
+
+
 def _train_and_evaluate(run: TrainingRun) -> dict[str, Any]:
+    from feedback.services.gate import evaluate_suites, gate_evaluate
+    from feedback.services.replay import training_rows
+
     thresholds = current_thresholds()
-    rows = dataset_load(dataset=run.dataset)
-    split = _split(rows)
+    _ensure_suites(run)
+    test_rows = [r for r in dataset_load(dataset=run.dataset) if r["split"] == "test"]
+    data = training_rows(run=run)
+    run_progress(run.pk, 0.03, f"training data ({data.mode}): {data.summary()['rows']}")
     run_dir = artifacts_dir() / "runs" / str(run.pk)
     candidate: dict[str, Any] = {}
     production: dict[str, Any] = {}
     artifacts: dict[str, str] = {}
+    suites: dict[str, Any] = {}
     report: dict[str, Any] = {
         "dataset": {"version": run.dataset.version, "content_sha256": run.dataset.content_sha256},
         "thresholds": thresholds,
-        "split_sizes": {k: len(v) for k, v in split.items()},
+        "split_sizes": {"train": len(data.train), "validation": len(data.validation), "test": len(test_rows)},
+        "training_data": data.summary(),
     }
     if run.scope in (TrainingScope.TABULAR, TrainingScope.ALL):
-        tab = {k: [r for r in v if usable(r)] for k, v in split.items()}
-        report["tabular_split_sizes"] = {k: len(v) for k, v in tab.items()}
-        _check_test(tab["test"], "rows with frozen features")
-        run_progress(run.pk, 0.05, f"tabular: {len(tab['train'])} train / {len(tab['test'])} test rows with features")
-        models = train_tabular(tab["train"], tab["validation"], progress=lambda f, m: run_progress(run.pk, f * 0.5, m))
+        keep = [i for i, r in enumerate(data.train) if usable(r)]
+        tab_train = [data.train[i] for i in keep]
+        tab_weights = [data.train_weights[i] for i in keep]
+        tab_val = [r for r in data.validation if usable(r)]
+        tab_test = [r for r in test_rows if usable(r)]
+        report["tabular_split_sizes"] = {"train": len(tab_train), "validation": len(tab_val), "test": len(tab_test)}
+        _check_test(tab_test, "rows with frozen features")
+        run_progress(run.pk, 0.05, f"tabular: {len(tab_train)} train / {len(tab_test)} test rows with features")
+        models = train_tabular(
+            tab_train, tab_val, progress=lambda f, m: run_progress(run.pk, f * 0.4, m), weights=tab_weights
+        )
         out_dir = artifacts_dir() / "tabular" / f"run-{run.pk}"
         models.save(out_dir)
         artifacts["tabular"] = str(out_dir.relative_to(artifacts_dir()))
-        run_progress(run.pk, 0.55, "evaluating candidate and production on the test split")
-        candidate["tabular"] = _evaluate_tabular(models, tab["test"], thresholds)
+        run_progress(run.pk, 0.45, "evaluating candidate and production on the test split and every suite")
+        candidate["tabular"] = _evaluate_tabular(models, tab_test, thresholds)
+        candidate["tabular"]["calibration"] = models.calibration
         prod_models = load_production_tabular()
         production["tabular"] = (
-            _evaluate_tabular(prod_models, tab["test"], thresholds) if prod_models is not None else None
+            _evaluate_tabular(prod_models, tab_test, thresholds) if prod_models is not None else None
+        )
+        suites["tabular"] = evaluate_suites(
+            bundle="tabular",
+            candidate=lambda rows: predict_final(models, rows)["final"],
+            production=(lambda rows: predict_final(prod_models, rows)["final"]) if prod_models is not None else None,
+            thresholds=thresholds,
         )
         write_json(out_dir / "metrics.json", {"candidate": candidate["tabular"], "production": production["tabular"]})
     if run.scope in (TrainingScope.TEXT, TrainingScope.ALL):
-        from feedback.services.text import evaluate_production_text, train_text_candidate
+        from feedback.services.text import (
+            candidate_text_predictor,
+            evaluate_production_text,
+            production_text_predictor,
+            train_text_candidate,
+        )
 
-        text_rows = {k: [r for r in v if r.get("text")] for k, v in split.items()}
-        _check_test(text_rows["test"], "rows with text")
+        keep = [i for i, r in enumerate(data.train) if r.get("text")]
+        text_test = [r for r in test_rows if r.get("text")]
+        _check_test(text_test, "rows with text")
         text_dir, cand_metrics = train_text_candidate(
             run_id=run.pk,
-            train=text_rows["train"],
-            validation=text_rows["validation"],
-            test=text_rows["test"],
+            train=[data.train[i] for i in keep],
+            validation=[r for r in data.validation if r.get("text")],
+            test=text_test,
             out_dir=run_dir / "text",
             thresholds=thresholds,
-            progress=lambda f, m: run_progress(run.pk, 0.55 + f * 0.4, m),
+            progress=lambda f, m: run_progress(run.pk, 0.5 + f * 0.35, m),
+            train_weights=[data.train_weights[i] for i in keep],
         )
         artifacts["text"] = str(text_dir.relative_to(artifacts_dir()))
         candidate["text"] = cand_metrics
-        production["text"] = evaluate_production_text(test=text_rows["test"], thresholds=thresholds)
+        production["text"] = evaluate_production_text(test=text_test, thresholds=thresholds)
+        run_progress(run.pk, 0.88, "text: scoring candidate and production on every evaluation suite")
+        with production_text_predictor() as prod_predict:
+            suites["text"] = evaluate_suites(
+                bundle="text",
+                candidate=candidate_text_predictor(text_dir),
+                production=prod_predict,
+                thresholds=thresholds,
+            )
     report["guarded"] = guarded_summary(candidate, production)
+    report["suites"] = suites
+    report["gate"] = gate_evaluate(suites)
     return {"artifacts": artifacts, "candidate": candidate, "production": production, "report": report}
 
 

@@ -38,6 +38,10 @@ def served(settings, private_triton):
     settings.TRITON_HTTP_PORT = private_triton.config.http_port
     settings.TRITON_METRICS_PORT = private_triton.config.metrics_port
     settings.TRITON_MODEL_REPOSITORY = private_triton.repository
+    # These tests are about publishing and serving; the gate has tests of its own
+    # (tests/feedback/test_gate.py), so here it lets every candidate through.
+    settings.PROMOTION_GATE_MAX_F1_DROP = 1.0
+    settings.PROMOTION_GATE_MAX_FPR_RISE = 1.0
     reset_clients()
     yield private_triton
     reset_clients()
@@ -171,6 +175,11 @@ def test_text_retrain_promote_and_score(served, source, moderator, admin_user, s
     assert run.status == RunStatus.SUCCEEDED, run.error
     cand, prod = run.candidate_metrics["text"], run.production_metrics["text"]
     assert cand["n"] == prod["n"] >= 10 and cand["base"] == settings.FEEDBACK_TEXT_BASE
+    # Cumulative by default: the bootstrap SMS texts are replayed, and the candidate is scored
+    # against production on the SMS suite; its temperature is folded into the exported model.
+    assert run.report["training_data"]["rows"]["bootstrap"]["train"] > 100
+    assert {e["name"] for e in run.report["suites"]["text"]} >= {"SMS test split (bootstrap)"}
+    assert cand["calibration"]["method"] == "temperature", cand["calibration"]
     (version,) = promote_run(run=run, user=admin_user)
     after = get_client().model_versions()
     assert version.name == "text" and int(after["text_classifier"]) == int(before["text_classifier"]) + 1

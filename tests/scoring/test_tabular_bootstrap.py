@@ -82,6 +82,13 @@ def test_bootstrap_writes_the_documented_layout(tmp_path: Path, tiny_splits: Sms
     card = (version_dir / "MODEL_CARD.md").read_text()
     assert "Synthetic data" in card and "Fallback text probabilities" in card
     assert "bot_farm" in card and "risky_tld_fresh" in card
+    # Every booster carries a Platt calibrator; the card reports ECE before and after on test.
+    for kind in ("link", "behaviour", "fusion"):
+        calibration = metrics["calibration"][kind]
+        assert calibration["method"] == "platt", calibration
+        assert calibration["test"]["ece_after"] is not None and calibration["test"]["reliability_after"]
+        assert f"## Calibration ({kind})" in card
+    assert "out-of-fold" in metrics["calibration"]["fusion"]["validation"]["fitted_on"]
 
     # The served bundle reproduces the in-memory models.
     bundle = artifacts.load_bundle(version_dir)

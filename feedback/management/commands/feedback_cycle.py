@@ -37,7 +37,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from feedback.models import TrainingRun, TrainingScope
 from feedback.services.datasets import dataset_import, dataset_snapshot
-from feedback.services.promotion import promote_run, registry_sync, served_version
+from feedback.services.promotion import GateHeld, promote_run, registry_sync, served_version
 from feedback.services.tabular import TabularModels, predict_final
 from feedback.services.training import training_run_execute
 from moderation.models import Author, Post, PostStatus, Source
@@ -255,8 +255,12 @@ class Command(BaseCommand):
             return
         self._print(run)
         if options["promote"]:
-            versions = promote_run(run=run, user=admin)
-            self.stdout.write(f"promoted: {[(v.name, v.version, v.triton_versions) for v in versions]}")
+            try:
+                versions = promote_run(run=run, user=admin)
+            except GateHeld as exc:
+                self.stderr.write(f"not promoted: {exc.message}")
+            else:
+                self.stdout.write(f"promoted: {[(v.name, v.version, v.triton_versions) for v in versions]}")
         if options["json"]:
             Path(options["json"]).write_text(
                 json.dumps(

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from scoring.feature_schema import FUSION_FEATURES
+from scoring.ml.calibration import calibrate_booster, prob_to_margin
 from scoring.ml.tabular import artifacts
 from scoring.ml.tabular.card import render_card
 from scoring.ml.tabular.synthetic import describe_distributions, generate
@@ -132,21 +133,35 @@ def run_bootstrap(
     behaviour = train_behaviour_model(tr, tr["label"], x_val=va, y_val=va["label"], seed=seed)
     log(f"link model: {link.num_trees} trees; behaviour model: {behaviour.num_trees} trees")
 
+    # Platt calibrators on the validation rows, folded into the boosters; the cross-fitted
+    # probabilities below go through the same map, so the fusion tree learns from what is served.
+    calibration: dict[str, Any] = {}
+    maps = {}
+    for model in (link, behaviour):
+        model.booster, calibration[model.kind], maps[model.kind] = calibrate_booster(
+            model.booster,
+            va[list(model.feature_names)].to_numpy(dtype=np.float32),
+            va["label"].to_numpy(),
+            model.feature_names,
+            test=(te[list(model.feature_names)].to_numpy(dtype=np.float32), te["label"].to_numpy()),
+        )
     # Cross-fitted link/behaviour probabilities for the fusion tree's training rows.
     both = pd.concat([tr, va], ignore_index=True)
     groups = np.concatenate([tr["text_index"].to_numpy() + len(va) + 1, va["text_index"].to_numpy()])
     mask = np.concatenate([np.zeros(len(tr), dtype=bool), np.ones(len(va), dtype=bool)])
     oof = {
-        model.kind: cross_fit_predict(
-            model.kind,
-            both,
-            both["label"],
-            groups=groups.tolist(),
-            predict_mask=mask.tolist(),
-            rounds=model.num_trees,
-            folds=config.cross_fit_folds,
-            seed=seed,
-        )[mask]
+        model.kind: maps[model.kind](
+            cross_fit_predict(
+                model.kind,
+                both,
+                both["label"],
+                groups=groups.tolist(),
+                predict_mask=mask.tolist(),
+                rounds=model.num_trees,
+                folds=config.cross_fit_folds,
+                seed=seed,
+            )[mask]
+        )
         for model in (link, behaviour)
     }
 
@@ -159,6 +174,27 @@ def run_bootstrap(
     fusion_train = fusion_frame(va, val_text, oof["link"], oof["behaviour"])
     fusion = train_fusion_model(fusion_train, va["label"], seed=seed)
     fusion_test = fusion_frame(te, test_text, link.predict_proba(te), behaviour.predict_proba(te))
+    # The fusion tree is trained on the validation rows, so its calibrator is fitted on its
+    # out-of-fold predictions of those rows (folds grouped by text).
+    fusion_oof = cross_fit_predict(
+        "fusion",
+        fusion_train,
+        va["label"],
+        groups=va["text_index"].tolist(),
+        predict_mask=[True] * len(va),
+        rounds=fusion.num_trees,
+        folds=config.cross_fit_folds,
+        seed=seed,
+    )
+    fusion_names = list(fusion.feature_names)
+    fusion.booster, calibration["fusion"], _ = calibrate_booster(
+        fusion.booster,
+        fusion_train[fusion_names].to_numpy(dtype=np.float32),
+        va["label"].to_numpy(),
+        fusion.feature_names,
+        val_margin=prob_to_margin(fusion_oof),
+        test=(fusion_test[fusion_names].to_numpy(dtype=np.float32), te["label"].to_numpy()),
+    )
     final = fusion.predict_proba(fusion_test)
     log(f"fusion model: {fusion.num_trees} trees ({fusion.stopping})")
 
@@ -199,6 +235,7 @@ def run_bootstrap(
             "splits": {name: _split_summary(frame) for name, frame in frames.items()},
         },
         "timing_s": {"text_probabilities": round(text_seconds, 2)},
+        "calibration": calibration,
     }
     version = version or artifacts.new_version()
     metrics["version"] = version

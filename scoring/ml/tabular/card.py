@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from scoring.ml.calibration import calibration_markdown
+
 __all__ = ["render_card"]
 
 _METRIC_COLUMNS = ("n", "positives", "precision", "recall", "f1", "accuracy", "pr_auc", "roc_auc")
@@ -141,6 +143,8 @@ def render_card(metrics: dict[str, Any], distributions: dict[str, Any]) -> str:
         "from the held-out text model.\n"
         "- test: final models end to end, as served.\n"
     )
+    for kind in ("fusion", "link", "behaviour"):
+        parts.append("\n".join(calibration_markdown((metrics.get("calibration") or {}).get(kind), model=kind)))
     parts.append("## Synthetic generator (`scoring/ml/tabular/synthetic.py`)\n")
     parts.append(
         "Each SMS gets an author archetype from its label's mixture; with probability "

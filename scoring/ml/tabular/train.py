@@ -161,11 +161,13 @@ def train_model(
     early_stopping_rounds: int = EARLY_STOPPING_ROUNDS,
     fixed_rounds: int | None = None,
     seed: int = 0,
+    weights: Any = None,
 ) -> TrainedModel:
     """Train one binary:logistic booster over ``feature_names`` (default: the kind's schema list).
 
     ``fixed_rounds`` skips early stopping (used by cross-fitting, which reuses the tree count of
-    the final model)."""
+    the final model). ``weights``: optional per-row sample weights of the training rows
+    (retraining weighs rows by where they came from)."""
     names = tuple(feature_names or FEATURES[kind])
     labels = _labels(y)
     matrix = as_matrix(x, names)
@@ -174,7 +176,8 @@ def train_model(
     if len(labels) == 0:
         raise ValueError("no training rows")
     merged = _params(kind, names, params, seed)
-    dtrain = xgb.DMatrix(matrix, label=labels, feature_names=list(names))
+    weight = None if weights is None else np.asarray(weights, dtype=np.float32).reshape(-1)
+    dtrain = xgb.DMatrix(matrix, label=labels, weight=weight, feature_names=list(names))
     minority = int(min(labels.sum(), len(labels) - labels.sum()))
 
     if fixed_rounds is not None:
@@ -249,6 +252,7 @@ def cross_fit_predict(
     folds: int = 5,
     seed: int = 0,
     params: Mapping[str, Any] | None = None,
+    weights: Any = None,
 ) -> np.ndarray:
     """Out-of-fold probabilities for the rows in ``predict_mask``.
 
@@ -269,7 +273,15 @@ def cross_fit_predict(
         held = row_fold == k
         if not held.any():
             continue
-        model = train_model(kind, matrix[~held], labels[~held], fixed_rounds=rounds, seed=seed + k, params=params)
+        model = train_model(
+            kind,
+            matrix[~held],
+            labels[~held],
+            fixed_rounds=rounds,
+            seed=seed + k,
+            params=params,
+            weights=None if weights is None else np.asarray(weights)[~held],
+        )
         out[held] = model.predict_proba(matrix[held])
     return out
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from scoring.ml.calibration import calibration_markdown
+
 CARD_FILE = "MODEL_CARD.md"
 TARGET_F1 = 0.95
 TARGET_ACCURACY = 0.96
@@ -154,6 +156,7 @@ def render_model_card(metrics: dict[str, Any]) -> str:
         ]
     else:
         out += ["## ONNX export", "- Not exported yet (run `manage.py export_text_model`).", ""]
+    out += calibration_markdown(metrics.get("calibration"), model="temperature scaling")
     out += [
         "## Limitations",
         "- Trained on English SMS only (UCI collection, 2000s-era UK/Singapore messages); no social posts, "

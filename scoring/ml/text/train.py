@@ -165,8 +165,12 @@ def train_text_model(
     *,
     progress: bool = True,
     log: Callable[[str], None] = print,
+    train_weights: Sequence[float] | None = None,
 ) -> TrainedTextModel:
-    """Fine-tune from ``config.base``; keep the weights of the best validation epoch."""
+    """Fine-tune from ``config.base``; keep the weights of the best validation epoch.
+
+    ``train_weights``: optional per-text sample weights (the loss of a batch is the weighted
+    mean of its texts' cross-entropies); retraining weighs texts by where they came from."""
     torch.set_num_threads(config.threads)
     _seed_everything(config.seed)
     model, tokenizer = load_base(config.base)
@@ -176,6 +180,7 @@ def train_text_model(
     ids = encode(tokenizer, train_texts, config.max_length)
     lengths = [len(s) for s in ids]
     labels = torch.tensor(list(train_labels), dtype=torch.long)
+    weights = None if train_weights is None else torch.tensor(list(train_weights), dtype=torch.float32)
     rng = random.Random(config.seed)
 
     steps_per_epoch = math.ceil(len(ids) / config.batch_size)
@@ -215,12 +220,16 @@ def train_text_model(
                 break
             input_ids, mask = pad_batch([ids[i] for i in batch], pad_id)
             out = model(input_ids=input_ids, attention_mask=mask, labels=labels[batch])
-            out.loss.backward()
+            loss = out.loss
+            if weights is not None:
+                per_text = torch.nn.functional.cross_entropy(out.logits, labels[batch], reduction="none")
+                loss = (per_text * weights[batch]).sum() / weights[batch].sum().clamp_min(1e-12)
+            loss.backward()
             torch.nn.utils.clip_grad_norm_([p for _, p in trainable], config.max_grad_norm)
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
-            loss_sum += out.loss.item() * len(batch)
+            loss_sum += loss.item() * len(batch)
             seen += len(batch)
             step += 1
             bar.update(1)
@@ -316,6 +325,16 @@ def run_training(
         progress=progress,
         log=log,
     )
+    from scoring.ml.text.calibrate import calibrate_text_model  # it imports this module
+
+    calibration = calibrate_text_model(
+        trained.model,
+        trained.tokenizer,
+        validation=(splits.validation.texts, splits.validation.labels),
+        test=(splits.test.texts, splits.test.labels),
+        max_length=config.max_length,
+    )
+    log(f"calibration: {calibration['method']} {calibration.get('temperature', '')}")
     test_probs, _ = predict_proba(
         trained.model,
         trained.tokenizer,
@@ -359,6 +378,7 @@ def run_training(
             "seconds": baseline_seconds,
         },
         "labels": {"0": "ham", "1": "spam"},
+        "calibration": calibration,
     }
     write_metrics(out, metrics)
     write_model_card(out, metrics)

@@ -1,0 +1,188 @@
+"""Scoring candidate and production on every evaluation suite, and the promotion gate.
+
+Per bundle (text, tabular) and suite, both models are scored on the same frozen rows: the text
+bundle on every suite row with text, the tabular bundle on rows with frozen features (the
+bootstrap SMS suite has none, so only the text model is compared there). Metrics are those of
+feedback.services.evaluation at the live thresholds, plus the expected calibration error.
+
+The gate: a candidate is held back when, on any suite, its F1 is more than
+settings.PROMOTION_GATE_MAX_F1_DROP below production's, or its false-positive rate at the remove
+threshold more than settings.PROMOTION_GATE_MAX_FPR_RISE above it. It applies to automatic
+promotion and to the button alike; only an admin's audited override (typed reason, explicit
+confirmation) promotes a held candidate (feedback.services.promotion.promote_run).
+A run without a suite comparison counts as held: nothing vouches for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+
+from feedback.models import EvaluationSuite
+from feedback.services.evaluation import classification_metrics
+from feedback.services.suites import suite_rows, suites_all
+from feedback.services.tabular import labels_of, usable
+
+Predictor = Callable[[Sequence[Mapping[str, Any]]], np.ndarray]
+MIN_SUITE_ROWS = 10  # fewer rows (or one class only) and a suite is listed but not compared
+SUITE_METRICS: tuple[tuple[str, str, bool], ...] = (
+    # (label, path, higher is better) shown per suite on the run and promote pages
+    ("F1", "f1", True),
+    ("PR-AUC", "pr_auc", True),
+    ("Precision @ remove", "at_remove.precision", True),
+    ("Recall @ remove", "at_remove.recall", True),
+    ("FPR @ remove", "at_remove.fpr", False),
+    ("ECE", "ece", False),
+)
+
+
+def tolerances() -> dict[str, float]:
+    return {
+        "max_f1_drop": float(getattr(settings, "PROMOTION_GATE_MAX_F1_DROP", 0.01)),
+        "max_fpr_rise": float(getattr(settings, "PROMOTION_GATE_MAX_FPR_RISE", 0.005)),
+    }
+
+
+def _dig(metrics: Mapping[str, Any] | None, path: str) -> float | None:
+    node: Any = metrics
+    for part in path.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return float(node) if isinstance(node, int | float) and not isinstance(node, bool) else None
+
+
+def _delta(candidate: Mapping[str, Any], production: Mapping[str, Any] | None, path: str) -> float | None:
+    c, p = _dig(candidate, path), _dig(production, path)
+    return None if c is None or p is None else round(c - p, 6)
+
+
+def _rows_for(bundle: str, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    if bundle == "tabular":
+        return [r for r in rows if usable(r)]
+    return [r for r in rows if r.get("text")]
+
+
+def _metrics(rows: Sequence[Mapping[str, Any]], probs: np.ndarray, thresholds: Mapping[str, Any]) -> dict[str, Any]:
+    return classification_metrics(
+        labels_of(rows), probs, remove_threshold=thresholds["remove"], approve_threshold=thresholds["approve"]
+    )
+
+
+def evaluate_suites(
+    *,
+    bundle: str,
+    candidate: Predictor,
+    production: Predictor | None,
+    thresholds: Mapping[str, Any],
+    suites: Sequence[EvaluationSuite] | None = None,
+) -> list[dict[str, Any]]:
+    """One entry per suite: candidate and production metrics and their deltas (or why skipped)."""
+    out: list[dict[str, Any]] = []
+    for suite in suites if suites is not None else suites_all():
+        entry: dict[str, Any] = {"suite_id": suite.pk, "name": suite.name, "kind": suite.kind}
+        rows = _rows_for(bundle, suite_rows(suite))
+        y = labels_of(rows)
+        entry["n"] = len(rows)
+        if len(rows) < MIN_SUITE_ROWS or y.sum() == 0 or y.sum() == len(y):
+            entry["skipped"] = (
+                "no rows with features"
+                if bundle == "tabular" and not rows
+                else f"{len(rows)} usable rows, {int(y.sum())} spam"
+            )
+            out.append(entry)
+            continue
+        entry["candidate"] = _metrics(rows, candidate(rows), thresholds)
+        entry["production"] = _metrics(rows, production(rows), thresholds) if production is not None else None
+        entry["deltas"] = {path: _delta(entry["candidate"], entry["production"], path) for _, path, _ in SUITE_METRICS}
+        out.append(entry)
+    return out
+
+
+def gate_evaluate(suites: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
+    """The gate over a run's per-bundle suite results: held, and every regression beyond tolerance."""
+    tol = tolerances()
+    regressions: list[dict[str, Any]] = []
+    compared = 0
+    for bundle, entries in suites.items():
+        for entry in entries:
+            if entry.get("skipped") or not entry.get("production"):
+                continue
+            compared += 1
+            cand, prod = entry["candidate"], entry["production"]
+            f1_c, f1_p = _dig(cand, "f1"), _dig(prod, "f1")
+            if f1_c is not None and f1_p is not None and f1_p - f1_c > tol["max_f1_drop"] + 1e-9:
+                regressions.append(
+                    {"bundle": bundle, "suite": entry["name"], "metric": "f1", "candidate": f1_c, "production": f1_p}
+                )
+            fpr_c, fpr_p = _dig(cand, "at_remove.fpr"), _dig(prod, "at_remove.fpr")
+            if fpr_c is not None and fpr_p is not None and fpr_c - fpr_p > tol["max_fpr_rise"] + 1e-9:
+                regressions.append(
+                    {
+                        "bundle": bundle,
+                        "suite": entry["name"],
+                        "metric": "at_remove.fpr",
+                        "candidate": fpr_c,
+                        "production": fpr_p,
+                    }
+                )
+    has_production = any(e.get("production") for entries in suites.values() for e in entries)
+    return {
+        "held": bool(regressions),
+        "regressions": regressions,
+        "suites_compared": compared,
+        "has_production": has_production,
+        "tolerances": tol,
+    }
+
+
+def gate_reasons(report: Mapping[str, Any]) -> list[str]:
+    """Why the gate holds a run back (empty: it passes)."""
+    gate = report.get("gate")
+    if not gate:
+        return ["the run has no evaluation-suite comparison"]
+    reasons = []
+    for r in gate.get("regressions", []):
+        what = "F1" if r["metric"] == "f1" else "false-positive rate at the remove threshold"
+        reasons.append(
+            f"{r['bundle']} on {r['suite']}: {what} {r['candidate']:.4f} vs production {r['production']:.4f}"
+        )
+    return reasons
+
+
+def suite_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Rows for the run and promote pages: per bundle and suite, each metric's candidate,
+    production and delta, and whether that delta is a regression the gate counts."""
+    regressions = {(r["bundle"], r["suite"], r["metric"]) for r in (report.get("gate") or {}).get("regressions", [])}
+    out = []
+    for bundle, entries in (report.get("suites") or {}).items():
+        for entry in entries:
+            cells = []
+            for label, path, higher in SUITE_METRICS:
+                c, p = _dig(entry.get("candidate"), path), _dig(entry.get("production"), path)
+                delta = (entry.get("deltas") or {}).get(path)
+                better = None if delta in (None, 0) else (delta > 0 if higher else delta < 0)
+                cells.append(
+                    {
+                        "label": label,
+                        "candidate": c,
+                        "production": p,
+                        "delta": delta,
+                        "better": better,
+                        "regression": (bundle, entry["name"], path) in regressions,
+                    }
+                )
+            out.append(
+                {
+                    "bundle": bundle,
+                    "name": entry["name"],
+                    "kind": entry.get("kind"),
+                    "n": entry.get("n"),
+                    "skipped": entry.get("skipped"),
+                    "cells": cells,
+                }
+            )
+    return out

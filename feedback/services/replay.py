@@ -1,0 +1,153 @@
+"""What a retraining run learns from.
+
+"This dataset only" (TrainingData.DATASET_ONLY): the train and validation splits of the run's
+dataset, as before. A model fine-tuned on one kind of text alone forgets the kind it learned
+first, so this is an explicit choice in the run form: benchmarks/forgetting.py fine-tuned the
+bootstrap text model on 1,200 classifieds/forum posts and its SMS test F1 fell from 0.964 to 0.547
+on them alone, and stayed at 0.976 with the bootstrap replay below.
+
+Cumulative (the default), every row weighted by its origin (settings.FEEDBACK_REPLAY_WEIGHTS):
+- "dataset": the run's dataset;
+- "earlier_datasets": examples of earlier dataset versions, with their CURRENT effective label;
+- "labels": every other effective reviewer label (feedback.selectors.effective_examples);
+- "bootstrap": a stratified, seeded sample of the bootstrap SMS train and validation splits
+  (text only: the tabular models cannot use rows without features).
+Earlier dataset versions are replayed through the effective labels and not from their files, so
+a label that was undone or overridden since, or an example erased, never comes back through
+replay. Every row keeps the side of the split that split_for gives it, so a test row of any
+dataset never trains. Rows whose text belongs to a held-out suite (the bootstrap SMS test split,
+a dataset marked as a suite) are dropped.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from feedback.models import DatasetMember, DatasetVersion, TrainingData, TrainingRun
+from feedback.selectors import effective_examples
+from feedback.services.datasets import dataset_load, example_row
+from feedback.services.suites import BOOTSTRAP_SOURCE, held_out_texts, normalized_text
+
+ORIGINS = ("dataset", "earlier_datasets", "labels", "bootstrap")
+REPLAY_SEED = 42
+
+
+@dataclass
+class TrainingRows:
+    """Train and validation rows with a weight per train row, and where they came from."""
+
+    train: list[dict[str, Any]] = field(default_factory=list)
+    train_weights: list[float] = field(default_factory=list)
+    validation: list[dict[str, Any]] = field(default_factory=list)
+    mode: str = TrainingData.CUMULATIVE
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    weights: dict[str, float] = field(default_factory=dict)
+    dropped_held_out: int = 0
+
+    def add(self, row: dict[str, Any], origin: str, weight: float) -> None:
+        count = self.counts.setdefault(origin, {"train": 0, "validation": 0})
+        if row["split"] == "train":
+            self.train.append({**row, "origin_of_row": origin})
+            self.train_weights.append(weight)
+            count["train"] += 1
+        elif row["split"] == "validation":
+            self.validation.append({**row, "origin_of_row": origin})
+            count["validation"] += 1
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "weights": self.weights,
+            "rows": self.counts,
+            "train": len(self.train),
+            "validation": len(self.validation),
+            "dropped_held_out_texts": self.dropped_held_out,
+        }
+
+
+def replay_weights() -> dict[str, float]:
+    configured: Mapping[str, float] = getattr(settings, "FEEDBACK_REPLAY_WEIGHTS", {})
+    return {origin: float(configured.get(origin, 1.0)) for origin in ORIGINS}
+
+
+def bootstrap_replay_rows(limit: int) -> list[dict[str, Any]]:
+    """A stratified, seeded sample of the bootstrap train + validation texts (at most `limit`)."""
+    from scoring.ml.text.data import load_sms_splits
+
+    splits = load_sms_splits()
+    rows: list[dict[str, Any]] = []
+    for name, part in (("train", splits.train), ("validation", splits.validation)):
+        for i, (text, label) in enumerate(zip(part.texts, part.labels, strict=True)):
+            rows.append(
+                {
+                    "example_id": None,
+                    "source": BOOTSTRAP_SOURCE,
+                    "author_external_id": f"sms-{name}-{i}",
+                    "text": text,
+                    "label": "spam" if label else "ham",
+                    "features": {},
+                    "sub_scores": {},
+                    "split": name,
+                }
+            )
+    if len(rows) <= limit:
+        return rows
+    rng = random.Random(REPLAY_SEED)
+    by_label: dict[str, list[dict[str, Any]]] = {"spam": [], "ham": []}
+    for row in rows:
+        by_label[row["label"]].append(row)
+    out: list[dict[str, Any]] = []
+    for group in by_label.values():
+        out.extend(rng.sample(group, round(limit * len(group) / len(rows))))
+    return out
+
+
+def training_rows(*, run: TrainingRun) -> TrainingRows:
+    weights = replay_weights()
+    result = TrainingRows(mode=run.training_data)
+    held_out = held_out_texts()
+
+    def add(row: dict[str, Any], origin: str) -> None:
+        if weights[origin] <= 0 and run.training_data == TrainingData.CUMULATIVE:
+            return
+        if normalized_text(str(row.get("text") or "")) in held_out:
+            result.dropped_held_out += 1
+            return
+        result.add(row, origin, weights[origin] if run.training_data == TrainingData.CUMULATIVE else 1.0)
+
+    dataset_rows = dataset_load(dataset=run.dataset)
+    seen = {row["example_id"] for row in dataset_rows}
+    # A post labelled again after the snapshot has a newer effective example: the dataset's row
+    # stands for that post in this run (one label per post).
+    seen_posts = {
+        (row["source"], row["post_external_id"])
+        for row in dataset_rows
+        if row.get("origin") == "decision" and row.get("post_external_id")
+    }
+    for row in dataset_rows:
+        add(row, "dataset")
+    if run.training_data == TrainingData.DATASET_ONLY:
+        result.weights = {"dataset": 1.0}
+        return result
+    result.weights = weights
+    earlier = set(
+        DatasetMember.objects.filter(
+            dataset__in=DatasetVersion.objects.filter(version__lt=run.dataset.version)
+        ).values_list("example_id", flat=True)
+    )
+    for example in effective_examples():
+        if example.pk in seen or (
+            example.origin == "decision" and (example.source_slug, example.post_external_id) in seen_posts
+        ):
+            continue
+        add(example_row(example), "earlier_datasets" if example.pk in earlier else "labels")
+    if run.scope != "tabular":
+        limit = int(getattr(settings, "FEEDBACK_REPLAY_BOOTSTRAP_MAX", 2000))
+        for row in bootstrap_replay_rows(limit):
+            add(row, "bootstrap")
+    return result
