@@ -174,12 +174,12 @@ def test_queue_sorted_by_risk_and_paginated_by_keyset(mod_client, settings):
     PostFactory(final_score=0.99, status=PostStatus.REMOVED)  # not pending
     from moderation.selectors.queue import QueueFilters, queue_page
 
-    page = queue_page(filters=QueueFilters(), page_size=2)
+    page = queue_page(filters=QueueFilters(sort="score"), page_size=2)
     assert [r.post for r in page.rows] == [top, reported]
-    page2 = queue_page(filters=QueueFilters(), cursor=page.next_cursor, page_size=2)
+    page2 = queue_page(filters=QueueFilters(sort="score"), cursor=page.next_cursor, page_size=2)
     assert [r.post for r in page2.rows] == [unreported, low]
     assert page2.next_cursor is None
-    html = mod_client.get(reverse("moderation:queue")).content.decode()
+    html = mod_client.get(reverse("moderation:queue"), {"sort": "score"}).content.decode()
     assert html.index(f'data-post-id="{top.pk}"') < html.index(f'data-post-id="{low.pk}"')
 
 
@@ -205,14 +205,15 @@ def test_queue_filters(mod_client):
 def test_queue_query_count_is_bounded(mod_client, django_assert_num_queries):
     for _ in range(3):
         ScoreFactory(post=PostFactory())
-    # session, user, groups, page of posts (joined), latest scores, sources, reason codes
-    with django_assert_num_queries(7):
+    # session, user, groups, page of posts (joined), latest scores, policy, reason codes, sources
+    with django_assert_num_queries(8):
         assert mod_client.get(reverse("moderation:queue")).status_code == 200
     for _ in range(20):
-        p = PostFactory()
+        p = PostFactory(report_count=1)
         ScoreFactory(post=p)
         ReportFactory(post=p)
-    with django_assert_num_queries(7):
+    # ... and the report reasons of the page, once rows have reports
+    with django_assert_num_queries(9):
         assert mod_client.get(reverse("moderation:queue")).status_code == 200
 
 
@@ -228,7 +229,7 @@ def test_detail_query_count_is_bounded(mod_client, moderator, django_assert_num_
             bulk_decide(moderator=moderator, label="spam", post_ids=[sib.pk])
 
     mod_client.get(reverse("moderation:post_detail", args=[post.pk]))
-    with django_assert_num_queries(14) as ctx:
+    with django_assert_num_queries(15) as ctx:
         mod_client.get(reverse("moderation:post_detail", args=[post.pk]))
     first = len(ctx.captured_queries)
     grow()
