@@ -17,7 +17,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from moderation.errors import ApplicationError, Conflict, InvalidTransition
+from moderation.errors import ApplicationError, Conflict, Forbidden, InvalidTransition
 from moderation.models import (
     POST_TRANSITIONS,
     Author,
@@ -205,8 +205,15 @@ def decision_undo(*, decision: Decision, moderator: Any) -> Decision:
     decision = Decision.objects.select_for_update(of=("self",)).get(pk=decision.pk)
     if decision.undone_at is not None:
         raise Conflict("This decision was already undone.", code="already_undone")
+    if decision.bulk_action_id is not None:
+        raise Conflict(
+            f"This decision is part of bulk action #{decision.bulk_action_id}: undo that from the audit log.",
+            code="part_of_bulk",
+        )
+    if not decision.previous_status or timezone.now() - decision.created_at > undo_window():
+        raise Conflict("The undo window has passed.", code="undo_expired")
     if not decision_can_undo(decision=decision, user=moderator):
-        raise Conflict("This decision can no longer be undone here.", code="undo_expired")
+        raise Forbidden("Only the moderator who decided, or an admin, can undo this decision.", code="not_yours")
     latest = latest_live_decision(post=post)
     if latest is None or latest.pk != decision.pk:
         raise Conflict("A later decision superseded this one; undo that one first.", code="superseded")
