@@ -11,6 +11,8 @@ import unicodedata
 
 # Embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) and the Arabic letter mark.
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u061c")
+# Japanese and Korean words mix these by design; they count as one script here.
+_EAST_ASIAN = frozenset({"CJK", "HIRAGANA", "KATAKANA", "HANGUL", "HALFWIDTH", "FULLWIDTH"})
 _WORD = re.compile(r"[^\s/\\.:@?#=&_\-]+")
 
 
@@ -18,7 +20,10 @@ def _script(ch: str) -> str | None:
     if not ch.isalpha():
         return None
     name = unicodedata.name(ch, "")
-    return name.split(" ", 1)[0] if name else None
+    if not name:
+        return None
+    script = name.split(" ", 1)[0]
+    return "CJK" if script in _EAST_ASIAN else script
 
 
 def mixed_script_words(text: str) -> list[str]:
