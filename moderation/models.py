@@ -206,11 +206,11 @@ class Post(models.Model):
     report_count = models.PositiveIntegerField(default=0)
     # The reports' weight: each report's reason severity times its reporter's track record
     # (moderation.services.priority). Rewritten when a report arrives or a decision is undone.
-    report_weight = models.FloatField(default=0.0)
+    report_weight = models.FloatField(default=0.0, db_default=0.0)
     # The queue's sort key, kept by moderation.services.priority on report, score and decision:
     # harm (score, report weight) minus received_at in SLA units, so ordering by it equals
     # ordering by "harm + time waited / SLA" at any moment without computing per row on read.
-    priority = models.FloatField(default=0.0)
+    priority = models.FloatField(default=0.0, db_default=0.0)
     model_version = models.CharField(max_length=120, blank=True)
     scored_at = models.DateTimeField(null=True, blank=True)
     # Claim/lock for the review queue.

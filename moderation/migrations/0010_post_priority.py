@@ -72,12 +72,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="post",
             name="priority",
-            field=models.FloatField(default=0.0),
+            field=models.FloatField(db_default=0.0, default=0.0),
         ),
         migrations.AddField(
             model_name="post",
             name="report_weight",
-            field=models.FloatField(default=0.0),
+            field=models.FloatField(db_default=0.0, default=0.0),
         ),
         migrations.AlterField(
             model_name="bulkaction",
