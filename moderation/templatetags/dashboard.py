@@ -1,4 +1,4 @@
-"""Small template helpers for the dashboard: score bars, ages, role checks."""
+"""Small template helpers for the dashboard: score bars and colours, ages, labels, role checks."""
 
 from __future__ import annotations
 
@@ -20,18 +20,6 @@ def pct(value: float | None) -> int:
     if value is None:
         return 0
     return max(0, min(100, round(float(value) * 100)))
-
-
-@register.filter
-def score_level(value: float | None) -> str:
-    """A CSS class for a score: high / mid / low / none."""
-    if value is None:
-        return "none"
-    if value >= 0.8:
-        return "high"
-    if value >= 0.5:
-        return "mid"
-    return "low"
 
 
 @register.filter

@@ -182,3 +182,19 @@ def test_sla_figures(moderator, settings):
     assert (sla.decided, sla.decided_within) == (2, 1) and sla.within_rate == 0.5
     html = client_for(moderator).get(reverse("moderation:metrics")).content.decode()
     assert 'data-metric="sla-breached">1<' in html and "50%" in html
+
+
+def test_metrics_page_fills_ages_and_latency_without_percentile_cont(moderator, monkeypatch):
+    """The laptop default is SQLite, which has no percentile_cont: the page showed "-" there."""
+    from django.db import connection
+
+    for ms in (5, 10, 15):
+        _scored(Action.QUEUE, 0.5, latency=ms)
+    monkeypatch.setattr(connection, "vendor", "sqlite")
+    backlog = m.backlog()
+    assert backlog.p50_age_s is not None and backlog.p95_age_s is not None
+    overall, _ = m.latency_percentiles(since=timezone.now() - timedelta(days=1))
+    assert overall["p50"] == pytest.approx(10.0)
+    html = client_for(moderator).get(reverse("moderation:metrics")).content.decode()
+    assert 'data-metric="scoring-latency">10.0 ms / ' in html
+    assert 'data-metric="queue-age">—' not in html
