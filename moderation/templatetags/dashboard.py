@@ -159,14 +159,20 @@ def audit_diff(entry: Any) -> list[tuple[str, str, str]]:
 
 
 def _readable(value: Any) -> str:
+    """Statuses and labels by their display names ("Not spam", "Removed by moderator")."""
+    from moderation.models import Label, PostStatus
+
+    names = {**dict(PostStatus.choices), **dict(Label.choices)}
     if value is None:
         return "—"
     if isinstance(value, dict):
-        text = ", ".join(f"{k}: {_readable(v)}" for k, v in sorted(value.items()))
+        text = ", ".join(
+            f"#{k}: {_readable(v)}" if str(k).isdigit() else f"{k}: {_readable(v)}" for k, v in sorted(value.items())
+        )
     elif isinstance(value, list):
         text = ", ".join(_readable(v) for v in value)
     else:
-        text = str(value)
+        text = str(names.get(value, value)) if isinstance(value, str) else str(value)
     return text if len(text) <= 160 else text[:159] + "…"
 
 

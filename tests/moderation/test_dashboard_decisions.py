@@ -162,7 +162,7 @@ def test_audit_shows_a_readable_diff(mod_client, moderator):
     decision_record(post=PostFactory(), moderator=moderator, label="spam", reason_code="phishing")
     html = mod_client.get(reverse("moderation:audit")).content.decode()
     assert '<dl class="diff">' in html
-    assert "<del>queued</del> → <ins>removed</ins>" in html
+    assert "<del>Queued for review</del> → <ins>Removed by moderator</ins>" in html
     assert "Reason code</dt><dd><ins>phishing</ins>" in html
 
 
