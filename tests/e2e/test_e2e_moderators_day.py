@@ -7,7 +7,6 @@ import pytest
 
 from moderation.models import BulkAction, Decision, Post, PostStatus
 from moderation.services.decisions import decision_record
-from moderation.services.priority import posts_report_weight_refresh
 from tests.e2e.seed import seed_world
 from tests.e2e.test_e2e_dashboard import current_id, login, wait_for
 from tests.moderation.dashboard_factories import UserFactory
@@ -16,8 +15,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 def test_reasons_undo_and_stale_forms(page, live_server, screenshot_dir):  # type: ignore[no-untyped-def]
-    world = seed_world()
-    posts_report_weight_refresh(post_ids=[p.pk for p in world["posts"]])
+    seed_world()
     mia = UserFactory(username="mia", role="moderator")
     login(page, live_server, "mia")
 
@@ -69,7 +67,6 @@ def test_reasons_undo_and_stale_forms(page, live_server, screenshot_dir):  # typ
 
 def test_reported_view_sort_and_narrow_screens(browser, live_server, screenshot_dir):  # type: ignore[no-untyped-def]
     world = seed_world()
-    posts_report_weight_refresh(post_ids=[p.pk for p in world["posts"]])
     mod = UserFactory(username="nia", role="moderator")
     decision_record(post=world["posts"][0], moderator=mod, label="spam")
     context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
