@@ -174,3 +174,24 @@ def test_undo_view_refuses_other_moderators(moderator):
     assert response.json()["error"]["code"] == "not_yours"
     decision.refresh_from_db()
     assert decision.undone_at is None
+
+
+def test_single_undo_tells_the_platform(moderator, django_capture_on_commit_callbacks, monkeypatch):
+    from scoring.models import WebhookDelivery
+
+    monkeypatch.setattr("scoring.tasks.deliver_webhook.delay", lambda delivery_id: None)
+    post = PostFactory()
+    type(post.source).objects.filter(pk=post.source_id).update(
+        callback_url="http://127.0.0.1:9/hook", webhook_secret="s3cret"
+    )
+    post.refresh_from_db()
+    with django_capture_on_commit_callbacks(execute=True):
+        decision = decision_record(post=post, moderator=moderator, label="spam")
+    decided = set(WebhookDelivery.objects.values_list("pk", flat=True))
+    assert len(decided) == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        decision_undo(decision=decision, moderator=moderator)
+    (undo,) = WebhookDelivery.objects.exclude(pk__in=decided)
+    assert undo.payload["data"]["undo"]["decision_ids"] == [decision.pk]
+    assert undo.payload["data"]["undo"]["bulk_action_id"] is None
+    assert undo.payload["data"]["post"]["status"] == PostStatus.QUEUED

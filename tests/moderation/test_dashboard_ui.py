@@ -88,3 +88,12 @@ def test_dashboard_pages_have_no_inline_styles_or_scripts(mod_client, moderator)
         assert not re.search(r"\sstyle=", html), url
         assert not re.search(r"<script(?![^>]*\ssrc=)", html), url
         assert not re.search(r"\son[a-z]+=", html), url
+
+
+@pytest.mark.django_db
+def test_queue_rows_warn_on_spoofing_text_and_names(mod_client):
+    author = AuthorFactory(username=f"p{CYRILLIC_A}ypal")
+    PostFactory(author=author, text=f"Refund{RLO}gpj.exe attached")
+    html = mod_client.get(reverse("moderation:queue")).content.decode()
+    assert "⚠ Text contains right-to-left" in html and "[U+202E]" in html
+    assert "⚠ name</span>" in html
