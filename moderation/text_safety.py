@@ -10,7 +10,7 @@ import re
 import unicodedata
 
 # Embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) and the Arabic letter mark.
-BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u061c")
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u061c]")
 # Japanese and Korean words mix these by design; they count as one script here.
 _EAST_ASIAN = frozenset({"CJK", "HIRAGANA", "KATAKANA", "HANGUL", "HALFWIDTH", "FULLWIDTH"})
 _WORD = re.compile(r"[^\s/\\.:@?#=&_\-]+")
@@ -37,8 +37,10 @@ def mixed_script_words(text: str) -> list[str]:
 
 
 def spoofing_warnings(text: str) -> list[str]:
+    if text.isascii():  # most posts: nothing to look at, decided at C speed
+        return []
     warnings: list[str] = []
-    if any(ch in BIDI_CONTROLS for ch in text):
+    if _BIDI.search(text):
         warnings.append("contains right-to-left/bidirectional override characters")
     mixed = mixed_script_words(text)
     if mixed:
@@ -48,6 +50,4 @@ def spoofing_warnings(text: str) -> list[str]:
 
 
 def bidi_controls_visible(text: str) -> str:
-    if not any(ch in BIDI_CONTROLS for ch in text):
-        return text
-    return "".join(f"[U+{ord(ch):04X}]" if ch in BIDI_CONTROLS else ch for ch in text)
+    return _BIDI.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
