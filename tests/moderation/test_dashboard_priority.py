@@ -22,6 +22,7 @@ from moderation.services.priority import (
 from moderation.services.reports import report_create
 from tests.moderation.dashboard_factories import PostFactory, ReportFactory, SourceFactory
 from tests.moderation.dashboard_fixtures import *  # noqa: F403
+from tests.moderation.dashboard_fixtures import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -92,6 +93,8 @@ def test_upheld_reports_make_a_reporter_weigh_more(moderator):
     a.refresh_from_db()
     b.refresh_from_db()
     assert a.report_weight == pytest.approx(0.5 * 1.6)
+    html = client_for(moderator).get(reverse("moderation:post_detail", args=[a.pk])).content.decode()
+    assert "3 upheld · 0 rejected" in html
     assert b.report_weight == pytest.approx(0.5 * 1.0)
     assert a.priority > b.priority
 
