@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from moderation.models import AuditLog, BulkAction, Decision, PostStatus
 from moderation.services.bulk import bulk_decide
+from moderation.services.decisions import decision_record
 from tests.moderation.dashboard_factories import AuthorFactory, PostFactory, ReportFactory, ScoreFactory, UserFactory
 from tests.moderation.dashboard_fixtures import *  # noqa: F403
 from tests.moderation.dashboard_fixtures import client_for
@@ -36,7 +37,8 @@ def world(db):
     other = UserFactory(username="u-other", role="moderator")
     bulk_post = PostFactory()
     bulk = bulk_decide(moderator=other, label="spam", post_ids=[bulk_post.pk])
-    return {"post": post, "bulk": bulk}
+    decision = decision_record(post=PostFactory(), moderator=other, label="spam")
+    return {"post": post, "bulk": bulk, "decision": decision}
 
 
 def _urls(world):
@@ -49,6 +51,7 @@ def _urls(world):
         "release": ("post", reverse("moderation:release", args=[p.pk]), {}),
         "bulk": ("post", reverse("moderation:bulk"), {"post_ids": [p.pk], "label": "ham"}),
         "undo": ("post", reverse("moderation:bulk_undo", args=[world["bulk"].pk]), {}),
+        "decision_undo": ("post", reverse("moderation:decision_undo", args=[world["decision"].pk]), {}),
         "cluster_get": ("get", reverse("moderation:cluster", args=["author", p.author_id]), {}),
         "cluster_post": (
             "post",
@@ -71,6 +74,7 @@ MODERATION_VIEWS = [
     "release",
     "bulk",
     "undo",
+    "decision_undo",
     "cluster_get",
     "cluster_post",
     "block_domain",
@@ -132,6 +136,7 @@ def test_undo_only_by_owner_or_admin(users, world):
         ("moderation:bulk", None),
         ("moderation:release", "post"),
         ("moderation:enforce", "block"),
+        ("moderation:decision_undo", "decision"),
         ("logout", None),
     ],
 )
@@ -143,11 +148,15 @@ def test_forms_require_csrf(name, args, moderator, world):
         url = reverse(name, args=[post.pk])
     elif args == "block":
         url = reverse(name, args=["domain", post.link.domain_id, "block"])
+    elif args == "decision":
+        url = reverse(name, args=[world["decision"].pk])
     else:
         url = reverse(name)
     response = client.post(url, {"label": "spam"})
     assert response.status_code == 403
     assert not Decision.objects.filter(post=post).exists()
+    world["decision"].refresh_from_db()
+    assert world["decision"].undone_at is None
 
 
 def test_decision_form_posts_with_csrf_token(moderator, world):
