@@ -182,7 +182,7 @@ def actions_per_day(*, since: datetime) -> dict[Bucket, dict[str, int]]:
 class SlaFigures:
     sla_seconds: int
     breached_now: int  # queued posts waiting longer than the SLA
-    decided: int  # moderator decisions in the window on posts that were pending
+    decided: int  # moderator decisions (kept, not undone) in the window on posts that were pending
     decided_within: int  # ... made within the SLA of the post's arrival
 
     @property
@@ -196,7 +196,7 @@ def sla_figures(*, since: datetime, sla_seconds: int) -> SlaFigures:
     breached = Post.objects.filter(status=PostStatus.QUEUED, received_at__lt=now - sla).count()
     waited = ExpressionWrapper(F("created_at") - F("post__received_at"), output_field=DurationField())
     agg = (
-        Decision.objects.filter(created_at__gte=since, bulk_action__isnull=True)
+        Decision.objects.filter(created_at__gte=since, undone_at__isnull=True)
         .exclude(previous_status__in=[*DECIDED_STATUSES, PostStatus.AUTO_REMOVED, PostStatus.AUTO_APPROVED])
         .annotate(waited=waited)
         .aggregate(total=Count("id"), within=Count("id", filter=Q(waited__lte=Value(sla))))
