@@ -28,6 +28,7 @@ from moderation.models import (
     Post,
     ReasonCode,
     Report,
+    ReporterRecord,
     Source,
     SourceBlock,
 )
@@ -313,3 +314,13 @@ class AuditLogAdmin(ReadOnlyAdmin):
     search_fields = ["action", "target_id", "actor__username"]
     list_select_related = ["actor"]
     date_hierarchy = "created_at"
+
+
+@admin.register(ReporterRecord)
+class ReporterRecordAdmin(ReadOnlyAdmin):
+    """Kept by moderator decisions (moderation.services.priority): read-only here."""
+
+    list_display = ["reporter_id", "source", "upheld", "rejected", "updated_at"]
+    list_filter = ["source"]
+    search_fields = ["reporter_id"]
+    list_select_related = ["source"]

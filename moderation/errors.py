@@ -33,6 +33,11 @@ class NotFound(ApplicationError):
     status_code = 404
 
 
+class Forbidden(ApplicationError):
+    code = "forbidden"
+    status_code = 403
+
+
 class Conflict(ApplicationError):
     code = "conflict"
     status_code = 409

@@ -273,6 +273,13 @@ class Post(models.Model):
     # Denormalized from the latest Score and the reports so the queue sorts on indexed columns.
     final_score = models.FloatField(null=True, blank=True)
     report_count = models.PositiveIntegerField(default=0)
+    # The reports' weight: each report's reason severity times its reporter's track record
+    # (moderation.services.priority). Rewritten when a report arrives or a decision is undone.
+    report_weight = models.FloatField(default=0.0, db_default=0.0)
+    # The queue's sort key, kept by moderation.services.priority on report, score and decision:
+    # harm (score, report weight) minus received_at in SLA units, so ordering by it equals
+    # ordering by "harm + time waited / SLA" at any moment without computing per row on read.
+    priority = models.FloatField(default=0.0, db_default=0.0)
     model_version = models.CharField(max_length=120, blank=True)
     scored_at = models.DateTimeField(null=True, blank=True)
     # Claim/lock for the review queue.
@@ -290,6 +297,9 @@ class Post(models.Model):
                 name="post_queue_idx",
                 condition=Q(status="queued"),
             ),
+            # The review queue by priority (the default sort) and the Reported view.
+            models.Index(fields=["-priority", "id"], name="post_priority_idx", condition=Q(status="queued")),
+            models.Index(fields=["-report_weight", "id"], name="post_reported_idx", condition=Q(report_count__gt=0)),
             # The sweeper: posts stuck in RECEIVED.
             models.Index(fields=["received_at"], name="post_received_idx", condition=Q(status="received")),
             models.Index(fields=["status", "received_at"], name="post_status_received_idx"),
@@ -323,7 +333,24 @@ class Report(models.Model):
 
 class Label(models.TextChoices):
     SPAM = "spam", "Spam"
-    HAM = "ham", "Ham"
+    HAM = "ham", "Not spam"
+
+
+class ReporterRecord(models.Model):
+    """How often a platform user's reports were upheld (the post removed) or rejected (approved)
+    by a moderator; a reporter with a record of upheld reports weighs more in queue priority."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="+", db_index=False)
+    reporter_id = models.CharField(max_length=255)
+    upheld = models.PositiveIntegerField(default=0)
+    rejected = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "reporter_id"], name="reporter_record_uniq")]
+
+    def __str__(self) -> str:
+        return f"{self.reporter_id}: {self.upheld} upheld, {self.rejected} rejected"
 
 
 class ReasonCode(models.Model):
@@ -353,6 +380,8 @@ class Decision(models.Model):
     bulk_action = models.ForeignKey(
         "BulkAction", null=True, blank=True, on_delete=models.SET_NULL, related_name="decisions"
     )
+    # The post's status before this decision, so a single decision can be undone.
+    previous_status = models.CharField(max_length=20, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     undone_at = models.DateTimeField(null=True, blank=True)
 

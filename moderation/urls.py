@@ -9,6 +9,7 @@ urlpatterns = [
     path("posts/<int:post_id>/", detail.detail, name="post_detail"),
     path("posts/<int:post_id>/decide/", detail.decide, name="decide"),
     path("posts/<int:post_id>/release/", detail.release, name="release"),
+    path("decisions/<int:decision_id>/undo/", detail.undo_decision, name="decision_undo"),
     path("bulk/", actions.bulk, name="bulk"),
     path("bulk/<int:pk>/undo/", actions.undo, name="bulk_undo"),
     path("cluster/<str:kind>/<int:pk>/", actions.cluster, name="cluster"),

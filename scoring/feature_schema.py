@@ -71,6 +71,67 @@ FUSION_FEATURES: tuple[str, ...] = (
 )
 
 
+# What the dashboard shows for a feature name (the model explanation); a name missing here is
+# shown with its underscores as spaces.
+FEATURE_DISPLAY_NAMES: Mapping[str, str] = {
+    "url_present": "Has a link",
+    "url_age_hours": "Link first seen (hours ago)",
+    "domain_age_hours": "Domain first seen (hours ago)",
+    "url_is_shortener": "Link shortener",
+    "url_is_ip_host": "Link to a bare IP address",
+    "url_tld_risky": "Risky top-level domain",
+    "url_subdomain_count": "Subdomains in the link",
+    "url_path_depth": "Link path depth",
+    "url_path_token_count": "Words in the link path",
+    "url_length": "Link length",
+    "url_has_query": "Link has a query string",
+    "url_digit_ratio": "Digits in the link",
+    "url_post_count": "Posts with this link",
+    "domain_post_count": "Posts with this domain",
+    "domain_report_count": "Reports on this domain",
+    "domain_spam_rate": "Domain spam rate",
+    "post_share_count": "Shares",
+    "post_comment_count": "Comments",
+    "url_reputation": "Link reputation",
+    "ip_post_count": "Posts from this IP",
+    "ip_spam_rate": "IP spam rate",
+    "user_age_days": "Account age (days)",
+    "user_email_disposable": "Disposable email address",
+    "user_email_free_provider": "Free email provider",
+    "user_friends": "Friends",
+    "user_followers": "Followers",
+    "user_verified": "Verified account",
+    "user_posts": "Posts on the platform",
+    "user_spam_posts": "Spam posts on the platform",
+    "user_spam_report": "Reports against the author",
+    "user_seen_posts": "Author's posts seen here",
+    "user_spam_rate": "Author's spam rate",
+    "user_link_count": "Times the author shared this link",
+    "user_post_count": "Times the author posted this text",
+    "journey_step_count": "Steps before posting",
+    "journey_seconds": "Time to post (seconds)",
+    "journey_steps_per_second": "Posting speed (steps per second)",
+    "journey_bot_pattern": "Bot-like posting pattern",
+    "journey_paste": "Text was pasted",
+    "report_count": "Reports",
+    "report_distinct_reporters": "Distinct reporters",
+    "report_spam_reason_count": "Reports giving spam as the reason",
+    "text_prob": "Text model score",
+    "preview_prob": "Linked page model score",
+    "link_prob": "Link model score",
+    "behaviour_prob": "Behaviour model score",
+}
+
+
+def feature_display_name(name: str) -> str:
+    """A person's name for a feature: the schema's, else the key with spaces, capitalised."""
+    known = FEATURE_DISPLAY_NAMES.get(name)
+    if known:
+        return known
+    words = name.replace("_", " ").strip()
+    return words[:1].upper() + words[1:]
+
+
 # A post without a link: the URL-dependent LINK_FEATURES take these values (url_reputation is
 # "unknown", everything else 0). post_share_count, post_comment_count, ip_post_count and
 # ip_spam_rate describe the post and its IP and are filled for every post, link or not; the

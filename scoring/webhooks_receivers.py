@@ -26,10 +26,19 @@ def on_decision_recorded(sender: Any, *, decision: Decision, post: Post, **kwarg
         logger.exception("scoring.webhook_enqueue_failed post_id=%s decision_id=%s", post.pk, decision.pk)
 
 
-def on_decisions_undone(sender: Any, *, bulk_action: BulkAction, posts: Sequence[Post] = (), **kwargs: Any) -> None:
+def on_decisions_undone(
+    sender: Any,
+    *,
+    bulk_action: BulkAction | None,
+    posts: Sequence[Post] = (),
+    decisions: Sequence[Decision] = (),
+    **kwargs: Any,
+) -> None:
     # The platform heard about the decision, so it must hear about the undo: same savepoint rule.
     try:
         with transaction.atomic():
-            webhooks_enqueue_for_undo(posts, bulk_action=bulk_action)
+            webhooks_enqueue_for_undo(posts, bulk_action=bulk_action, decision_ids=[d.pk for d in decisions])
     except Exception:
-        logger.exception("scoring.webhook_enqueue_failed bulk_action_id=%s (undo)", bulk_action.pk)
+        logger.exception(
+            "scoring.webhook_enqueue_failed bulk_action_id=%s (undo)", bulk_action.pk if bulk_action else None
+        )

@@ -264,6 +264,16 @@ CELERY_TASK_ROUTES = {"feedback.*": {"queue": "training"}}
 # per-batch costs (Celery message, statements) then spread over twice the posts; with batch
 # ingest of 64 posts per request the model's share of a post's CPU rose from 67 % to 73-74 %
 # (benchmarks/RESULTS.md). Smaller batches just form when fewer posts wait.
+# Dashboard. Queue SLA: a queued post older than this is a breach (highlighted, counted in the
+# metrics) and gains one priority point per SLA waited (moderation.services.priority).
+DASHBOARD_SLA_SECONDS = env.int("DASHBOARD_SLA_SECONDS", default=4 * 3600)
+DASHBOARD_UNDO_SECONDS = env.int("DASHBOARD_UNDO_SECONDS", default=300)
+# The reason a decision records when none is chosen (keyboard s/h in the queue, bulk): a
+# ReasonCode code per label. Moderators can pick another per key on the queue page.
+DASHBOARD_KEY_REASONS = {
+    "spam": env("DASHBOARD_KEY_REASON_SPAM", default="commercial-spam"),
+    "ham": env("DASHBOARD_KEY_REASON_HAM", default="legitimate"),
+}
 SCORING_BATCH_SIZE = env.int("SCORING_BATCH_SIZE", default=64)
 SCORING_CLAIM_TTL_S = env.int("SCORING_CLAIM_TTL_S", default=90)  # > the task's hard time limit
 SCORING_SWEEP_AFTER_S = env.float("SCORING_SWEEP_AFTER_S", default=300.0)

@@ -14,7 +14,7 @@ from django.http import QueryDict
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from moderation.models import AuditLog
+from moderation.models import AuditLog, BulkAction, Decision
 from moderation.selectors.query_values import query_date, query_text
 
 PAGE_SIZE = 100
@@ -106,3 +106,31 @@ def audit_csv_rows(*, filters: AuditFilters) -> Iterator[list[Any]]:
             json.dumps(e.before, sort_keys=True),
             json.dumps(e.after, sort_keys=True),
         ]
+
+
+@dataclass(frozen=True)
+class UndoTarget:
+    kind: str  # "decision" | "bulk"
+    pk: int
+
+
+def audit_undo_targets(*, rows: list[AuditLog], user: Any) -> dict[int, UndoTarget]:
+    """audit row id -> what its Undo button undoes, for the decisions and bulk actions on the
+    page that this user can still undo (two queries)."""
+    from moderation.services.bulk import bulk_can_undo
+    from moderation.services.decisions import decision_can_undo
+
+    decision_rows = {e.pk: e.after.get("decision_id") for e in rows if e.action == "post.decide"}
+    bulk_rows = {e.pk: int(e.target_id) for e in rows if e.action == "bulk.decide" and e.target_id.isdigit()}
+    decisions = Decision.objects.in_bulk([int(i) for i in decision_rows.values() if isinstance(i, int)])
+    bulks = BulkAction.objects.in_bulk(list(bulk_rows.values()))
+    out: dict[int, UndoTarget] = {}
+    for row_id, decision_id in decision_rows.items():
+        decision = decisions.get(decision_id) if isinstance(decision_id, int) else None
+        if decision is not None and decision_can_undo(decision=decision, user=user):
+            out[row_id] = UndoTarget("decision", decision.pk)
+    for row_id, bulk_id in bulk_rows.items():
+        bulk = bulks.get(bulk_id)
+        if bulk is not None and bulk_can_undo(bulk=bulk, user=user):
+            out[row_id] = UndoTarget("bulk", bulk.pk)
+    return out

@@ -9,7 +9,7 @@ from django.db import connection
 from django.db.models import Count, Q
 
 from moderation.errors import NotFound
-from moderation.models import PENDING_STATUSES, Decision, Post, PostStatus, ReasonCode, Report
+from moderation.models import PENDING_STATUSES, Decision, Post, PostStatus, ReasonCode, Report, ReporterRecord
 
 RELATED_LIMIT = 10
 TOP_CONTRIBUTIONS = 8
@@ -58,6 +58,8 @@ class PostDetail:
     same_domain: list[Post]
     cluster_counts: dict[str, int]
     reason_codes: list[ReasonCode] = field(default_factory=list)
+    # reporter id -> (upheld, rejected): the track record behind each report's weight.
+    reporter_records: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def contributions_top(contributions: dict[str, Any], *, limit: int = TOP_CONTRIBUTIONS) -> list[ModelContributions]:
@@ -129,6 +131,12 @@ def post_detail(*, post_id: int) -> PostDetail:
     score_history = list(Score.objects.filter(post_id=post.pk).order_by("-created_at", "-id")[:10])
     score = score_history[0] if score_history else None
     reports = list(Report.objects.filter(post_id=post.pk).order_by("-created_at")[:50])
+    records = {
+        r.reporter_id: (r.upheld, r.rejected)
+        for r in ReporterRecord.objects.filter(
+            source_id=post.source_id, reporter_id__in={rep.reporter_id for rep in reports}
+        )
+    }
     decisions = list(
         Decision.objects.filter(post_id=post.pk)
         .select_related("moderator", "bulk_action")
@@ -172,4 +180,5 @@ def post_detail(*, post_id: int) -> PostDetail:
         same_domain=same_domain,
         cluster_counts=counts,
         reason_codes=list(ReasonCode.objects.filter(is_active=True)),
+        reporter_records=records,
     )

@@ -6,15 +6,19 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Min, OuterRef, Q, Subquery
-from django.db.models.functions import TruncDate
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Min, OuterRef, Q, Subquery, Value
+from django.db.models.functions import TruncDate, TruncHour
 from django.utils import timezone
 
 from moderation.models import Decision, Label, Post, PostStatus
+from moderation.services.decisions import DECIDED_STATUSES
+
+# Buckets: "hour" (the last 48 hours) or "day". Keys are aware datetimes (hour) or dates (day).
+Bucket = datetime | date
 
 
 def window_days(start: datetime, days: int) -> list[date]:
@@ -22,14 +26,45 @@ def window_days(start: datetime, days: int) -> list[date]:
     return [first + timedelta(days=i) for i in range(days + 1)]
 
 
-def volume_per_day(*, since: datetime) -> dict[date, int]:
+def window_hours(start: datetime, hours: int) -> list[datetime]:
+    first = start.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    return [first + timedelta(hours=i) for i in range(hours + 1)]
+
+
+def _trunc(unit: str, column: str) -> Any:
+    return TruncHour(column, tzinfo=UTC) if unit == "hour" else TruncDate(column)
+
+
+def _key(unit: str, value: Any) -> Bucket:
+    """A bucket value as the window lists hold it (SQLite may return naive datetimes)."""
+    if unit == "hour" and isinstance(value, datetime):
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return value
+
+
+def volume_per_bucket(*, since: datetime, unit: str = "day") -> dict[Bucket, int]:
     rows = (
         Post.objects.filter(received_at__gte=since)
-        .annotate(day=TruncDate("received_at"))
-        .values("day")
+        .annotate(bucket=_trunc(unit, "received_at"))
+        .values("bucket")
         .annotate(n=Count("id"))
     )
-    return {r["day"]: r["n"] for r in rows}
+    return {_key(unit, r["bucket"]): r["n"] for r in rows}
+
+
+def volume_per_day(*, since: datetime) -> dict[Bucket, int]:
+    return volume_per_bucket(since=since, unit="day")
+
+
+def percentile_cont(values: list[float], q: float) -> float | None:
+    """PostgreSQL's percentile_cont (linear interpolation) over sorted values; the fallback for
+    databases without it (SQLite, the laptop default)."""
+    if not values:
+        return None
+    pos = (len(values) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (pos - lo)
 
 
 @dataclass
@@ -74,6 +109,10 @@ def backlog() -> Backlog:
                 [now, now],
             )
             p50, p95 = cur.fetchone()
+    elif counts["queued"]:
+        # Other databases have no percentile_cont: the ages of the queued posts, oldest last.
+        ages = sorted((now - r).total_seconds() for r in queued.values_list("received_at", flat=True))
+        p50, p95 = percentile_cont(ages, 0.5), percentile_cont(ages, 0.95)
     return Backlog(
         queued=counts["queued"],
         received=counts["received"],
@@ -108,29 +147,63 @@ def decisions_per_moderator(*, since: datetime) -> list[dict[str, Any]]:
     ]
 
 
-def actions_per_day(*, since: datetime) -> dict[date, dict[str, int]]:
-    """Automatic (scores whose policy removed/approved) vs manual (moderator decisions)."""
-    from scoring.models import Action, Score
-
-    out: dict[date, dict[str, int]] = defaultdict(lambda: {"auto_remove": 0, "auto_approve": 0, "manual": 0})
-    autos = (
-        Score.objects.filter(created_at__gte=since, action__in=(Action.REMOVE, Action.APPROVE))
-        .annotate(day=TruncDate("created_at"))
-        .values("day", "action")
+def outcomes_per_bucket(*, since: datetime, unit: str = "day") -> dict[Bucket, dict[str, int]]:
+    """What happened to the posts received in each bucket, one outcome per post: removed or
+    approved automatically, decided by a moderator (whatever the models did first), or still
+    pending. Counted on posts, so a re-scored post or a re-decided one counts once."""
+    out: dict[Bucket, dict[str, int]] = defaultdict(
+        lambda: {"auto_remove": 0, "auto_approve": 0, "manual": 0, "pending": 0}
+    )
+    rows = (
+        Post.objects.filter(received_at__gte=since)
+        .annotate(bucket=_trunc(unit, "received_at"))
+        .values("bucket", "status")
         .annotate(n=Count("id"))
     )
-    for r in autos:
-        key = "auto_remove" if r["action"] == Action.REMOVE else "auto_approve"
-        out[r["day"]][key] += r["n"]
-    manual = (
-        Decision.objects.filter(created_at__gte=since, undone_at__isnull=True)
-        .annotate(day=TruncDate("created_at"))
-        .values("day")
-        .annotate(n=Count("id"))
-    )
-    for row in manual:
-        out[row["day"]]["manual"] += row["n"]
+    for r in rows:
+        status = r["status"]
+        if status == PostStatus.AUTO_REMOVED:
+            key = "auto_remove"
+        elif status == PostStatus.AUTO_APPROVED:
+            key = "auto_approve"
+        elif status in DECIDED_STATUSES:
+            key = "manual"
+        else:
+            key = "pending"
+        out[_key(unit, r["bucket"])][key] += r["n"]
     return dict(out)
+
+
+def actions_per_day(*, since: datetime) -> dict[Bucket, dict[str, int]]:
+    return outcomes_per_bucket(since=since, unit="day")
+
+
+@dataclass
+class SlaFigures:
+    sla_seconds: int
+    breached_now: int  # queued posts waiting longer than the SLA
+    decided: int  # moderator decisions (kept, not undone) in the window on posts that were pending
+    decided_within: int  # ... made within the SLA of the post's arrival
+
+    @property
+    def within_rate(self) -> float | None:
+        return self.decided_within / self.decided if self.decided else None
+
+
+def sla_figures(*, since: datetime, sla_seconds: int) -> SlaFigures:
+    now = timezone.now()
+    sla = timedelta(seconds=sla_seconds)
+    breached = Post.objects.filter(status=PostStatus.QUEUED, received_at__lt=now - sla).count()
+    waited = ExpressionWrapper(F("created_at") - F("post__received_at"), output_field=DurationField())
+    agg = (
+        Decision.objects.filter(created_at__gte=since, undone_at__isnull=True)
+        .exclude(previous_status__in=[*DECIDED_STATUSES, PostStatus.AUTO_REMOVED, PostStatus.AUTO_APPROVED])
+        .annotate(waited=waited)
+        .aggregate(total=Count("id"), within=Count("id", filter=Q(waited__lte=Value(sla))))
+    )
+    return SlaFigures(
+        sla_seconds=sla_seconds, breached_now=breached, decided=agg["total"], decided_within=agg["within"]
+    )
 
 
 @dataclass
@@ -152,12 +225,12 @@ class BandAgreement:
 
 @dataclass
 class Agreement:
-    day: date | None
+    day: Bucket | None
     remove: BandAgreement
     approve: BandAgreement
 
 
-def model_agreement(*, since: datetime) -> tuple[Agreement, list[Agreement]]:
+def model_agreement(*, since: datetime, unit: str = "day") -> tuple[Agreement, list[Agreement]]:
     """Agreement of the auto-remove and auto-approve bands with reviewer labels, overall and
     per day of the decision. A moderator decision on an auto-actioned post counts: it is
     exactly the review that tells whether the automatic action was right. The band is the
@@ -169,15 +242,16 @@ def model_agreement(*, since: datetime) -> tuple[Agreement, list[Agreement]]:
     )
     rows = (
         Decision.objects.filter(created_at__gte=since, undone_at__isnull=True)
-        .annotate(band=latest_action, day=TruncDate("created_at"))
+        .annotate(band=latest_action, day=_trunc(unit, "created_at"))
         .exclude(band__isnull=True)
         .values("day", "band", "label")
         .annotate(n=Count("id"))
     )
-    per_day: dict[date, Agreement] = {}
+    per_day: dict[Bucket, Agreement] = {}
     total = Agreement(day=None, remove=BandAgreement(), approve=BandAgreement())
     for r in rows:
-        day_agg = per_day.setdefault(r["day"], Agreement(day=r["day"], remove=BandAgreement(), approve=BandAgreement()))
+        day = _key(unit, r["day"])
+        day_agg = per_day.setdefault(day, Agreement(day=day, remove=BandAgreement(), approve=BandAgreement()))
         for agg in (day_agg, total):
             n = r["n"]
             if r["label"] == Label.SPAM:
@@ -195,26 +269,65 @@ def model_agreement(*, since: datetime) -> tuple[Agreement, list[Agreement]]:
     return total, [per_day[d] for d in sorted(per_day)]
 
 
-def latency_percentiles(*, since: datetime) -> tuple[dict[str, float | None], dict[date, tuple[float, float, float]]]:
-    """Scoring latency (Score.latency_ms) p50/p95/p99 overall and per day."""
+def latency_percentiles(
+    *, since: datetime, unit: str = "day"
+) -> tuple[dict[str, float | None], dict[Bucket, tuple[float, float, float]]]:
+    """Scoring latency (Score.latency_ms) p50/p95/p99 overall and per bucket (hour or day)."""
+    if connection.vendor != "postgresql":
+        return _latency_percentiles_portable(since=since, unit=unit)
     sql = (
         "SELECT {group} percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms),"
         " percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms),"
         " percentile_cont(0.99) WITHIN GROUP (ORDER BY latency_ms), count(*)"
         " FROM scoring_score WHERE created_at >= %s {tail}"
     )
-    if connection.vendor != "postgresql":  # percentile_cont is PostgreSQL's
-        return {"p50": None, "p95": None, "p99": None, "count": None}, {}
+    trunc = (
+        "date_trunc('hour', created_at AT TIME ZONE 'UTC')"
+        if unit == "hour"
+        else "(created_at AT TIME ZONE 'UTC')::date"
+    )
     with connection.cursor() as cur:
         cur.execute(sql.format(group="", tail=""), [since])
         p50, p95, p99, n = cur.fetchone()
-        cur.execute(
-            sql.format(group="(created_at AT TIME ZONE 'UTC')::date AS day,", tail="GROUP BY day ORDER BY day"),
-            [since],
-        )
-        days = {row[0]: (float(row[1]), float(row[2]), float(row[3])) for row in cur.fetchall()}
+        cur.execute(sql.format(group=f"{trunc} AS bucket,", tail="GROUP BY bucket ORDER BY bucket"), [since])
+        buckets = {_key(unit, row[0]): (float(row[1]), float(row[2]), float(row[3])) for row in cur.fetchall()}
     overall = {"p50": p50, "p95": p95, "p99": p99, "count": n}
-    return overall, days
+    return overall, buckets
+
+
+def _latency_percentiles_portable(
+    *, since: datetime, unit: str
+) -> tuple[dict[str, float | None], dict[Bucket, tuple[float, float, float]]]:
+    """The same figures where the database has no percentile_cont (SQLite, the laptop default):
+    the window's latencies are read and ranked here."""
+    from scoring.models import Score
+
+    rows = (
+        Score.objects.filter(created_at__gte=since)
+        .annotate(bucket=_trunc(unit, "created_at"))
+        .values_list("bucket", "latency_ms")
+    )
+    by_bucket: dict[Bucket, list[float]] = defaultdict(list)
+    everything: list[float] = []
+    for bucket, latency in rows.iterator(chunk_size=5000):
+        by_bucket[_key(unit, bucket)].append(float(latency))
+        everything.append(float(latency))
+    everything.sort()
+    overall: dict[str, float | None] = {
+        "p50": percentile_cont(everything, 0.5),
+        "p95": percentile_cont(everything, 0.95),
+        "p99": percentile_cont(everything, 0.99),
+        "count": len(everything),
+    }
+    buckets: dict[Bucket, tuple[float, float, float]] = {}
+    for key, values in by_bucket.items():
+        values.sort()
+        buckets[key] = (
+            percentile_cont(values, 0.5) or 0.0,
+            percentile_cont(values, 0.95) or 0.0,
+            percentile_cont(values, 0.99) or 0.0,
+        )
+    return overall, buckets
 
 
 # --- Triton's Prometheus metrics --------------------------------------------------------------

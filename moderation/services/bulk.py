@@ -4,7 +4,6 @@ domain, from an IP), with a preview count and an undo window."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -15,7 +14,16 @@ from django.utils import timezone
 from moderation.errors import ApplicationError, Conflict
 from moderation.models import PENDING_STATUSES, BulkAction, Decision, Post
 from moderation.services.audit import audit_record
-from moderation.services.decisions import LABEL_TO_STATUS, decision_record, post_set_status, reason_code_validate
+from moderation.services.decisions import (
+    LABEL_TO_STATUS,
+    decision_record,
+    key_reason,
+    latest_live_decision,
+    post_set_status,
+    reason_code_validate,
+    undo_window,
+)
+from moderation.services.priority import posts_report_weight_refresh, reporter_records_relabel
 from moderation.signals import decisions_undone
 
 CLUSTER_KINDS = ("author", "domain", "ip")
@@ -23,10 +31,6 @@ CLUSTER_KINDS = ("author", "domain", "ip")
 
 def bulk_max_posts() -> int:
     return int(getattr(settings, "DASHBOARD_BULK_MAX", 1000))
-
-
-def undo_window() -> timedelta:
-    return timedelta(seconds=int(getattr(settings, "DASHBOARD_UNDO_SECONDS", 300)))
 
 
 @dataclass(frozen=True)
@@ -63,9 +67,12 @@ def bulk_decide(
     post_ids: list[int] | None = None,
     cluster: Cluster | None = None,
 ) -> BulkAction:
-    """Decide every selected post with one label. Exactly one of post_ids / cluster."""
+    """Decide every selected post with one label. Exactly one of post_ids / cluster. The
+    selection is explicit, so already-decided posts in it are decided again (override); an
+    empty reason becomes the label's key reason."""
     if (post_ids is None) == (cluster is None):
         raise ApplicationError("Select posts or a cluster.", code="invalid_selection")
+    reason_code = reason_code or key_reason(label=label)
     reason_code_validate(label=label, reason_code=reason_code)
     if cluster is not None:
         qs = cluster_queryset(cluster=cluster)
@@ -93,6 +100,7 @@ def bulk_decide(
             note=note,
             bulk_action=bulk,
             validate_reason=False,
+            override=True,
         )
     bulk.previous_statuses = previous
     bulk.save(update_fields=["previous_statuses"])
@@ -146,6 +154,9 @@ def bulk_undo(*, bulk: BulkAction, moderator: Any) -> BulkAction:
     Decision.objects.filter(pk__in=[d.pk for d in undone]).update(undone_at=now)
     for d in undone:
         d.undone_at = now
+        after = latest_live_decision(post=posts[d.post_id])
+        reporter_records_relabel(post=posts[d.post_id], old_label=d.label, new_label=after.label if after else None)
+    posts_report_weight_refresh(post_ids=[int(i) for i in restored])
     bulk.undone_at = now
     bulk.save(update_fields=["undone_at"])
     audit_record(

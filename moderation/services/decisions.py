@@ -7,15 +7,18 @@ feedback builds labelled examples)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from config.metrics import DECISIONS
-from moderation.errors import ApplicationError, InvalidTransition
+from moderation.errors import ApplicationError, Conflict, Forbidden, InvalidTransition
 from moderation.models import (
     POST_TRANSITIONS,
     Author,
@@ -29,12 +32,51 @@ from moderation.models import (
     ReasonCode,
 )
 from moderation.services.audit import audit_record
-from moderation.signals import decision_recorded
+from moderation.services.priority import posts_report_weight_refresh, reporter_records_relabel
+from moderation.signals import decision_recorded, decisions_undone
 
 logger = logging.getLogger(__name__)
 
 LABEL_TO_STATUS: dict[str, str] = {Label.SPAM: PostStatus.REMOVED, Label.HAM: PostStatus.APPROVED}
 SPAM_STATUSES = frozenset({PostStatus.REMOVED, PostStatus.AUTO_REMOVED})
+# Statuses only a moderator sets: a post in one of them was decided, and deciding it again
+# needs an explicit override.
+DECIDED_STATUSES = frozenset(LABEL_TO_STATUS.values())
+
+
+def undo_window() -> timedelta:
+    return timedelta(seconds=int(getattr(settings, "DASHBOARD_UNDO_SECONDS", 300)))
+
+
+def post_version(post: Post) -> str:
+    """What a decision form was rendered against: the status and when it last changed. Every
+    status move rewrites status_changed_at, so a form rendered before any decision, undo or
+    re-score is told apart from one rendered after it."""
+    return f"{post.status}@{int(post.status_changed_at.timestamp() * 1_000_000)}"
+
+
+def key_reason(*, label: str, reason_codes: Sequence[ReasonCode] | None = None) -> str:
+    """The reason recorded when a decision comes without one (keyboard s/h, bulk): the code in
+    DASHBOARD_KEY_REASONS for the label if it is active, else the label's first active reason.
+    `reason_codes`: the active reason codes when the caller has them loaded (no query)."""
+    configured = (getattr(settings, "DASHBOARD_KEY_REASONS", None) or {}).get(label, "")
+    if reason_codes is None:
+        reason_codes = list(ReasonCode.objects.filter(is_active=True, applies_to=label))
+    candidates = sorted(
+        (r for r in reason_codes if r.applies_to == label and r.is_active), key=lambda r: (r.ordering, r.code)
+    )
+    if any(r.code == configured for r in candidates):
+        return str(configured)
+    return candidates[0].code if candidates else ""
+
+
+def latest_live_decision(*, post: Post) -> Decision | None:
+    return (
+        Decision.objects.filter(post=post, undone_at__isnull=True)
+        .select_related("moderator")
+        .order_by("-created_at", "-pk")
+        .first()
+    )
 
 
 def post_set_status(*, post: Post, status: str, check: bool = True) -> str:
@@ -89,10 +131,23 @@ def decision_record(
     note: str = "",
     bulk_action: BulkAction | None = None,
     validate_reason: bool = True,
+    expected_version: str | None = None,
+    override: bool = False,
 ) -> Decision:
+    """Record a moderator's label. An empty reason_code becomes the label's key reason.
+
+    Optimistic concurrency: with expected_version (post_version of the post the form showed), a
+    post that changed since raises Conflict("stale") instead of recording a second decision. A
+    post already decided by a moderator raises Conflict("already_decided") unless override."""
+    reason_code = reason_code or key_reason(label=label)
     if validate_reason:
         reason_code_validate(label=label, reason_code=reason_code)
     post = Post.objects.select_for_update(of=("self",)).get(pk=post.pk)
+    prior = latest_live_decision(post=post)
+    if expected_version is not None and expected_version != post_version(post):
+        raise Conflict(_changed_message(post, prior), code="stale")
+    if post.status in DECIDED_STATUSES and prior is not None and not override:
+        raise Conflict(_changed_message(post, prior), code="already_decided")
     previous = post_set_status(post=post, status=LABEL_TO_STATUS[label])
     decision = Decision.objects.create(
         post=post,
@@ -101,7 +156,9 @@ def decision_record(
         reason_code=reason_code,
         note=note,
         bulk_action=bulk_action,
+        previous_status=previous,
     )
+    reporter_records_relabel(post=post, old_label=prior.label if prior else None, new_label=label)
     if post.claimed_by_id is not None:
         post.claimed_by = None
         post.claimed_until = None
@@ -117,4 +174,65 @@ def decision_record(
     # Receivers: scoring enqueues the platform webhook, feedback records a labelled example.
     decision_recorded.send(sender=Decision, decision=decision, post=post)
     DECISIONS.labels("moderator", label).inc()
+    return decision
+
+
+def _changed_message(post: Post, prior: Decision | None) -> str:
+    if prior is not None and post.status in DECIDED_STATUSES:
+        when = timezone.localtime(prior.created_at).strftime("%Y-%m-%d %H:%M")
+        return (
+            f"Already decided: {prior.get_label_display().lower()} by {prior.moderator} at {when}. "
+            "Override to change it."
+        )
+    return f"This post changed since the page was loaded (now {post.get_status_display().lower()}). Reload it."
+
+
+def decision_can_undo(*, decision: Decision, user: Any) -> bool:
+    """Within the undo window, not undone, not part of a bulk action (undo that instead), by
+    its moderator or an admin."""
+    from moderation.permissions import can_administer
+
+    if decision.undone_at is not None or decision.bulk_action_id is not None or not decision.previous_status:
+        return False
+    if timezone.now() - decision.created_at > undo_window():
+        return False
+    return decision.moderator_id == getattr(user, "pk", None) or can_administer(user)
+
+
+@transaction.atomic
+def decision_undo(*, decision: Decision, moderator: Any) -> Decision:
+    """Undo a single decision: the post goes back to the status it had before, the reporters'
+    records and the post's priority follow, the platform is told (decisions_undone)."""
+    post = Post.objects.select_for_update(of=("self",)).select_related("source").get(pk=decision.post_id)
+    decision = Decision.objects.select_for_update(of=("self",)).get(pk=decision.pk)
+    if decision.undone_at is not None:
+        raise Conflict("This decision was already undone.", code="already_undone")
+    if decision.bulk_action_id is not None:
+        raise Conflict(
+            f"This decision is part of bulk action #{decision.bulk_action_id}: undo that from the audit log.",
+            code="part_of_bulk",
+        )
+    if not decision.previous_status or timezone.now() - decision.created_at > undo_window():
+        raise Conflict("The undo window has passed.", code="undo_expired")
+    if not decision_can_undo(decision=decision, user=moderator):
+        raise Forbidden("Only the moderator who decided, or an admin, can undo this decision.", code="not_yours")
+    latest = latest_live_decision(post=post)
+    if latest is None or latest.pk != decision.pk:
+        raise Conflict("A later decision superseded this one; undo that one first.", code="superseded")
+    now = timezone.now()
+    restored = decision.previous_status
+    post_set_status(post=post, status=restored, check=False)
+    decision.undone_at = now
+    decision.save(update_fields=["undone_at"])
+    after = latest_live_decision(post=post)
+    reporter_records_relabel(post=post, old_label=decision.label, new_label=after.label if after else None)
+    posts_report_weight_refresh(post_ids=[post.pk])
+    audit_record(
+        actor=moderator,
+        action="post.undo",
+        target=post,
+        before={"status": LABEL_TO_STATUS[decision.label], "decision_id": decision.pk},
+        after={"status": restored},
+    )
+    decisions_undone.send(sender=Decision, decisions=[decision], bulk_action=None, posts=[post])
     return decision

@@ -14,6 +14,7 @@ from django.utils import timezone
 from moderation.errors import NotFound
 from moderation.models import RESCORABLE_STATUSES, Domain, Link, Post, Report, Source
 from moderation.services.ingest import rescore_enqueue
+from moderation.services.priority import posts_report_weight_refresh
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +30,8 @@ def report_create(
 ) -> tuple[Report, bool]:
     """Record a report; idempotent on (post, reporter, reason). Returns (report, created).
 
-    A new report bumps the post's, link's and domain's report counters in SQL and, while a score
+    A new report bumps the post's, link's and domain's report counters in SQL, re-weighs the
+    post's reports for its queue priority and, while a score
     can still change the post's status, enqueues a re-score after commit."""
     post = Post.objects.filter(source=source, external_id=post_external_id).select_related("link").first()
     if post is None:
@@ -52,6 +54,8 @@ def report_create(
             if post.link_id is not None and post.link is not None:
                 Link.objects.filter(pk=post.link_id).update(report_count=F("report_count") + 1)
                 Domain.objects.filter(pk=post.link.domain_id).update(report_count=F("report_count") + 1)
+            # The reason's severity and the reporter's record raise the post's queue priority.
+            posts_report_weight_refresh(post_ids=[post.pk])
             if post.status in RESCORABLE_STATUSES:
                 rescore_enqueue(post=post)
             else:

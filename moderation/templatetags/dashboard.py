@@ -1,4 +1,4 @@
-"""Small template helpers for the dashboard: score bars, ages, role checks."""
+"""Small template helpers for the dashboard: score bars and colours, ages, labels, role checks."""
 
 from __future__ import annotations
 
@@ -20,18 +20,6 @@ def pct(value: float | None) -> int:
     if value is None:
         return 0
     return max(0, min(100, round(float(value) * 100)))
-
-
-@register.filter
-def score_level(value: float | None) -> str:
-    """A CSS class for a score: high / mid / low / none."""
-    if value is None:
-        return "none"
-    if value >= 0.8:
-        return "high"
-    if value >= 0.5:
-        return "mid"
-    return "low"
 
 
 @register.filter
@@ -103,3 +91,125 @@ def compact_json(value: object) -> str:
     import json
 
     return json.dumps(value, sort_keys=True, separators=(", ", ": "), default=str)
+
+
+@register.filter
+def get_item(mapping: dict[str, Any] | None, key: str) -> Any:
+    return (mapping or {}).get(key)
+
+
+@register.filter
+def score_band(value: float | None, thresholds: Any) -> str:
+    """A CSS class for a score from the live policy: high (would be auto-removed), mid (queued for
+    review), low (would be auto-approved), none. `thresholds` has remove_threshold and
+    approve_threshold (scoring's active DecisionPolicy); without it, the policy defaults."""
+    if value is None:
+        return "none"
+    remove = float(getattr(thresholds, "remove_threshold", 0.9))
+    approve = float(getattr(thresholds, "approve_threshold", 0.2))
+    if value >= remove:
+        return "high"
+    if value >= approve:
+        return "mid"
+    return "low"
+
+
+@register.filter
+def feature_label(name: str) -> str:
+    from scoring.feature_schema import feature_display_name
+
+    return feature_display_name(str(name))
+
+
+@register.filter
+def model_label(key: str) -> str:
+    """`behaviour_model` / `behaviour` -> "Behaviour model"."""
+    base = str(key).removesuffix("_model").replace("_", " ").strip()
+    return f"{base[:1].upper()}{base[1:]} model"
+
+
+@register.filter
+def text_warnings(value: str | None) -> list[str]:
+    from moderation.text_safety import spoofing_warnings
+
+    return spoofing_warnings(value or "")
+
+
+@register.filter
+def bidi_visible(value: str | None) -> str:
+    """Bidirectional control characters shown as [U+202E] instead of reordering the text."""
+    from moderation.text_safety import bidi_controls_visible
+
+    return bidi_controls_visible(value or "")
+
+
+@register.filter
+def audit_diff(entry: Any) -> list[tuple[str, str, str]]:
+    """(field, before, after) for every key that differs between an audit row's before and
+    after, values as short readable text."""
+    before = entry.before if isinstance(entry.before, dict) else {}
+    after = entry.after if isinstance(entry.after, dict) else {}
+    rows: list[tuple[str, str, str]] = []
+    for key in sorted(set(before) | set(after)):
+        b, a = before.get(key), after.get(key)
+        if b == a:
+            continue
+        rows.append((key.replace("_", " "), _readable(b), _readable(a)))
+    return rows
+
+
+def _readable(value: Any) -> str:
+    """Statuses and labels by their display names ("Not spam", "Removed by moderator")."""
+    from moderation.models import Label, PostStatus
+
+    names = {**dict(PostStatus.choices), **dict(Label.choices)}
+    if value is None:
+        return "—"
+    if isinstance(value, dict):
+        text = ", ".join(
+            f"#{k}: {_readable(v)}" if str(k).isdigit() else f"{k}: {_readable(v)}" for k, v in sorted(value.items())
+        )
+    elif isinstance(value, list):
+        text = ", ".join(_readable(v) for v in value)
+    else:
+        text = str(names.get(value, value)) if isinstance(value, str) else str(value)
+    return text if len(text) <= 160 else text[:159] + "…"
+
+
+@register.filter
+def sla_left(seconds: float | None) -> str:
+    """Seconds to the SLA deadline -> "due in 2h" / "overdue 35m"."""
+    if seconds is None:
+        return ""
+    span = duration_s(abs(seconds))
+    return f"due in {span}" if seconds > 0 else f"overdue {span}"
+
+
+@register.filter
+def pct5(value: float | None) -> int:
+    """0..1 -> 0..100 in steps of 5, for a width class (w-0 ... w-100): no style attribute, so
+    the page works under a Content-Security-Policy without 'unsafe-inline' styles."""
+    return int(round(pct(value) / 5) * 5)
+
+
+@register.filter
+def post_version(post: Any) -> str:
+    from moderation.services.decisions import post_version as version
+
+    return version(post)
+
+
+@register.filter
+def pct_of_100(value: float | None) -> int:
+    """0..100 -> the nearest step of 5, for a width class."""
+    if value is None:
+        return 0
+    return int(round(max(0.0, min(100.0, float(value))) / 5) * 5)
+
+
+@register.filter
+def ratio5(part: float | None, whole: float | None) -> int:
+    """part / whole as a percentage in steps of 5, for a width class."""
+    if not part or not whole:
+        return 0
+    return pct_of_100(float(part) / float(whole) * 100)

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from moderation.errors import ApplicationError
 from moderation.models import Author, BulkAction, Domain, IpAddress, Label, ReasonCode
 from moderation.permissions import CAN_MODERATE, role_required
+from moderation.selectors.thresholds import live_thresholds
 from moderation.services import enforcement
 from moderation.services.bulk import (
     CLUSTER_KINDS,
@@ -109,6 +110,7 @@ def cluster(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
             "label": request.GET.get("label", Label.SPAM),
             "reason_codes": list(ReasonCode.objects.filter(is_active=True)),
             "next": request.GET.get("next", ""),
+            "thresholds": live_thresholds(),
         },
     )
 

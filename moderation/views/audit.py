@@ -8,8 +8,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.spreadsheet import csv_writer
-from moderation.permissions import CAN_VIEW_AUDIT, role_required
-from moderation.selectors.audit import AuditFilters, audit_csv_rows, audit_page
+from moderation.permissions import CAN_VIEW_AUDIT, can_moderate, role_required
+from moderation.selectors.audit import AuditFilters, audit_csv_rows, audit_page, audit_undo_targets
 from moderation.views.common import with_query
 
 
@@ -28,6 +28,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
         "moderation/audit.html",
         {
             "rows": rows,
+            "undo": audit_undo_targets(rows=rows, user=request.user) if can_moderate(request.user) else {},
             "filters": filters,
             "nav": "audit",
             "next_url": with_query(reverse("moderation:audit"), {**query, "cursor": cursor}) if cursor else "",

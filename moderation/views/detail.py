@@ -8,21 +8,44 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from moderation.errors import ApplicationError, NotFound
-from moderation.models import Label, Post, ReasonCode
+from moderation.models import Decision, Label, Post, ReasonCode
 from moderation.permissions import CAN_MODERATE, role_required
 from moderation.selectors.detail import post_detail
-from moderation.services.bulk import undo_window
+from moderation.selectors.thresholds import live_thresholds
 from moderation.services.claims import claim_post, claim_release
-from moderation.services.decisions import decision_record
+from moderation.services.decisions import (
+    DECIDED_STATUSES,
+    decision_can_undo,
+    decision_record,
+    decision_undo,
+    key_reason,
+    post_version,
+    undo_window,
+)
 from moderation.views.common import json_error, redirect_next, wants_json, with_query
 
-FOCUS_KEYS = ("status", "score_min", "score_max", "has_reports", "domain", "author", "ip", "source", "model_version")
+FOCUS_KEYS = (
+    "status",
+    "score_min",
+    "score_max",
+    "has_reports",
+    "domain",
+    "author",
+    "ip",
+    "source",
+    "model_version",
+    "sort",
+    "view",
+)
 
 
 class DecisionForm(forms.Form):
     label = forms.ChoiceField(choices=Label.choices, widget=forms.RadioSelect)
     reason_code = forms.ChoiceField(choices=())
     note = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+    # The post_version the page was rendered with; a stale one is refused (optimistic concurrency).
+    version = forms.CharField(required=False, max_length=64)
+    override = forms.BooleanField(required=False)
 
     def __init__(self, *args: object, reason_codes: list[ReasonCode], **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -41,8 +64,12 @@ def detail(request: HttpRequest, post_id: int) -> HttpResponse:
         data = post_detail(post_id=post_id)
     except NotFound as exc:
         raise Http404(str(exc)) from exc
-    claimed = claim_post(post=data.post, user=request.user)
+    decided = data.post.status in DECIDED_STATUSES
+    # A decided post is read-only: opening it claims nothing.
+    claimed = True if decided else claim_post(post=data.post, user=request.user)
     focus = request.GET.get("focus") == "1"
+    live = [d for d in data.decisions if d.undone_at is None]
+    latest = live[0] if live else None
     form = DecisionForm(reason_codes=data.reason_codes)
     s = data.score
     sub_scores = (
@@ -70,6 +97,15 @@ def detail(request: HttpRequest, post_id: int) -> HttpResponse:
             "focus_params": _focus_params(request),
             "reason_codes": data.reason_codes,
             "undo_seconds": int(undo_window().total_seconds()),
+            "version": post_version(data.post),
+            "decided": decided and latest is not None,
+            "latest_decision": latest,
+            "can_undo": latest is not None and decision_can_undo(decision=latest, user=request.user),
+            "key_reasons": {
+                label: key_reason(label=label, reason_codes=data.reason_codes) for label in ("spam", "ham")
+            },
+            "reason_labels": {r.code: r.label for r in data.reason_codes},
+            "thresholds": live_thresholds(),
         },
     )
 
@@ -82,7 +118,7 @@ def decide(request: HttpRequest, post_id: int) -> HttpResponse:
     form = DecisionForm(request.POST, reason_codes=reason_codes)
     quick = request.POST.get("quick") == "1"
     if quick:
-        # Keyboard decisions from the queue (s/h) carry no reason; the note says so.
+        # Keyboard decisions from the queue (s/h) may carry no reason: the key's reason is used.
         form.fields["reason_code"].required = False
     if not form.is_valid():
         if wants_json(request):
@@ -96,6 +132,8 @@ def decide(request: HttpRequest, post_id: int) -> HttpResponse:
             label=form.cleaned_data["label"],
             reason_code=form.cleaned_data["reason_code"],
             note=form.cleaned_data["note"],
+            expected_version=form.cleaned_data["version"] or None,
+            override=form.cleaned_data["override"],
         )
     except ApplicationError as exc:
         if wants_json(request):
@@ -108,6 +146,23 @@ def decide(request: HttpRequest, post_id: int) -> HttpResponse:
     if request.POST.get("focus") == "1":
         return HttpResponseRedirect(with_query(reverse("moderation:focus"), _focus_params(request)))
     return redirect_next(request, reverse("moderation:post_detail", args=[post.pk]))
+
+
+@require_POST
+@role_required(CAN_MODERATE)
+def undo_decision(request: HttpRequest, decision_id: int) -> HttpResponse:
+    decision = get_object_or_404(Decision, pk=decision_id)
+    try:
+        decision_undo(decision=decision, moderator=request.user)
+    except ApplicationError as exc:
+        if wants_json(request):
+            return json_error(exc.message, code=exc.code, status=exc.status_code, fields=exc.fields)
+        messages.error(request, exc.message)
+    else:
+        if wants_json(request):
+            return JsonResponse({"decision_id": decision.pk, "post_id": decision.post_id, "undone": True})
+        messages.success(request, f"Decision on post #{decision.post_id} undone.")
+    return redirect_next(request, reverse("moderation:post_detail", args=[decision.post_id]))
 
 
 @require_POST

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -9,9 +9,12 @@ from django.utils import timezone
 
 from moderation.permissions import CAN_VIEW_METRICS, role_required
 from moderation.selectors import metrics as m
+from moderation.services.priority import sla_seconds
 from moderation.views.charts import Series, bar_chart, line_chart
 
-WINDOWS = (7, 14, 30, 90)
+# "48h": hourly buckets for the last 48 hours; the others: daily buckets over that many days.
+WINDOWS = ("48h", "7", "14", "30", "90")
+WINDOW_LABELS = {"48h": "48 hours", "7": "7 days", "14": "14 days", "30": "30 days", "90": "90 days"}
 BLUE, RED, GREEN, GREY, AMBER, PURPLE = "#4f46e5", "#e5534b", "#2da44e", "#9aa4b2", "#d97706", "#8250df"
 
 
@@ -23,59 +26,69 @@ def _ms(v: float) -> str:
     return f"{v:.0f} ms" if v >= 10 else f"{v:.1f} ms"
 
 
+def _window(request: HttpRequest) -> tuple[str, str, datetime, list[m.Bucket], list[str]]:
+    """(window key, bucket unit, since, buckets, axis labels)."""
+    window = request.GET.get("window") or request.GET.get("days") or "14"
+    window = window if window in WINDOWS else "14"
+    now = timezone.now()
+    if window == "48h":
+        since = (now - timedelta(hours=47)).replace(minute=0, second=0, microsecond=0)
+        hours: list[m.Bucket] = list(m.window_hours(since, 47))
+        return window, "hour", since, hours, [h.strftime("%H:00") for h in hours if isinstance(h, datetime)]
+    days = int(window)
+    since = (now - timedelta(days=days)).replace(hour=0, minute=0, second=0, microsecond=0)
+    day_list: list[m.Bucket] = list(m.window_days(since, days))
+    return window, "day", since, day_list, [d.strftime("%m-%d") for d in day_list]
+
+
 @role_required(CAN_VIEW_METRICS)
 def metrics(request: HttpRequest) -> HttpResponse:
-    try:
-        days = int(request.GET.get("days", 14))
-    except ValueError:
-        days = 14
-    days = days if days in WINDOWS else 14
-    now = timezone.now()
-    since = (now - timedelta(days=days)).replace(hour=0, minute=0, second=0, microsecond=0)
-    day_list = m.window_days(since, days)
-    labels = [d.strftime("%m-%d") for d in day_list]
+    window, unit, since, buckets, labels = _window(request)
+    per = "hour" if unit == "hour" else "day"
 
-    volume = m.volume_per_day(since=since)
-    actions = m.actions_per_day(since=since)
-    agreement, agreement_days = m.model_agreement(since=since)
-    by_day = {a.day: a for a in agreement_days}
-    latency, latency_days = m.latency_percentiles(since=since)
+    volume = m.volume_per_bucket(since=since, unit=unit)
+    outcomes = m.outcomes_per_bucket(since=since, unit=unit)
+    agreement, agreement_buckets = m.model_agreement(since=since, unit=unit)
+    by_bucket = {a.day: a for a in agreement_buckets}
+    latency, latency_buckets = m.latency_percentiles(since=since, unit=unit)
     backlog = m.backlog()
+    sla = m.sla_figures(since=since, sla_seconds=sla_seconds())
 
-    empty = {"auto_remove": 0, "auto_approve": 0, "manual": 0}
+    empty = {"auto_remove": 0, "auto_approve": 0, "manual": 0, "pending": 0}
     charts = {
         "volume": bar_chart(
-            labels, [Series("Posts", BLUE, [volume.get(d, 0) for d in day_list])], title="Posts ingested per day"
+            labels, [Series("Posts", BLUE, [volume.get(b, 0) for b in buckets])], title=f"Posts ingested per {per}"
         ),
         "actions": bar_chart(
             labels,
             [
-                Series("Auto-removed", RED, [actions.get(d, empty)["auto_remove"] for d in day_list]),
-                Series("Auto-approved", GREEN, [actions.get(d, empty)["auto_approve"] for d in day_list]),
-                Series("Moderator decisions", BLUE, [actions.get(d, empty)["manual"] for d in day_list]),
+                Series("Auto-removed", RED, [outcomes.get(b, empty)["auto_remove"] for b in buckets]),
+                Series("Auto-approved", GREEN, [outcomes.get(b, empty)["auto_approve"] for b in buckets]),
+                Series("Decided by a moderator", BLUE, [outcomes.get(b, empty)["manual"] for b in buckets]),
+                Series("Pending", GREY, [outcomes.get(b, empty)["pending"] for b in buckets]),
             ],
-            title="Automatic vs manual actions per day",
+            title=f"Outcome of the posts received per {per}",
         ),
         "agreement": line_chart(
             labels,
             [
-                Series("Auto-remove precision", RED, [_band(by_day, d, "remove", "precision") for d in day_list]),
-                Series("Auto-remove recall", AMBER, [_band(by_day, d, "remove", "recall") for d in day_list]),
-                Series("Auto-approve precision", GREEN, [_band(by_day, d, "approve", "precision") for d in day_list]),
-                Series("Auto-approve recall", PURPLE, [_band(by_day, d, "approve", "recall") for d in day_list]),
+                Series("Auto-remove precision", RED, [_band(by_bucket, b, "remove", "precision") for b in buckets]),
+                Series("Auto-remove recall", AMBER, [_band(by_bucket, b, "remove", "recall") for b in buckets]),
+                Series("Auto-approve precision", GREEN, [_band(by_bucket, b, "approve", "precision") for b in buckets]),
+                Series("Auto-approve recall", PURPLE, [_band(by_bucket, b, "approve", "recall") for b in buckets]),
             ],
-            title="Model agreement with reviewer labels per day",
+            title=f"Model agreement with reviewer labels per {per}",
             y_max=1.0,
             fmt=_pct,
         ),
         "latency": line_chart(
             labels,
             [
-                Series("p50", BLUE, [latency_days[d][0] if d in latency_days else None for d in day_list]),
-                Series("p95", AMBER, [latency_days[d][1] if d in latency_days else None for d in day_list]),
-                Series("p99", RED, [latency_days[d][2] if d in latency_days else None for d in day_list]),
+                Series("p50", BLUE, [latency_buckets[b][0] if b in latency_buckets else None for b in buckets]),
+                Series("p95", AMBER, [latency_buckets[b][1] if b in latency_buckets else None for b in buckets]),
+                Series("p99", RED, [latency_buckets[b][2] if b in latency_buckets else None for b in buckets]),
             ],
-            title="Scoring latency percentiles per day",
+            title=f"Scoring latency percentiles per {per}",
             fmt=_ms,
         ),
         "backlog_age": bar_chart(
@@ -84,20 +97,23 @@ def metrics(request: HttpRequest) -> HttpResponse:
             title="Queued posts by waiting time",
         ),
     }
+    totals = {k: sum(o[k] for o in outcomes.values()) for k in empty}
     return render(
         request,
         "moderation/metrics.html",
         {
             "nav": "metrics",
-            "days": days,
-            "windows": WINDOWS,
+            "window": window,
+            "window_label": WINDOW_LABELS[window],
+            "windows": [(w, WINDOW_LABELS[w]) for w in WINDOWS],
             "charts": charts,
             "backlog": backlog,
+            "sla": sla,
             "volume_total": sum(volume.values()),
+            "outcome_totals": totals,
             "moderators": m.decisions_per_moderator(since=since),
             "agreement": agreement,
             "latency": latency,
-            "colors": {"blue": BLUE, "red": RED, "green": GREEN, "amber": AMBER, "purple": PURPLE},
         },
     )
 

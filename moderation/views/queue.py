@@ -8,9 +8,23 @@ from django.urls import reverse
 
 from moderation.models import ReasonCode, Source
 from moderation.permissions import ALL_ROLES, CAN_MODERATE, can_moderate, role_required
-from moderation.selectors.queue import STATUS_CHOICES, QueueFilters, queue_page, queue_queryset
+from moderation.selectors.queue import SORT_CHOICES, STATUS_CHOICES, QueueFilters, queue_page, queue_queryset
+from moderation.selectors.thresholds import live_thresholds
 from moderation.services.claims import claim_next
+from moderation.services.decisions import key_reason
+from moderation.services.priority import sla_seconds
+from moderation.templatetags.dashboard import duration_s
 from moderation.views.common import is_htmx, with_query
+
+SORT_NOTES = {"priority": "most urgent first", "score": "highest score first", "age": "oldest first"}
+
+
+def _sort_note(filters: QueueFilters) -> str:
+    if filters.view == "reported":
+        return "heaviest reports first"
+    if filters.status == "queued":
+        return SORT_NOTES[filters.sort]
+    return "newest first"
 
 
 @role_required(ALL_ROLES)
@@ -33,16 +47,27 @@ def _queue_page(request: HttpRequest) -> HttpResponse:
     next_url = (
         with_query(reverse("moderation:queue"), {**query, "cursor": page.next_cursor}) if page.next_cursor else ""
     )
-    context = {"page": page, "filters": filters, "filter_query": query, "next_url": next_url}
+    context = {
+        "page": page,
+        "filters": filters,
+        "filter_query": query,
+        "next_url": next_url,
+        "thresholds": live_thresholds(),
+    }
     status = 400 if filters.errors else 200  # the page says which filters it left out
     if is_htmx(request) and request.GET.get("cursor"):
         return render(request, "moderation/_queue_rows.html", context, status=status)
+    reason_codes = list(ReasonCode.objects.filter(is_active=True))
     context.update(
         {
             "nav": "queue",
-            "reason_codes": list(ReasonCode.objects.filter(is_active=True)),
+            "reason_codes": reason_codes,
             "sources": list(Source.objects.only("slug", "name").order_by("name")),
             "status_choices": STATUS_CHOICES,
+            "sort_choices": SORT_CHOICES,
+            "sort_note": _sort_note(filters),
+            "sla_label": duration_s(sla_seconds()),
+            "key_reasons": {label: key_reason(label=label, reason_codes=reason_codes) for label in ("spam", "ham")},
             "focus_url": with_query(reverse("moderation:focus"), query),
         }
     )

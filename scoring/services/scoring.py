@@ -26,6 +26,7 @@ from config.metrics import DECISIONS, POSTS_SCORED, SCORING_BATCH_SIZE
 from moderation.models import POST_TRANSITIONS, RESCORABLE_STATUSES, Author, Domain, IpAddress, Post, PostStatus
 from moderation.services.counters import counters_add
 from moderation.services.json_rows import column_fields, insert_rows, recordset, rows_json
+from moderation.services.priority import posts_priority_refresh
 from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from scoring.features.extract import PostFeatures, posts_with_features
 from scoring.models import Action, DecisionPolicy, Score
@@ -306,6 +307,8 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
                 r.score = by_post[r.post_id]
                 r.score_id = r.score.pk
         _posts_update(changed)
+        # The queue's priority follows the new score: one UPDATE for the batch.
+        posts_priority_refresh(post_ids=[p.id for p in changed if p.status == PostStatus.QUEUED])
         _bump_spam_counters(removed_now)
         webhooks_enqueue_for_posts(p for p in changed if p.id in by_post)
     # One INFO line per batch; the per-post line is DEBUG: formatting and writing 32 lines per

@@ -129,13 +129,18 @@ def webhooks_enqueue_for_posts(posts: Iterable[Post]) -> list[WebhookDelivery]:
     return _enqueue_rows([_row(post) for post in posts if post.status in DECISION_STATUSES])
 
 
-def webhooks_enqueue_for_undo(posts: Iterable[Post], *, bulk_action: BulkAction) -> list[WebhookDelivery]:
-    """Delivery rows telling each post's platform that a moderator's decision was undone and
-    the post is back in its restored status (call inside the undo's transaction, after the
-    statuses were restored). Expects post.source loaded, like webhooks_enqueue_for_posts."""
+def webhooks_enqueue_for_undo(
+    posts: Iterable[Post], *, bulk_action: BulkAction | None, decision_ids: Iterable[int] = ()
+) -> list[WebhookDelivery]:
+    """Delivery rows telling each post's platform that a moderator's decision (one, or a bulk
+    action's) was undone and the post is back in its restored status (call inside the undo's
+    transaction, after the statuses were restored). Expects post.source loaded, like
+    webhooks_enqueue_for_posts."""
+    undone_at = bulk_action.undone_at if bulk_action is not None else None
     undo = {
-        "bulk_action_id": bulk_action.pk,
-        "undone_at": (bulk_action.undone_at or timezone.now()).isoformat(),
+        "bulk_action_id": bulk_action.pk if bulk_action is not None else None,
+        "decision_ids": sorted(decision_ids),
+        "undone_at": (undone_at or timezone.now()).isoformat(),
     }
     return _enqueue_rows([_row(post, undo=undo) for post in posts])
 

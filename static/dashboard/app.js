@@ -68,6 +68,19 @@
     });
   });
 
+  /* ---- the reason each key records (s / h), kept in this browser ---- */
+  const KEY_REASON_STORE = "dashboard.keyReason.";
+  function keyReason(label) {
+    const select = $("[data-key-reason=" + label + "]");
+    return select ? select.value : (localStorage.getItem(KEY_REASON_STORE + label) || "");
+  }
+  $$("[data-key-reason]").forEach((select) => {
+    const label = select.dataset.keyReason;
+    const saved = localStorage.getItem(KEY_REASON_STORE + label);
+    if (saved && $("option[value='" + CSS.escape(saved) + "']", select)) select.value = saved;
+    select.addEventListener("change", () => localStorage.setItem(KEY_REASON_STORE + label, select.value));
+  });
+
   /* ---- confirmations ---- */
   document.addEventListener("submit", (e) => {
     const msg = e.target.dataset && e.target.dataset.confirm;
@@ -97,6 +110,14 @@
   function currentRow() { return rows()[current]; }
 
   const bulkForm = $("#bulk-form");
+  if (bulkForm) {
+    // A bulk action without a chosen reason records the key reason of its label.
+    bulkForm.addEventListener("submit", (e) => {
+      const select = $("[data-reason-select]", bulkForm);
+      const label = e.submitter && e.submitter.value;
+      if (select && !select.value && label) select.value = keyReason(label);
+    });
+  }
   function updateBulk() {
     if (!bulkForm) return;
     const checked = $$("input[data-select]:checked");
@@ -125,6 +146,8 @@
     const body = new FormData();
     body.append("label", label);
     body.append("quick", "1");
+    body.append("reason_code", keyReason(label));
+    if (row.dataset.version) body.append("version", row.dataset.version);
     try {
       const resp = await fetch(row.dataset.decideUrl, {
         method: "POST", body, credentials: "same-origin",
@@ -134,13 +157,14 @@
         let msg = "Could not record the decision.";
         try { msg = (await resp.json()).error.message || msg; } catch (_) { /* not JSON */ }
         row.classList.remove("is-leaving");
+        if (resp.status === 409) row.classList.add("is-stale");
         flash(msg, "error");
         return;
       }
       const idx = rows().indexOf(row);
       row.remove();
       updateBulk();
-      flash("Post #" + row.dataset.postId + (label === "spam" ? " removed as spam." : " approved."), "success");
+      flash("Post #" + row.dataset.postId + (label === "spam" ? " removed as spam." : " approved as not spam."), "success");
       if (rows().length) setCurrent(idx); else window.location.reload();
     } catch (err) {
       row.classList.remove("is-leaving");
@@ -150,13 +174,20 @@
 
   /* ---- detail ---- */
   const decisionForm = $("[data-decision-form]");
+  // A decided post: the form sits in the closed "Override" panel; keys open it first.
+  const overridePanel = $("[data-override]");
   function pickLabel(label) {
     if (!decisionForm) return;
+    if (overridePanel && !overridePanel.open) overridePanel.open = true;
     const radio = $("input[name=label][value=" + label + "]", decisionForm);
     radio.checked = true;
     radio.dispatchEvent(new Event("change", { bubbles: true }));
     const select = $("[data-reason-select]", decisionForm);
-    if (select) select.focus();
+    if (select) {
+      // Start from the reason the key records; the moderator can change it before submitting.
+      if (!select.value) select.value = localStorage.getItem(KEY_REASON_STORE + label) || select.dataset["keyReason" + (label === "spam" ? "Spam" : "Ham")] || "";
+      select.focus();
+    }
   }
 
   /* ---- keys ---- */

@@ -8,6 +8,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from moderation.models import Post, PostStatus
+from moderation.services.priority import posts_report_weight_refresh
 from tests.moderation.dashboard_factories import (
     AuthorFactory,
     DomainFactory,
@@ -110,4 +111,7 @@ def seed_world(*, n_extra: int = 0) -> dict[str, object]:
     PostFactory(
         source=source, author=spammer, status=PostStatus.REMOVED, final_score=0.93, link=LinkFactory(domain=shady)
     )
+    # Factories write rows directly: weigh the reports and set the queue priority as reports and
+    # scoring do in the running system.
+    posts_report_weight_refresh(post_ids=[p.pk for p in posts])
     return {"posts": posts, "spammer": spammer, "shady": shady, "source": source}

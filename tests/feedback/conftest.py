@@ -108,11 +108,14 @@ def make_post(
 
 
 def decide(post: Post, moderator: User, label: str, reason_code: str = "") -> Decision:
-    """Record a decision the way the dashboard does (decision_record sends decision_recorded)."""
+    """Record a decision the way the dashboard does (decision_record sends decision_recorded); a
+    post decided before is decided again as the dashboard's explicit override does."""
     try:
         from moderation.services.decisions import decision_record
     except ImportError:
         decision = Decision.objects.create(post=post, moderator=moderator, label=label, reason_code=reason_code)
         decision_recorded.send(sender=Decision, decision=decision, post=post)
         return decision
-    return decision_record(post=post, moderator=moderator, label=label, reason_code=reason_code, validate_reason=False)
+    return decision_record(
+        post=post, moderator=moderator, label=label, reason_code=reason_code, validate_reason=False, override=True
+    )

@@ -46,7 +46,10 @@ def test_decision_moves_status_audits_and_signals(moderator):
 def test_decision_reversal_is_append_only_and_adjusts_counters(moderator):
     post = PostFactory()
     decision_record(post=post, moderator=moderator, label="spam", reason_code="scam")
-    decision_record(post=post, moderator=moderator, label="ham", reason_code="legitimate")
+    with pytest.raises(Conflict) as exc:
+        decision_record(post=post, moderator=moderator, label="ham", reason_code="legitimate")
+    assert exc.value.code == "already_decided"
+    decision_record(post=post, moderator=moderator, label="ham", reason_code="legitimate", override=True)
     assert Decision.objects.filter(post=post).count() == 2
     post.refresh_from_db()
     post.author.refresh_from_db()
@@ -103,7 +106,7 @@ def test_bulk_cluster_and_undo(moderator):
     author.refresh_from_db()
     assert author.spam_count == 3
     # One post decided again after the bulk action: undo leaves it alone.
-    decision_record(post=posts[0], moderator=moderator, label="ham", reason_code="legitimate")
+    decision_record(post=posts[0], moderator=moderator, label="ham", reason_code="legitimate", override=True)
     bulk_undo(bulk=bulk, moderator=moderator)
     statuses = dict(type(posts[0]).objects.filter(author=author).values_list("pk", "status"))
     assert statuses[posts[0].pk] == PostStatus.APPROVED

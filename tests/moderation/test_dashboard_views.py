@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from moderation.models import AuditLog, BulkAction, Decision, PostStatus
 from moderation.services.bulk import bulk_decide
+from moderation.services.decisions import decision_record
 from tests.moderation.dashboard_factories import AuthorFactory, PostFactory, ReportFactory, ScoreFactory, UserFactory
 from tests.moderation.dashboard_fixtures import *  # noqa: F403
 from tests.moderation.dashboard_fixtures import client_for
@@ -36,7 +37,8 @@ def world(db):
     other = UserFactory(username="u-other", role="moderator")
     bulk_post = PostFactory()
     bulk = bulk_decide(moderator=other, label="spam", post_ids=[bulk_post.pk])
-    return {"post": post, "bulk": bulk}
+    decision = decision_record(post=PostFactory(), moderator=other, label="spam")
+    return {"post": post, "bulk": bulk, "decision": decision}
 
 
 def _urls(world):
@@ -49,6 +51,7 @@ def _urls(world):
         "release": ("post", reverse("moderation:release", args=[p.pk]), {}),
         "bulk": ("post", reverse("moderation:bulk"), {"post_ids": [p.pk], "label": "ham"}),
         "undo": ("post", reverse("moderation:bulk_undo", args=[world["bulk"].pk]), {}),
+        "decision_undo": ("post", reverse("moderation:decision_undo", args=[world["decision"].pk]), {}),
         "cluster_get": ("get", reverse("moderation:cluster", args=["author", p.author_id]), {}),
         "cluster_post": (
             "post",
@@ -71,6 +74,7 @@ MODERATION_VIEWS = [
     "release",
     "bulk",
     "undo",
+    "decision_undo",
     "cluster_get",
     "cluster_post",
     "block_domain",
@@ -132,6 +136,7 @@ def test_undo_only_by_owner_or_admin(users, world):
         ("moderation:bulk", None),
         ("moderation:release", "post"),
         ("moderation:enforce", "block"),
+        ("moderation:decision_undo", "decision"),
         ("logout", None),
     ],
 )
@@ -143,11 +148,15 @@ def test_forms_require_csrf(name, args, moderator, world):
         url = reverse(name, args=[post.pk])
     elif args == "block":
         url = reverse(name, args=["domain", post.link.domain_id, "block"])
+    elif args == "decision":
+        url = reverse(name, args=[world["decision"].pk])
     else:
         url = reverse(name)
     response = client.post(url, {"label": "spam"})
     assert response.status_code == 403
     assert not Decision.objects.filter(post=post).exists()
+    world["decision"].refresh_from_db()
+    assert world["decision"].undone_at is None
 
 
 def test_decision_form_posts_with_csrf_token(moderator, world):
@@ -174,12 +183,12 @@ def test_queue_sorted_by_risk_and_paginated_by_keyset(mod_client, settings):
     PostFactory(final_score=0.99, status=PostStatus.REMOVED)  # not pending
     from moderation.selectors.queue import QueueFilters, queue_page
 
-    page = queue_page(filters=QueueFilters(), page_size=2)
+    page = queue_page(filters=QueueFilters(sort="score"), page_size=2)
     assert [r.post for r in page.rows] == [top, reported]
-    page2 = queue_page(filters=QueueFilters(), cursor=page.next_cursor, page_size=2)
+    page2 = queue_page(filters=QueueFilters(sort="score"), cursor=page.next_cursor, page_size=2)
     assert [r.post for r in page2.rows] == [unreported, low]
     assert page2.next_cursor is None
-    html = mod_client.get(reverse("moderation:queue")).content.decode()
+    html = mod_client.get(reverse("moderation:queue"), {"sort": "score"}).content.decode()
     assert html.index(f'data-post-id="{top.pk}"') < html.index(f'data-post-id="{low.pk}"')
 
 
@@ -205,14 +214,15 @@ def test_queue_filters(mod_client):
 def test_queue_query_count_is_bounded(mod_client, django_assert_num_queries):
     for _ in range(3):
         ScoreFactory(post=PostFactory())
-    # session, user, groups, page of posts (joined), latest scores, sources, reason codes
-    with django_assert_num_queries(7):
+    # session, user, groups, page of posts (joined), latest scores, policy, reason codes, sources
+    with django_assert_num_queries(8):
         assert mod_client.get(reverse("moderation:queue")).status_code == 200
     for _ in range(20):
-        p = PostFactory()
+        p = PostFactory(report_count=1)
         ScoreFactory(post=p)
         ReportFactory(post=p)
-    with django_assert_num_queries(7):
+    # ... and the report reasons of the page, once rows have reports
+    with django_assert_num_queries(9):
         assert mod_client.get(reverse("moderation:queue")).status_code == 200
 
 
@@ -220,6 +230,7 @@ def test_detail_query_count_is_bounded(mod_client, moderator, django_assert_num_
     author = AuthorFactory()
     post = PostFactory(author=author)
     ScoreFactory(post=post)
+    ReportFactory(post=post)  # reports (and their reporters' records) are read from the first one
 
     def grow():
         for _ in range(5):
@@ -228,7 +239,7 @@ def test_detail_query_count_is_bounded(mod_client, moderator, django_assert_num_
             bulk_decide(moderator=moderator, label="spam", post_ids=[sib.pk])
 
     mod_client.get(reverse("moderation:post_detail", args=[post.pk]))
-    with django_assert_num_queries(14) as ctx:
+    with django_assert_num_queries(16) as ctx:
         mod_client.get(reverse("moderation:post_detail", args=[post.pk]))
     first = len(ctx.captured_queries)
     grow()
