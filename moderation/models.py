@@ -13,6 +13,13 @@ from django.utils import timezone
 from moderation.db_fields import RowJSONField
 
 
+class UnvalidatedLanguageAction(models.TextChoices):
+    """What the policy does with a post in a language the text model was not validated on."""
+
+    QUEUE = "queue", "Queue for review (never auto-approve)"
+    SCORE = "score", "Decide on the score as for any post"
+
+
 class Source(models.Model):
     """A platform that pushes posts. Every other row hangs off one source."""
 
@@ -21,6 +28,12 @@ class Source(models.Model):
     is_active = models.BooleanField(default=True)
     callback_url = models.URLField(blank=True, help_text="Webhook for decisions; empty disables it.")
     webhook_secret = models.CharField(max_length=128, blank=True, help_text="HMAC-SHA256 key.")
+    unvalidated_language_action = models.CharField(
+        max_length=10,
+        choices=UnvalidatedLanguageAction.choices,
+        default=UnvalidatedLanguageAction.QUEUE,
+        help_text="Posts in a language the text model was not validated on (settings.TEXT_VALIDATED_LANGUAGES).",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
@@ -182,6 +195,9 @@ class Post(models.Model):
     external_id = models.CharField(max_length=255)
     author = models.ForeignKey(Author, on_delete=models.PROTECT, related_name="posts", db_index=False)
     text = models.TextField(blank=True)
+    # ISO 639-1 code detected at ingest (moderation.language), "und" when undetermined; empty
+    # for posts stored before detection existed.
+    language = models.CharField(max_length=8, blank=True, default="")
     url = models.CharField(max_length=2048, blank=True)
     link = models.ForeignKey(
         Link, null=True, blank=True, on_delete=models.PROTECT, related_name="posts", db_index=False

@@ -204,6 +204,44 @@ TRITON_LOG_DIR = env.path("TRITON_LOG_DIR", default=VAR_DIR / "log")
 TEXT_MODEL_BASE = env("TEXT_MODEL_BASE", default=str(VAR_DIR / "models" / "distilbert-base"))
 ARTIFACTS_DIR = env.path("ARTIFACTS_DIR", default=VAR_DIR / "models")
 TEXT_MAX_LENGTH = env.int("TEXT_MAX_LENGTH", default=128)
+# The languages the served text model was validated on (its MODEL_CARD.md lists them): a post
+# confidently detected in any other language is never auto-approved (scoring.services.policy).
+TEXT_VALIDATED_LANGUAGES = env.list("TEXT_VALIDATED_LANGUAGES", default=["en"])
+
+# --- Language detection at ingest (moderation.language) -------------------------------------
+LANGUAGE_CANDIDATES = env.list(
+    "LANGUAGE_CANDIDATES",
+    default=[
+        "en",
+        "es",
+        "pt",
+        "fr",
+        "de",
+        "it",
+        "nl",
+        "ru",
+        "uk",
+        "pl",
+        "tr",
+        "ar",
+        "zh",
+        "ja",
+        "ko",
+        "hi",
+        "id",
+        "vi",
+        "th",
+        "fa",
+        "he",
+        "el",
+        "sv",
+        "ro",
+        "cs",
+        "bn",
+    ],
+)
+LANGUAGE_MIN_CONFIDENCE = env.float("LANGUAGE_MIN_CONFIDENCE", default=0.6)
+LANGUAGE_MAX_CHARS = env.int("LANGUAGE_MAX_CHARS", default=300)
 
 # --- Ingest limits (documented in README) -----------------------------------------------------
 POST_TEXT_MAX_CHARS = 10_000

@@ -274,7 +274,7 @@ class PostIngestOutputSerializer(SharedFieldsOutputSerializer):
 
     class Meta:
         model = Post
-        fields = ["id", "external_id", "status", "final_score", "model_version", "received_at", "score"]
+        fields = ["id", "external_id", "language", "status", "final_score", "model_version", "received_at", "score"]
 
     @extend_schema_field(ScoreOutputSerializer(allow_null=True))
     def get_score(self, post: Post) -> dict[str, Any] | None:
@@ -294,6 +294,7 @@ class PostOutputSerializer(serializers.ModelSerializer):
             "external_id",
             "author_external_id",
             "url",
+            "language",
             "status",
             "status_changed_at",
             "final_score",

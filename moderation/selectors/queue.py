@@ -80,6 +80,7 @@ class QueueFilters:
     ip: str = ""
     source: str = ""
     model_version: str = ""
+    language: str = ""
     date_from: date | None = None
     date_to: date | None = None
     q: str = ""
@@ -98,6 +99,7 @@ class QueueFilters:
         f.ip = params.get("ip", "").strip()[:64]
         f.source = params.get("source", "").strip()[:60]
         f.model_version = params.get("model_version", "").strip()[:120]
+        f.language = params.get("language", "").strip().lower()[:8]
         f.date_from = parse_date(params.get("date_from", "") or "") if params.get("date_from") else None
         f.date_to = parse_date(params.get("date_to", "") or "") if params.get("date_to") else None
         f.q = params.get("q", "").strip()[:200]
@@ -114,7 +116,7 @@ class QueueFilters:
                 out[key] = str(value)
         if self.has_reports:
             out["has_reports"] = "1"
-        for key in ("domain", "author", "ip", "source", "model_version", "q"):
+        for key in ("domain", "author", "ip", "source", "model_version", "language", "q"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
         return out
@@ -145,6 +147,8 @@ def queue_queryset(*, filters: QueueFilters, user: Any = None, with_text: bool =
         qs = qs.filter(source__slug=filters.source)
     if filters.model_version:
         qs = qs.filter(model_version=filters.model_version)
+    if filters.language:
+        qs = qs.filter(language=filters.language)
     tz = timezone.get_current_timezone()
     if filters.date_from:
         qs = qs.filter(received_at__gte=datetime.combine(filters.date_from, datetime.min.time(), tz))
@@ -179,6 +183,7 @@ class QueueRow:
     text_score: float | None = None
     link_score: float | None = None
     behaviour_score: float | None = None
+    routing_reason: str = ""
 
 
 @dataclass
@@ -198,7 +203,7 @@ def _latest_scores(post_ids: list[int]) -> dict[int, Any]:
     scores = (
         Score.objects.filter(post_id__in=post_ids)
         .order_by("post_id", "-created_at", "-id")
-        .only("post_id", "text_score", "link_score", "behaviour_score")
+        .only("post_id", "text_score", "link_score", "behaviour_score", "routing_reason")
     )
     latest: dict[int, Any] = {}
     for score in scores:
@@ -272,6 +277,7 @@ def queue_page(
                 text_score=s.text_score if s else None,
                 link_score=s.link_score if s else None,
                 behaviour_score=s.behaviour_score if s else None,
+                routing_reason=s.routing_reason if s else "",
             )
         )
     next_cursor = Cursor.after(posts[-1]).encode() if has_more and posts else None
