@@ -234,7 +234,14 @@ def _publish_text(repository: Path, text_dir: Path) -> dict[str, int]:
     max_length = int(serving.get("max_length") or getattr(settings, "TEXT_MAX_LENGTH", 128))  # type: ignore[call-overload]
     pad_id = int(serving.get("pad_token_id") or 0)  # type: ignore[call-overload]
     number = max([latest_version(m, repository=repository) or 0 for m in TEXT_MODELS]) + 1
-    runtime = {"max_length": max_length, "pad_token_id": pad_id, "model_file": onnx_path.name}
+    # Windows per long text (spam_pipeline's text_windows): the artifact's choice, else the setting.
+    max_windows = int(serving.get("max_windows") or getattr(settings, "TEXT_MAX_WINDOWS", 1))  # type: ignore[call-overload]
+    runtime = {
+        "max_length": max_length,
+        "max_windows": max_windows,
+        "pad_token_id": pad_id,
+        "model_file": onnx_path.name,
+    }
     digest = _sha256(onnx_path)
 
     tok = _VersionWriter(repository, "tokenizer", number)

