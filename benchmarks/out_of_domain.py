@@ -7,8 +7,9 @@ Texts (all ham, from packages installed here, nothing downloaded):
   (README-style English prose: release notes, install steps, feature lists, some promotional);
 - faker_posts:  Faker en_US paragraphs (English words, random order).
 Reported per set and length bucket: the false-positive rate at 0.5, the share at or above the
-escalate threshold 0.9, and the mean spam probability; the transformer head-only and with the
-served windows (scoring.ml.text.inference.text_windows).
+escalate threshold 0.9, and the mean spam probability: the transformer alone (head only, then
+with windows) and the served text score (windows, blended with the lexical model when the
+model dir has one, scoring.ml.text.baseline); with the SMS test split's F1 of each.
 
     .venv/bin/python benchmarks/out_of_domain.py --model var/models/text/current
 
@@ -33,6 +34,7 @@ sys.path.insert(0, str(REPO))
 from scoring.ml.text.baseline import train_baseline  # noqa: E402
 from scoring.ml.text.data import load_sms_splits  # noqa: E402
 from scoring.ml.text.inference import OnnxTextClassifier  # noqa: E402
+from scoring.ml.text.metrics import spam_metrics  # noqa: E402
 
 _MARKUP = re.compile(r"[`*#=>|_\[\]()<]+|https?://\S+")
 
@@ -81,19 +83,28 @@ def main() -> None:
     baseline = train_baseline(
         splits.train.texts, splits.train.labels, splits.validation.texts, splits.validation.labels
     )
-    head = OnnxTextClassifier(args.model, max_windows=1, threads=1)
-    windowed = OnnxTextClassifier(args.model, max_windows=args.windows, threads=1)
+    head = OnnxTextClassifier(args.model, max_windows=1, lexical_weight=0.0, threads=1)
+    windowed = OnnxTextClassifier(args.model, max_windows=args.windows, lexical_weight=0.0, threads=1)
+    served = OnnxTextClassifier(args.model, max_windows=args.windows, threads=1)
     sets = {
         "package_docs": package_paragraphs(args.count, args.seed),
         "faker_posts": faker_paragraphs(args.count, args.seed),
     }
-    report: dict[str, object] = {}
+    report: dict[str, object] = {
+        "sms_test_f1": {
+            "transformer_head": round(spam_metrics(splits.test.labels, head.predict_proba(splits.test.texts))["f1"], 4),
+            "tfidf_lr": round(spam_metrics(splits.test.labels, baseline.predict_proba(splits.test.texts))["f1"], 4),
+            "served": round(spam_metrics(splits.test.labels, served.predict_proba(splits.test.texts))["f1"], 4),
+        }
+    }
+    print(json.dumps(report), flush=True)
     for name, texts in sets.items():
         tokens = np.asarray([len(ids) for ids in head.tokenizer(texts, truncation=False)["input_ids"]])
         scored = {
             "transformer_head": head.predict_proba(texts),
             f"transformer_windows_{args.windows}": windowed.predict_proba(texts),
             "tfidf_lr": baseline.predict_proba(texts),
+            f"served_blend_{served.lexical_weight:g}_windows_{args.windows}": served.predict_proba(texts),
         }
         per_set: dict[str, object] = {"texts": len(texts), "median_tokens": int(np.median(tokens))}
         for model, probs in scored.items():

@@ -46,6 +46,9 @@ publish has loaded the new classifier but not yet this bundle, the pinned reques
 the chunk falls back to the unpinned classifier without caching. TEXT_CACHE_SIZE (config
 parameter, entries per instance; 0 = off).
 
+Text score = the transformer blended with the lexical model bundled beside the tokenizer
+(BundledLexical; scoring/ml/text/baseline.py says why), when the published text model has one.
+
 Long texts: a text longer than max_length tokens (TEXT_MAX_LENGTH, 128) is scored on up to
 max_windows inputs spread from its head to its tail, taking the maximum (text_windows; the
 text model's card records the measured choice). A text that fits is the one input it always
@@ -169,6 +172,30 @@ class BundledTokenizer:
         return ids, mask
 
 
+class BundledLexical:
+    """The text model's lexical half (scoring/ml/text/baseline.py: TF-IDF + logistic
+    regression, lexical.joblib beside the tokenizer), blended into the text score:
+    (1 - weight) x transformer + weight x lexical spam probability, as
+    scoring.ml.text.baseline.blend computes it offline. Absent file or weight 0: no blend."""
+
+    def __init__(self, folder):
+        serving = json.loads((folder / "serving.json").read_text())
+        self.weight = float(serving.get("lexical_weight", 0.0))
+        path = folder / "lexical.joblib"
+        self.pipeline = None
+        if self.weight > 0 and path.is_file():
+            import joblib
+
+            self.pipeline = joblib.load(path)
+
+    def blend(self, transformer_probs, texts):
+        if self.pipeline is None or not texts:
+            return transformer_probs
+        decoded = [t.decode("utf-8", errors="replace") for t in texts]
+        lexical = self.pipeline.predict_proba(decoded)[:, 1].astype(np.float64)
+        return (1.0 - self.weight) * np.asarray(transformer_probs, dtype=np.float64) + self.weight * lexical
+
+
 class BundledTrees:
     """One XGBoost model's work (triton_repository/xgboost_model.py), in this process:
     FEATURES [rows, n] -> (PROB [rows], CONTRIBUTIONS [rows, n + 1])."""
@@ -214,6 +241,7 @@ class TritonPythonModel:
         bundle = json.loads((version_dir / "bundle.json").read_text())
         buckets = sorted(int(b) for b in _param(config, "PAD_BUCKETS", "").split(",") if b.strip())
         self.tokenize = BundledTokenizer(version_dir / "tokenizer", buckets)
+        self.lexical = BundledLexical(version_dir / "tokenizer")
         self.text_version = str(bundle["tokenizer"])
         self.trees = {model: BundledTrees(version_dir / model) for model in TREE_MODELS}
         self.tree_versions = {model: str(bundle[model]) for model in TREE_MODELS}
@@ -352,7 +380,7 @@ class TritonPythonModel:
             row_probs = np.concatenate(per_group[g]) if per_group[g] else np.zeros(0)
             text_probs = np.full(len(texts), -np.inf)
             np.maximum.at(text_probs, owners[g], row_probs)
-            flat.append(text_probs)
+            flat.append(self.lexical.blend(text_probs, texts))
         return np.array([flat[g][i] for g, i in where], dtype=np.float64).astype(np.float32)
 
     def _versions_json(self):

@@ -174,6 +174,9 @@ def render_model_card(metrics: dict[str, Any]) -> str:
         out.append(_row("DistilBERT, ONNX fp32", test["onnx_fp32"]))
     if "onnx_int8" in test:
         out.append(_row("DistilBERT, ONNX int8 (static QDQ)", test["onnx_int8"]))
+    for key, name in (("onnx_fp32", "ONNX fp32"), ("onnx_int8", "ONNX int8")):
+        if f"{key}_lexical_blend" in test:
+            out.append(_row(f"{name} blended with the lexical model (served text score)", test[f"{key}_lexical_blend"]))
     out.append(_row(f"Baseline: {metrics['baseline']['description']}", test["baseline_tfidf_lr"]))
     out += ["", *_verdicts(metrics), ""]
     if onnx:

@@ -3,7 +3,8 @@
 Tokenise, pad each batch only to its own longest input, run the session, softmax. A text longer
 than max_length tokens is scored as the served pipeline scores it: the maximum over up to
 max_windows windows from its head to its tail (text_windows; max_windows 1 = truncation, the
-head only). Inputs are grouped by length so long and short messages do not share a batch; a
+head only), blended with the lexical model when the model dir has one (baseline.blend, at
+serving.json's lexical_weight). Inputs are grouped by length so long and short messages do not share a batch; a
 text's probability does not depend on what it is batched with (tests/scoring/test_text_export.py
 checks this).
 """
@@ -19,6 +20,7 @@ import numpy as np
 import onnxruntime as ort
 from transformers import AutoTokenizer
 
+from scoring.ml.text.baseline import DEFAULT_LEXICAL_WEIGHT, blend, load_lexical
 from scoring.ml.triton_configs import TEXT_DISABLED_OPTIMIZERS
 
 SERVING_FILE = "serving.json"
@@ -28,6 +30,9 @@ INPUT_NAMES = ("input_ids", "attention_mask")
 OUTPUT_NAME = "logits"
 SPAM_INDEX = 1
 DEFAULT_MAX_LENGTH = 128
+# Windows per long text when serving.json does not say (publish then uses
+# settings.TEXT_MAX_WINDOWS, whose default is the same): head and tail.
+DEFAULT_MAX_WINDOWS = 2
 
 
 def text_windows(ids: Sequence[int], max_length: int, max_windows: int) -> list[list[int]]:
@@ -100,6 +105,7 @@ class OnnxTextClassifier:
         file: str | None = None,
         max_length: int | None = None,
         max_windows: int | None = None,
+        lexical_weight: float | None = None,
         batch_size: int = 32,
         threads: int | None = None,
     ) -> None:
@@ -107,7 +113,11 @@ class OnnxTextClassifier:
         serving = read_serving(self.model_dir)
         self.file = file or serving.get("model_file") or serving.get("file") or FP32_FILE
         self.max_length = int(max_length or serving.get("max_length", DEFAULT_MAX_LENGTH))
-        self.max_windows = max(1, int(max_windows or serving.get("max_windows", 1)))
+        self.max_windows = max(1, int(max_windows or serving.get("max_windows", DEFAULT_MAX_WINDOWS)))
+        # The lexical blend, as served: the model dir's lexical model at serving.json's weight.
+        self.lexical = load_lexical(self.model_dir)
+        weight = serving.get("lexical_weight", DEFAULT_LEXICAL_WEIGHT) if lexical_weight is None else lexical_weight
+        self.lexical_weight = float(weight) if self.lexical is not None else 0.0
         self.batch_size = batch_size
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_dir)
         self.pad_id = int(self.tokenizer.pad_token_id or 0)
@@ -145,4 +155,6 @@ class OnnxTextClassifier:
             row_probs[batch] = softmax_spam(self.logits_for_ids([ids[i] for i in batch]))
         probs = np.full(len(texts), -np.inf)
         np.maximum.at(probs, owners, row_probs)
+        if self.lexical is not None and self.lexical_weight > 0:
+            probs = blend(probs, self.lexical.predict_proba(list(texts))[:, 1], self.lexical_weight)
         return probs
