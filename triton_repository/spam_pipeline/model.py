@@ -188,12 +188,17 @@ class BundledLexical:
 
             self.pipeline = joblib.load(path)
 
-    def blend(self, transformer_probs, texts):
+    def probs(self, texts):
+        """The lexical spam probability of each text (bytes); None without a lexical model."""
         if self.pipeline is None or not texts:
-            return transformer_probs
+            return None
         decoded = [t.decode("utf-8", errors="replace") for t in texts]
-        lexical = self.pipeline.predict_proba(decoded)[:, 1].astype(np.float64)
-        return (1.0 - self.weight) * np.asarray(transformer_probs, dtype=np.float64) + self.weight * lexical
+        return self.pipeline.predict_proba(decoded)[:, 1].astype(np.float64)
+
+    def blend(self, transformer_probs, lexical_probs):
+        if lexical_probs is None:
+            return transformer_probs
+        return (1.0 - self.weight) * np.asarray(transformer_probs, dtype=np.float64) + self.weight * lexical_probs
 
 
 class BundledTrees:
@@ -371,7 +376,13 @@ class TritonPythonModel:
                 owner.extend([t] * len(text_rows))
             owners.append(np.asarray(owner, dtype=np.int64))
             chunks.extend((g, rows[i : i + size]) for i in range(0, len(rows), size))
-        results = await asyncio.gather(*[self._text_chunk(chunk) for _, chunk in chunks])
+        tasks = [asyncio.ensure_future(self._text_chunk(chunk)) for _, chunk in chunks]
+        # The lexical model runs here while the classifier works: two loop turns first let the
+        # chunk tasks send their requests (as execute does before the trees).
+        for _ in range(2):
+            await asyncio.sleep(0)
+        lexical = [self.lexical.probs(texts) for texts in unique]
+        results = await asyncio.gather(*tasks)
         per_group = [[] for _ in groups]
         for (g, _), probs in zip(chunks, results, strict=True):
             per_group[g].append(probs)
@@ -380,7 +391,7 @@ class TritonPythonModel:
             row_probs = np.concatenate(per_group[g]) if per_group[g] else np.zeros(0)
             text_probs = np.full(len(texts), -np.inf)
             np.maximum.at(text_probs, owners[g], row_probs)
-            flat.append(self.lexical.blend(text_probs, texts))
+            flat.append(self.lexical.blend(text_probs, lexical[g]))
         return np.array([flat[g][i] for g, i in where], dtype=np.float64).astype(np.float32)
 
     def _versions_json(self):
