@@ -15,7 +15,7 @@ import pytest
 from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from scoring.ml.text.baseline import LEXICAL_FILE, blend, load_lexical, save_lexical, train_baseline
 from scoring.ml.text.data import load_sms_splits
-from scoring.ml.text.inference import OnnxTextClassifier
+from scoring.ml.text.inference import OnnxTextClassifier, softmax_spam
 from scoring.ml.tiny import cached_tiny_artifacts
 from scoring.model_repository import Artifacts
 from scoring.triton_client import ScoringInput
@@ -48,11 +48,20 @@ def _with_lexical(tmp_path: Path, weight: float = 0.5) -> Path:
 
 def test_offline_score_is_the_blend_and_no_lexical_model_means_the_transformer_alone(tmp_path):
     text_dir = _with_lexical(tmp_path)
-    blended = OnnxTextClassifier(text_dir).predict_proba(TEXTS)
+    classifier = OnnxTextClassifier(text_dir)
+    blended = classifier.predict_proba(TEXTS)
     transformer = OnnxTextClassifier(text_dir, lexical_weight=0.0).predict_proba(TEXTS)
     lexical = load_lexical(text_dir)
     assert lexical is not None
-    np.testing.assert_allclose(blended, blend(transformer, lexical.predict_proba(TEXTS)[:, 1], 0.5))
+    short, long = TEXTS[:3], TEXTS[3]
+    # A text that fits: the blend of the two models' scores of the text.
+    np.testing.assert_allclose(blended[:3], blend(transformer[:3], lexical.predict_proba(short)[:, 1], 0.5))
+    # A long text: each window blended with the lexical score of its own words, then the maximum.
+    (windows,) = classifier.windows([long])
+    assert len(windows) > 1
+    decoded = [classifier.tokenizer.backend_tokenizer.decode(w, skip_special_tokens=True) for w in windows]
+    per_window = blend(softmax_spam(classifier.logits_for_ids(windows)), lexical.predict_proba(decoded)[:, 1], 0.5)
+    assert blended[3] == pytest.approx(per_window.max(), abs=1e-6)
     assert not np.allclose(blended, transformer)
     (text_dir / LEXICAL_FILE).unlink()
     np.testing.assert_array_equal(OnnxTextClassifier(text_dir).predict_proba(TEXTS), transformer)

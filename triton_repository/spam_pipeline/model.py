@@ -148,17 +148,24 @@ class BundledTokenizer:
         self.max_windows = max(1, int(serving.get("max_windows", 1)))
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.no_padding()
-        if self.max_windows == 1:
-            self.tokenizer.enable_truncation(max_length=self.max_length)
-        else:  # the tail is needed: text_windows cuts
-            self.tokenizer.no_truncation()
+        self.tokenizer.no_truncation()  # text_windows cuts (and knows whether a text was cut)
         self.pad_id = int(serving.get("pad_token_id", 0))
         self.buckets = buckets
 
     def windows(self, texts):
-        """Per text (bytes), the list of its model inputs (lists of token ids)."""
+        """Per text (bytes): (its model inputs as lists of token ids, whether it fits in one)."""
         encodings = self.tokenizer.encode_batch([t.decode("utf-8", errors="replace") for t in texts])
-        return [text_windows(e.ids, self.max_length, self.max_windows) for e in encodings]
+        return [
+            (text_windows(e.ids, self.max_length, self.max_windows), len(e.ids) <= self.max_length) for e in encodings
+        ]
+
+    def window_texts(self, text, rows, fits):
+        """What the lexical model reads for each model input of `text`: the text itself when it
+        fits in one input, else each input's tokens decoded (a window's own words: over the
+        whole text, one spam message in pages of padding is diluted to nothing)."""
+        if fits:
+            return [text]
+        return [self.tokenizer.decode(row, skip_special_tokens=True).encode("utf-8") for row in rows]
 
     def pad(self, rows):
         width = max((len(r) for r in rows), default=0)
@@ -369,19 +376,23 @@ class TritonPythonModel:
             return np.zeros(0, dtype=np.float32)
         size = self.text_chunk
         chunks, owners = [], []  # owners[g][r]: the unique text (index in its group) of row r
+        row_texts = []  # per group, what the lexical model reads for each row
         for g, texts in enumerate(unique):
-            rows, owner = [], []
-            for t, text_rows in enumerate(self.tokenize.windows(texts) if texts else []):
+            rows, owner, lexical_texts = [], [], []
+            for t, (text_rows, fits) in enumerate(self.tokenize.windows(texts) if texts else []):
                 rows.extend(text_rows)
                 owner.extend([t] * len(text_rows))
+                if self.lexical.pipeline is not None:
+                    lexical_texts.extend(self.tokenize.window_texts(texts[t], text_rows, fits))
             owners.append(np.asarray(owner, dtype=np.int64))
+            row_texts.append(lexical_texts)
             chunks.extend((g, rows[i : i + size]) for i in range(0, len(rows), size))
         tasks = [asyncio.ensure_future(self._text_chunk(chunk)) for _, chunk in chunks]
         # The lexical model runs here while the classifier works: two loop turns first let the
         # chunk tasks send their requests (as execute does before the trees).
         for _ in range(2):
             await asyncio.sleep(0)
-        lexical = [self.lexical.probs(texts) for texts in unique]
+        lexical = [self.lexical.probs(texts) for texts in row_texts]
         results = await asyncio.gather(*tasks)
         per_group = [[] for _ in groups]
         for (g, _), probs in zip(chunks, results, strict=True):
@@ -389,9 +400,10 @@ class TritonPythonModel:
         flat = []
         for g, texts in enumerate(unique):
             row_probs = np.concatenate(per_group[g]) if per_group[g] else np.zeros(0)
+            row_probs = self.lexical.blend(row_probs, lexical[g])  # each window blended, then the max
             text_probs = np.full(len(texts), -np.inf)
             np.maximum.at(text_probs, owners[g], row_probs)
-            flat.append(self.lexical.blend(text_probs, lexical[g]))
+            flat.append(text_probs)
         return np.array([flat[g][i] for g, i in where], dtype=np.float64).astype(np.float32)
 
     def _versions_json(self):

@@ -129,8 +129,22 @@ class OnnxTextClassifier:
 
     def windows(self, texts: Sequence[str]) -> list[list[list[int]]]:
         """Per text, its model inputs (text_windows)."""
+        return [rows for rows, _ in self._windows(texts)]
+
+    def _windows(self, texts: Sequence[str]) -> list[tuple[list[list[int]], bool]]:
         encoded = self.tokenizer(list(texts), truncation=False, padding=False, verbose=False)
-        return [text_windows(list(ids), self.max_length, self.max_windows) for ids in encoded["input_ids"]]
+        return [
+            (text_windows(list(ids), self.max_length, self.max_windows), len(ids) <= self.max_length)
+            for ids in encoded["input_ids"]
+        ]
+
+    def _window_texts(self, text: str, rows: Sequence[Sequence[int]], fits: bool) -> list[str]:
+        """What the lexical model reads per input: the text when it fits in one, else each
+        window's tokens decoded, as spam_pipeline does (the same tokenizers decoder)."""
+        if fits:
+            return [text]
+        decoder = self.tokenizer.backend_tokenizer
+        return [decoder.decode(list(row), skip_special_tokens=True) for row in rows]
 
     def logits_for_ids(self, ids: Sequence[Sequence[int]]) -> np.ndarray:
         """One session run over exactly these sequences (padded to the longest)."""
@@ -141,20 +155,18 @@ class OnnxTextClassifier:
         """Spam probability per text, in input order."""
         if not texts:
             return np.zeros(0, dtype=np.float64)
-        if self.max_windows == 1:
-            ids = self.encode(texts)
-            owners = np.arange(len(ids))
-        else:
-            per_text = self.windows(texts)
-            ids = [row for rows in per_text for row in rows]
-            owners = np.asarray([t for t, rows in enumerate(per_text) for _ in rows], dtype=np.int64)
+        per_text = self._windows(texts)
+        ids = [row for rows, _ in per_text for row in rows]
+        owners = np.asarray([t for t, (rows, _) in enumerate(per_text) for _ in rows], dtype=np.int64)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         row_probs = np.zeros(len(ids), dtype=np.float64)
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
             row_probs[batch] = softmax_spam(self.logits_for_ids([ids[i] for i in batch]))
+        if self.lexical is not None and self.lexical_weight > 0:
+            # Each window blended with the lexical score of its own words, then the maximum.
+            row_texts = [w for t, (rows, fits) in enumerate(per_text) for w in self._window_texts(texts[t], rows, fits)]
+            row_probs = blend(row_probs, self.lexical.predict_proba(row_texts)[:, 1], self.lexical_weight)
         probs = np.full(len(texts), -np.inf)
         np.maximum.at(probs, owners, row_probs)
-        if self.lexical is not None and self.lexical_weight > 0:
-            probs = blend(probs, self.lexical.predict_proba(list(texts))[:, 1], self.lexical_weight)
         return probs
