@@ -257,6 +257,7 @@ class ScoreOutputSerializer(SharedFieldsOutputSerializer):
             "link_score",
             "behaviour_score",
             "short_circuit_reason",
+            "routing_reason",
             "model_versions",
             "latency_ms",
             "created_at",
