@@ -11,7 +11,10 @@ escalate threshold 0.9, and the mean spam probability: the transformer alone (he
 with windows) and the served text score (windows, blended with the lexical model when the
 model dir has one, scoring.ml.text.baseline); with the SMS test split's F1 of each.
 
-    .venv/bin/python benchmarks/out_of_domain.py --model var/models/text/current
+    .venv/bin/python benchmarks/out_of_domain.py --model var/models/text/current [--write]
+
+--write adds the summary to the model directory's metrics.json ("out_of_domain") and re-renders
+its MODEL_CARD.md.
 
 Without labelled out-of-domain spam, recall cannot be measured here. Never part of the tests."""
 
@@ -78,6 +81,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=400)
     parser.add_argument("--windows", type=int, default=4)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--write", action="store_true", help="record the summary in the model's metrics and card")
     args = parser.parse_args()
     splits = load_sms_splits()
     baseline = train_baseline(
@@ -121,6 +125,32 @@ def main() -> None:
         report[name] = per_set
         print(json.dumps({name: per_set}), flush=True)
     print(json.dumps(report, indent=1))
+    if args.write:
+        write(args, report)
+
+
+def write(args: argparse.Namespace, report: dict[str, object]) -> None:
+    import django
+
+    django.setup()
+    from scoring.ml.text.card import write_model_card
+    from scoring.ml.text.train import read_metrics, write_metrics
+
+    metrics = read_metrics(args.model)
+    metrics["out_of_domain"] = {
+        "method": (
+            f"{args.count} benign texts per set, seed {args.seed}, benchmarks/out_of_domain.py; "
+            "package_docs: prose paragraphs of installed packages' descriptions, faker_posts: Faker en_US paragraphs"
+        ),
+        "sms_test_f1": report["sms_test_f1"],
+        "sets": {
+            name: {model: value for model, value in per_set.items() if isinstance(value, dict) and "mean" in value}
+            for name, per_set in report.items()
+            if name != "sms_test_f1" and isinstance(per_set, dict)
+        },
+    }
+    write_metrics(args.model, metrics)
+    write_model_card(args.model, metrics)
 
 
 if __name__ == "__main__":

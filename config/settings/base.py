@@ -205,9 +205,9 @@ TEXT_MODEL_BASE = env("TEXT_MODEL_BASE", default=str(VAR_DIR / "models" / "disti
 ARTIFACTS_DIR = env.path("ARTIFACTS_DIR", default=VAR_DIR / "models")
 TEXT_MAX_LENGTH = env.int("TEXT_MAX_LENGTH", default=128)
 # A text longer than TEXT_MAX_LENGTH tokens is scored on up to this many windows from its head to
-# its tail, taking the maximum (1: the head only; 2: head and tail). Written into the published
-# tokenizer's serving.json; the text model card records the measurement behind the default.
-TEXT_MAX_WINDOWS = env.int("TEXT_MAX_WINDOWS", default=2)
+# its tail, taking the maximum (1: the head only; 8 covers about 1,000 tokens whole). Written
+# into the published tokenizer's serving.json; the text model card records the measurement.
+TEXT_MAX_WINDOWS = env.int("TEXT_MAX_WINDOWS", default=8)
 # The languages the served text model was validated on (its MODEL_CARD.md lists them): a post
 # confidently detected in any other language is never auto-approved (scoring.services.policy).
 TEXT_VALIDATED_LANGUAGES = env.list("TEXT_VALIDATED_LANGUAGES", default=["en"])

@@ -104,6 +104,37 @@ def _long_texts_section(metrics: dict[str, Any]) -> list[str]:
     return out
 
 
+def _out_of_domain_section(metrics: dict[str, Any]) -> list[str]:
+    out = [
+        "## Out of domain and the lexical blend",
+        "- The served text score blends this transformer with the TF-IDF + logistic regression model "
+        "trained on the same split (lexical.joblib, serving.json's lexical_weight): each window's "
+        "transformer probability is averaged with the lexical probability of the window's own words, "
+        "then the maximum over windows. Out of domain the transformer alone calls formal English "
+        "(documentation, announcements) spam far more often than word counts do.",
+    ]
+    ood = metrics.get("out_of_domain")
+    if not ood:
+        return [*out, "- Not measured for this version yet (`benchmarks/out_of_domain.py --write`).", ""]
+    f1 = ood["sms_test_f1"]
+    out += [
+        f"- SMS test F1(spam): transformer {f1['transformer_head']:.4f}, lexical {f1['tfidf_lr']:.4f}, "
+        f"served blend {f1['served']:.4f}.",
+        f"- Benign out-of-domain texts ({ood['method']}); share called spam:",
+        "",
+        "| set | model | >= 0.5 | >= 0.9 | mean |",
+        "|---|---|---|---|---|",
+    ]
+    for name, models in ood["sets"].items():
+        for model, value in models.items():
+            out.append(
+                f"| {name} | {model} | {value['false_positive_rate']:.3f} | {value['at_or_above_0.9']:.3f} | "
+                f"{value['mean']:.3f} |"
+            )
+    out += ["", "- No labelled out-of-domain spam is available offline: recall out of domain is not measured.", ""]
+    return out
+
+
 def render_model_card(metrics: dict[str, Any]) -> str:
     data = metrics["data"]
     hp = metrics["hyperparameters"]
@@ -213,7 +244,7 @@ def render_model_card(metrics: dict[str, Any]) -> str:
         ]
     else:
         out += ["## ONNX export", "- Not exported yet (run `manage.py export_text_model`).", ""]
-    out += [*_languages_section(metrics), *_long_texts_section(metrics)]
+    out += [*_languages_section(metrics), *_long_texts_section(metrics), *_out_of_domain_section(metrics)]
     out += [
         "## Limitations",
         "- Trained on English SMS only (UCI collection, 2000s-era UK/Singapore messages); no social posts, "

@@ -31,8 +31,8 @@ OUTPUT_NAME = "logits"
 SPAM_INDEX = 1
 DEFAULT_MAX_LENGTH = 128
 # Windows per long text when serving.json does not say (publish then uses
-# settings.TEXT_MAX_WINDOWS, whose default is the same): head and tail.
-DEFAULT_MAX_WINDOWS = 2
+# settings.TEXT_MAX_WINDOWS, whose default is the same).
+DEFAULT_MAX_WINDOWS = 8
 
 
 def text_windows(ids: Sequence[int], max_length: int, max_windows: int) -> list[list[int]]:
