@@ -25,6 +25,7 @@ TEXTS = [
     "URGENT! You have won a 2000 prize. Call 09061701461 to claim now",
     "see you at lunch, I'll bring the notes",
     "Free entry in a weekly competition, text WIN to 80086",
+    "qxzv",  # no word the lexical model knows: its intercept alone
     " ".join(f"Line {i} of the meeting notes: review the attached report before Friday." for i in range(10)),
 ]
 
@@ -53,15 +54,15 @@ def test_offline_score_is_the_blend_and_no_lexical_model_means_the_transformer_a
     transformer = OnnxTextClassifier(text_dir, lexical_weight=0.0).predict_proba(TEXTS)
     lexical = load_lexical(text_dir)
     assert lexical is not None
-    short, long = TEXTS[:3], TEXTS[3]
+    short, long = TEXTS[:4], TEXTS[4]
     # A text that fits: the blend of the two models' scores of the text.
-    np.testing.assert_allclose(blended[:3], blend(transformer[:3], lexical.predict_proba(short)[:, 1], 0.5))
+    np.testing.assert_allclose(blended[:4], blend(transformer[:4], lexical.predict_proba(short)[:, 1], 0.5))
     # A long text: each window blended with the lexical score of its own words, then the maximum.
     (windows,) = classifier.windows([long])
     assert len(windows) > 1
     decoded = [classifier.tokenizer.backend_tokenizer.decode(w, skip_special_tokens=True) for w in windows]
     per_window = blend(softmax_spam(classifier.logits_for_ids(windows)), lexical.predict_proba(decoded)[:, 1], 0.5)
-    assert blended[3] == pytest.approx(per_window.max(), abs=1e-6)
+    assert blended[4] == pytest.approx(per_window.max(), abs=1e-6)
     assert not np.allclose(blended, transformer)
     (text_dir / LEXICAL_FILE).unlink()
     np.testing.assert_array_equal(OnnxTextClassifier(text_dir).predict_proba(TEXTS), transformer)
