@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 # Imported lazily by the code that uses them (optional parts of a deployment).
 LAZY_MODULES = ("scoring.services.inline", "scoring.tasks")
 # Called when importable: imports that depend on settings (the Triton client's protocol).
-PRELOADERS = ("scoring.triton_client.preload",)
+PRELOADERS = ("scoring.triton_client.preload", "moderation.language.preload")
 
 
 def _walk(patterns: list[URLPattern | URLResolver]) -> int:

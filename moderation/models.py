@@ -15,6 +15,13 @@ from config.webhook_targets import UnsafeWebhookTarget, webhook_target
 from moderation.db_fields import RowJSONField
 
 
+class UnvalidatedLanguageAction(models.TextChoices):
+    """What the policy does with a post in a language the text model was not validated on."""
+
+    QUEUE = "queue", "Queue for review (never auto-approve)"
+    SCORE = "score", "Decide on the score as for any post"
+
+
 class Source(models.Model):
     """A platform that pushes posts. Every other row hangs off one source."""
 
@@ -26,6 +33,12 @@ class Source(models.Model):
     )
     webhook_secret = models.CharField(
         max_length=128, blank=True, help_text="HMAC-SHA256 key; required with a callback URL."
+    )
+    unvalidated_language_action = models.CharField(
+        max_length=10,
+        choices=UnvalidatedLanguageAction.choices,
+        default=UnvalidatedLanguageAction.QUEUE,
+        help_text="Posts in a language the text model was not validated on (settings.TEXT_VALIDATED_LANGUAGES).",
     )
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -248,6 +261,9 @@ class Post(models.Model):
     external_id = models.CharField(max_length=255)
     author = models.ForeignKey(Author, on_delete=models.PROTECT, related_name="posts", db_index=False)
     text = models.TextField(blank=True)
+    # ISO 639-1 code detected at ingest (moderation.language), "und" when undetermined; empty
+    # for posts stored before detection existed.
+    language = models.CharField(max_length=8, blank=True, default="")
     url = models.CharField(max_length=2048, blank=True)
     link = models.ForeignKey(
         Link, null=True, blank=True, on_delete=models.PROTECT, related_name="posts", db_index=False

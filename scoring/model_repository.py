@@ -226,6 +226,8 @@ def _tree_file(tabular_dir: Path, kind: str) -> Path:
 def _publish_text(repository: Path, text_dir: Path) -> dict[str, int]:
     from django.conf import settings
 
+    from scoring.ml.text.baseline import DEFAULT_LEXICAL_WEIGHT, LEXICAL_FILE
+
     text_dir = resolve_current(text_dir)
     serving = _read_serving(text_dir)
     onnx_path = _text_model_file(text_dir, serving)
@@ -234,11 +236,22 @@ def _publish_text(repository: Path, text_dir: Path) -> dict[str, int]:
     max_length = int(serving.get("max_length") or getattr(settings, "TEXT_MAX_LENGTH", 128))  # type: ignore[call-overload]
     pad_id = int(serving.get("pad_token_id") or 0)  # type: ignore[call-overload]
     number = max([latest_version(m, repository=repository) or 0 for m in TEXT_MODELS]) + 1
-    runtime = {"max_length": max_length, "pad_token_id": pad_id, "model_file": onnx_path.name}
+    # Windows per long text (spam_pipeline's text_windows): the artifact's choice, else the setting.
+    max_windows = int(serving.get("max_windows") or getattr(settings, "TEXT_MAX_WINDOWS", 1))  # type: ignore[call-overload]
+    # The lexical blend (scoring.ml.text.baseline): the artifact's weight, 0 without a lexical model.
+    has_lexical = (text_dir / LEXICAL_FILE).is_file()
+    lexical_weight = float(serving.get("lexical_weight", DEFAULT_LEXICAL_WEIGHT)) if has_lexical else 0.0  # type: ignore[arg-type]
+    runtime = {
+        "max_length": max_length,
+        "max_windows": max_windows,
+        "lexical_weight": lexical_weight,
+        "pad_token_id": pad_id,
+        "model_file": onnx_path.name,
+    }
     digest = _sha256(onnx_path)
 
     tok = _VersionWriter(repository, "tokenizer", number)
-    for name in TOKENIZER_FILES:
+    for name in (*TOKENIZER_FILES, LEXICAL_FILE):
         if (text_dir / name).exists():
             tok.copy(text_dir / name)
     tok.write_json("serving.json", runtime)

@@ -31,6 +31,9 @@ class Score(models.Model):
     final_score = models.FloatField()
     action = models.CharField(max_length=10, choices=Action.choices)
     short_circuit_reason = models.CharField(max_length=255, blank=True)
+    # Why the policy queued a post it would otherwise have auto-approved, when that reason is
+    # not in the numbers, e.g. "language not validated: es" (scoring.services.policy).
+    routing_reason = models.CharField(max_length=255, blank=True)
     policy = models.ForeignKey("DecisionPolicy", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     features = StoredJSONField(default=dict, help_text="Feature values as seen at scoring time.")
     contributions = StoredJSONField(default=dict, help_text="model -> feature -> contribution (pred_contribs).")

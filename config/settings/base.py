@@ -331,6 +331,48 @@ READINESS_TIMEOUT_S = env.float("READINESS_TIMEOUT_S", default=0.5)
 TEXT_MODEL_BASE = env("TEXT_MODEL_BASE", default=str(VAR_DIR / "models" / "distilbert-base"))
 ARTIFACTS_DIR = env.path("ARTIFACTS_DIR", default=VAR_DIR / "models")
 TEXT_MAX_LENGTH = env.int("TEXT_MAX_LENGTH", default=128)
+# A text longer than TEXT_MAX_LENGTH tokens is scored on up to this many windows from its head to
+# its tail, taking the maximum (1: the head only; 8 covers about 1,000 tokens whole). Written
+# into the published tokenizer's serving.json; the text model card records the measurement.
+TEXT_MAX_WINDOWS = env.int("TEXT_MAX_WINDOWS", default=8)
+# The languages the served text model was validated on (its MODEL_CARD.md lists them): a post
+# confidently detected in any other language is never auto-approved (scoring.services.policy).
+TEXT_VALIDATED_LANGUAGES = env.list("TEXT_VALIDATED_LANGUAGES", default=["en"])
+
+# --- Language detection at ingest (moderation.language) -------------------------------------
+LANGUAGE_CANDIDATES = env.list(
+    "LANGUAGE_CANDIDATES",
+    default=[
+        "en",
+        "es",
+        "pt",
+        "fr",
+        "de",
+        "it",
+        "nl",
+        "ru",
+        "uk",
+        "pl",
+        "tr",
+        "ar",
+        "zh",
+        "ja",
+        "ko",
+        "hi",
+        "id",
+        "vi",
+        "th",
+        "fa",
+        "he",
+        "el",
+        "sv",
+        "ro",
+        "cs",
+        "bn",
+    ],
+)
+LANGUAGE_MIN_CONFIDENCE = env.float("LANGUAGE_MIN_CONFIDENCE", default=0.6)
+LANGUAGE_MAX_CHARS = env.int("LANGUAGE_MAX_CHARS", default=300)
 
 # --- Model operations: promotion gate, replay, calibration ----------------------------------
 # A candidate is held back when, on any evaluation suite, its F1 is more than this below

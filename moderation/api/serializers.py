@@ -300,6 +300,7 @@ class ScoreOutputSerializer(SharedFieldsOutputSerializer):
             "link_score",
             "behaviour_score",
             "short_circuit_reason",
+            "routing_reason",
             "model_versions",
             "latency_ms",
             "created_at",
@@ -317,7 +318,7 @@ class PostIngestOutputSerializer(SharedFieldsOutputSerializer):
 
     class Meta:
         model = Post
-        fields = ["id", "external_id", "status", "final_score", "model_version", "received_at", "score"]
+        fields = ["id", "external_id", "language", "status", "final_score", "model_version", "received_at", "score"]
 
     @extend_schema_field(ScoreOutputSerializer(allow_null=True))
     def get_score(self, post: Post) -> dict[str, Any] | None:
@@ -337,6 +338,7 @@ class PostOutputSerializer(serializers.ModelSerializer):
             "external_id",
             "author_external_id",
             "url",
+            "language",
             "status",
             "status_changed_at",
             "final_score",

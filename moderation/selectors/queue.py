@@ -108,6 +108,7 @@ class QueueFilters:
     ip: str = ""
     source: str = ""
     model_version: str = ""
+    language: str = ""
     date_from: date | None = None
     date_to: date | None = None
     q: str = ""
@@ -133,6 +134,7 @@ class QueueFilters:
         f.model_version = query_text(params, "model_version", errors, max_length=120)
         f.date_from = query_date(params, "date_from", errors)
         f.date_to = query_date(params, "date_to", errors)
+        f.language = query_text(params, "language", errors, max_length=8).lower()
         f.q = query_text(params, "q", errors, max_length=200)
         sort = params.get("sort", "priority")
         f.sort = sort if sort in SORTS else "priority"
@@ -150,7 +152,7 @@ class QueueFilters:
                 out[key] = str(value)
         if self.has_reports:
             out["has_reports"] = "1"
-        for key in ("domain", "author", "ip", "source", "model_version", "q", "view"):
+        for key in ("domain", "author", "ip", "source", "model_version", "language", "q", "view"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
         if self.sort != "priority":
@@ -186,6 +188,8 @@ def queue_queryset(*, filters: QueueFilters, user: Any = None, with_text: bool =
         qs = qs.filter(source__slug=filters.source)
     if filters.model_version:
         qs = qs.filter(model_version=filters.model_version)
+    if filters.language:
+        qs = qs.filter(language=filters.language)
     tz = timezone.get_current_timezone()
     if filters.date_from:
         qs = qs.filter(received_at__gte=datetime.combine(filters.date_from, datetime.min.time(), tz))
@@ -230,6 +234,7 @@ class QueueRow:
     text_score: float | None = None
     link_score: float | None = None
     behaviour_score: float | None = None
+    routing_reason: str = ""
     report_reasons: list[tuple[str, int]] = field(default_factory=list)
     due_at: datetime | None = None  # received_at + SLA, for a pending post
     priority: float | None = None  # harm + waited / SLA, for a queued post
@@ -260,7 +265,7 @@ def _latest_scores(post_ids: list[int]) -> dict[int, Any]:
     scores = (
         Score.objects.filter(post_id__in=post_ids)
         .order_by("post_id", "-created_at", "-id")
-        .only("post_id", "text_score", "link_score", "behaviour_score")
+        .only("post_id", "text_score", "link_score", "behaviour_score", "routing_reason")
     )
     latest: dict[int, Any] = {}
     for score in scores:
@@ -351,6 +356,7 @@ def queue_page(
                 report_reasons=reasons.get(p.pk, []),
                 due_at=p.received_at + sla if pending else None,
                 priority=effective_priority(stored=p.priority, now=now) if p.status == PostStatus.QUEUED else None,
+                routing_reason=s.routing_reason if s else "",
             )
         )
     next_cursor = Cursor.after(posts[-1], order=order).encode() if has_more and posts else None

@@ -22,6 +22,7 @@ from config import redis_breaker
 from config.metrics import POSTS_INGESTED
 from moderation import sql_rows
 from moderation.errors import PostContentConflict
+from moderation.language import post_language
 from moderation.links import link_identity, url_hash
 from moderation.models import Domain, IpAddress, Link, Post, PostStatus, Source
 from moderation.services.authors import authors_upsert_counting_posts
@@ -132,11 +133,15 @@ def _build_post(
     *, source: Source, payload: Mapping[str, Any], author_id: int, link: Link | None, ip_id: int | None
 ) -> Post:
     preview = payload.get("preview") or {}
+    text = payload.get("text", "")
     return Post(
         source=source,
         external_id=payload["external_id"],
         author_id=author_id,
-        text=payload.get("text", ""),
+        text=text,
+        # Detected here, in the one place every new post passes, on the text already in
+        # memory: no query, and about 0.05 ms for an SMS-length text (moderation.language).
+        language=post_language(text=text, preview_text=preview.get("text", "")),
         url=link.url if link else "",
         link=link,
         preview_title=preview.get("title", ""),

@@ -8,7 +8,12 @@ A post with at least one report is never auto-approved: it is queued instead (so
 complained, so a human should look), unless the score removes it outright. Likewise a post
 whose text, preview, link or behaviour sub-score reaches escalate_threshold (0.90 in v1) is
 queued rather than auto-approved: one confident angle of the blueprint is worth a human look
-even when the fusion tree outvotes it.
+even when the fusion tree outvotes it. A post confidently detected (at ingest,
+moderation.language) in a language the text model was not validated on
+(settings.TEXT_VALIDATED_LANGUAGES, listed on the model card) is not auto-approved either: its
+text score means nothing there (Spanish spam scored 0.002-0.08 with the English SMS model). Its
+source's unvalidated_language_action chooses: "queue" (the default) or "score" (decide on the
+score as usual); the Score row's routing_reason says "language not validated: <code>".
 
 Policies are append-only: an edit creates a new version, makes it the active one and writes
 an AuditLog row, so every Score points at the exact thresholds that decided it."""
@@ -18,13 +23,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
 
 from moderation import sql_rows
 from moderation.errors import ApplicationError, NotFound
-from moderation.models import AuditLog
+from moderation.language import UNDETERMINED
+from moderation.models import AuditLog, Post, UnvalidatedLanguageAction
 from scoring.models import Action, DecisionPolicy
 
 DEFAULT_REMOVE_THRESHOLD = 0.9
@@ -56,7 +63,12 @@ def policy_active() -> DecisionPolicy:
 
 
 def policy_decide(
-    *, policy: DecisionPolicy, final_score: float, report_count: int, sub_scores: Iterable[float | None] = ()
+    *,
+    policy: DecisionPolicy,
+    final_score: float,
+    report_count: int,
+    sub_scores: Iterable[float | None] = (),
+    language_unvalidated: bool = False,
 ) -> Action:
     """The action for one scored post (live scoring); the same rule as policy_actions."""
     (action,) = policy_actions(
@@ -64,8 +76,21 @@ def policy_decide(
         final_scores=np.asarray([final_score], dtype=np.float64),
         report_counts=np.asarray([report_count], dtype=np.float64),
         strongest_sub_scores=np.asarray([strongest_sub_score(sub_scores)], dtype=np.float64),
+        languages_unvalidated=np.asarray([language_unvalidated], dtype=bool),
     )
     return Action(action)
+
+
+def language_routing_reason(post: Post) -> str:
+    """ "language not validated: <code>" when the post's language keeps it from being
+    auto-approved (see the module docstring), else "". Reads post.source (joined by the
+    scoring paths' one statement, scoring.features.extract)."""
+    language = post.language
+    if not language or language == UNDETERMINED or language in settings.TEXT_VALIDATED_LANGUAGES:
+        return ""
+    if post.source.unvalidated_language_action != UnvalidatedLanguageAction.QUEUE:
+        return ""
+    return f"language not validated: {language}"
 
 
 def strongest_sub_score(sub_scores: Iterable[float | None]) -> float:
@@ -80,16 +105,20 @@ def policy_actions(
     final_scores: np.ndarray,
     report_counts: np.ndarray | None = None,
     strongest_sub_scores: np.ndarray | None = None,
+    languages_unvalidated: np.ndarray | None = None,
 ) -> np.ndarray:
     """The action (Action values) for each of many posts: the one rule behind live scoring
     (policy_decide), the threshold what-if and the training evaluation, so a preview or a
     metric can never count differently from what the pipeline does. Missing report counts or
-    sub-scores count as none."""
+    sub-scores count as none; `languages_unvalidated` (bool per post, language_routing_reason
+    non-empty) as validated."""
     final = np.asarray(final_scores, dtype=np.float64)
     reports = np.zeros_like(final) if report_counts is None else np.asarray(report_counts, dtype=np.float64)
     strongest = np.zeros_like(final) if strongest_sub_scores is None else np.asarray(strongest_sub_scores, np.float64)
     escalates = (policy.escalate_threshold < 1.0) & (np.nan_to_num(strongest) >= policy.escalate_threshold)
     approve = (final < policy.approve_threshold) & (reports == 0) & ~escalates
+    if languages_unvalidated is not None:
+        approve &= ~np.asarray(languages_unvalidated, dtype=bool)
     remove = final >= policy.remove_threshold
     return np.where(remove, Action.REMOVE.value, np.where(approve, Action.APPROVE.value, Action.QUEUE.value))
 

@@ -38,7 +38,7 @@ from scoring.services.inference import (
     TritonUnavailable,
     get_client,
 )
-from scoring.services.policy import policy_actions, policy_active, strongest_sub_score
+from scoring.services.policy import language_routing_reason, policy_actions, policy_active, strongest_sub_score
 from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET, short_circuit_reason
 from scoring.services.webhooks import webhooks_enqueue_for_posts
 
@@ -197,10 +197,16 @@ def _final(item: _Item) -> float:
     return float(item.output.final_prob)
 
 
-def _actions(items: Sequence[_Item], policy: DecisionPolicy, report_counts: Sequence[int]) -> list[Action]:
+def _actions(
+    items: Sequence[_Item],
+    policy: DecisionPolicy,
+    report_counts: Sequence[int],
+    routing_reasons: Sequence[str] = (),
+) -> list[Action]:
     """The policy's action for each item, in ONE policy_actions call: the same rule as
     policy_decide, without its per-post numpy overhead (8 % of the worker's CPU as a call per
-    post, py-spy). A short-circuited post is removed whatever the policy says."""
+    post, py-spy). A short-circuited post is removed whatever the policy says.
+    `routing_reasons`: language_routing_reason per item (none given: no item is routed)."""
     strongest = [
         strongest_sub_score((o.text_prob, o.preview_prob, o.link_prob, o.behaviour_prob))
         if (o := item.output) is not None
@@ -212,6 +218,7 @@ def _actions(items: Sequence[_Item], policy: DecisionPolicy, report_counts: Sequ
         final_scores=np.asarray([_final(item) for item in items], dtype=np.float64),
         report_counts=np.asarray(report_counts, dtype=np.float64),
         strongest_sub_scores=np.asarray(strongest, dtype=np.float64),
+        languages_unvalidated=np.asarray([bool(r) for r in routing_reasons], dtype=bool) if routing_reasons else None,
     )
     return [
         Action.REMOVE if item.reason is not None else Action(str(action))
@@ -219,7 +226,7 @@ def _actions(items: Sequence[_Item], policy: DecisionPolicy, report_counts: Sequ
     ]
 
 
-def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_ms: float) -> Score:
+def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_ms: float, routing_reason: str) -> Score:
     out = item.output
     return Score(
         post_id=item.post.id,
@@ -232,6 +239,8 @@ def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_m
         final_score=_final(item),
         action=action,
         short_circuit_reason=(item.reason or "")[:255],
+        # Only where it decided: a removed post was not routed, a queued one may have been.
+        routing_reason=routing_reason[:255] if action == Action.QUEUE else "",
         policy=None if item.reason is not None else policy,
         features={"link": item.features.link, "behaviour": item.features.behaviour, **item.extra},
         contributions=dict(out.contributions) if out else {},
@@ -280,11 +289,14 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
                 continue
             report_count = max(int(row["report_count"]), int(item.features.behaviour["report_count"]))
             to_score.append((item, current, report_count))
-        actions = _actions([i for i, _, _ in to_score], policy, [r for _, _, r in to_score]) if to_score else []
-        for (item, current, _), action in zip(to_score, actions, strict=True):
+        routing = [language_routing_reason(i.post) for i, _, _ in to_score]
+        actions = (
+            _actions([i for i, _, _ in to_score], policy, [r for _, _, r in to_score], routing) if to_score else []
+        )
+        for (item, current, _), action, reason in zip(to_score, actions, routing, strict=True):
             post = item.post
             latency_ms = (time.perf_counter() - started) * 1000.0
-            score = _score_row(item, action=action, policy=policy, latency_ms=latency_ms)
+            score = _score_row(item, action=action, policy=policy, latency_ms=latency_ms, routing_reason=reason)
             scores.append(score)
             target = ACTION_STATUS[action]
             if target != current and target in POST_TRANSITIONS[current]:

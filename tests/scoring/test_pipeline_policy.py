@@ -129,3 +129,44 @@ def test_the_scoring_batchs_actions_are_policy_decides():
     ]
     assert got == [*want, Action.REMOVE]
     assert set(want) == {Action.REMOVE, Action.QUEUE, Action.APPROVE}
+
+
+@pytest.mark.parametrize(
+    ("final", "unvalidated", "action"),
+    [
+        (0.01, False, Action.APPROVE),
+        (0.01, True, Action.QUEUE),  # would be approved: a human looks instead
+        (0.5, True, Action.QUEUE),
+        (0.95, True, Action.REMOVE),  # the language never blocks a removal
+    ],
+)
+def test_a_post_in_an_unvalidated_language_is_never_auto_approved(final, unvalidated, action):
+    policy = policy_active()
+    assert policy_decide(policy=policy, final_score=final, report_count=0, language_unvalidated=unvalidated) == action
+
+
+@pytest.mark.parametrize(
+    ("language", "source_action", "reason"),
+    [
+        ("en", "queue", ""),
+        ("und", "queue", ""),  # undetermined: the detector was not sure, the score decides
+        ("", "queue", ""),  # stored before detection existed
+        ("es", "queue", "language not validated: es"),
+        ("es", "score", ""),  # this source chose to act on the score alone
+    ],
+)
+def test_language_routing_reason_follows_the_validated_languages_and_the_source(language, source_action, reason):
+    from moderation.models import Post, Source
+    from scoring.services.policy import language_routing_reason
+
+    post = Post(language=language, source=Source(unvalidated_language_action=source_action))
+    assert language_routing_reason(post) == reason
+
+
+def test_validated_languages_come_from_settings(settings):
+    from moderation.models import Post, Source
+    from scoring.services.policy import language_routing_reason
+
+    settings.TEXT_VALIDATED_LANGUAGES = ["en", "es"]
+    assert language_routing_reason(Post(language="es", source=Source())) == ""
+    assert language_routing_reason(Post(language="pt", source=Source())) == "language not validated: pt"

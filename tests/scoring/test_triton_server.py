@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections.abc import Iterable
@@ -314,16 +315,40 @@ def test_pipeline_outputs_equal_the_sub_models_called_directly(triton_server):
     ]
     outs = triton_server.client().score(rows)
 
-    def text_prob(text: str) -> float:
-        tok = _direct(
-            client,
-            "tokenizer",
-            {"TEXT": np.array([[text.encode()]], dtype=np.object_)},
-            ["input_ids", "attention_mask"],
-        )
-        logits = _direct(client, "text_classifier", tok, ["logits"])["logits"].astype(np.float64)[0]
+    from tokenizers import Tokenizer
+
+    from scoring.ml.text.inference import text_windows
+
+    tokenizer_dir = next(triton_server.repository.glob("spam_pipeline/*/tokenizer"))
+    serving = json.loads((tokenizer_dir / "serving.json").read_text())
+    full = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    full.no_truncation()
+    full.no_padding()
+
+    def classify(feeds: dict) -> float:
+        logits = _direct(client, "text_classifier", feeds, ["logits"])["logits"].astype(np.float64)[0]
         exp = np.exp(logits - logits.max())
-        return float(np.float32(exp[1] / exp.sum()))
+        return float(exp[1] / exp.sum())
+
+    def text_prob(text: str) -> float:
+        """A text that fits: the tokenizer model, then the classifier. A longer one: the maximum
+        of the classifier over the pipeline's windows of the untruncated tokens."""
+        ids = full.encode(text).ids
+        if len(ids) <= serving["max_length"]:
+            tok = _direct(
+                client,
+                "tokenizer",
+                {"TEXT": np.array([[text.encode()]], dtype=np.object_)},
+                ["input_ids", "attention_mask"],
+            )
+            return float(np.float32(classify(tok)))
+        windows = text_windows(ids, serving["max_length"], serving["max_windows"])
+        assert len(windows) > 1
+        probs = [
+            classify({"input_ids": np.array([w], dtype=np.int64), "attention_mask": np.ones((1, len(w)), np.int64)})
+            for w in windows
+        ]
+        return float(np.float32(max(probs)))
 
     def trees(model: str, vector: list[float]) -> tuple[float, list[float], str]:
         got = _direct(

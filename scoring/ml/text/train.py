@@ -31,7 +31,7 @@ from transformers import (
     get_linear_schedule_with_warmup,
 )
 
-from scoring.ml.text.baseline import train_baseline
+from scoring.ml.text.baseline import save_lexical, train_baseline
 from scoring.ml.text.card import write_model_card
 from scoring.ml.text.convert import ID2LABEL, LABEL2ID, describe_base
 from scoring.ml.text.data import SmsSplits
@@ -349,6 +349,7 @@ def run_training(
     baseline_seconds = time.monotonic() - baseline_start
     trained.model.save_pretrained(out)
     trained.tokenizer.save_pretrained(out)
+    save_lexical(baseline, out)  # the lexical half of the served text score
 
     metrics: dict[str, Any] = {
         "version": version,
