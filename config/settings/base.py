@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "csp",
     "moderation",
     "scoring",
+    "modelops",
     "feedback",
 ]
 

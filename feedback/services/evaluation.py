@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import average_precision_score, precision_recall_fscore_support
 
-from scoring.ml.calibration import expected_calibration_error
+from modelops.calibration import expected_calibration_error
 from scoring.models import Action, DecisionPolicy
 from scoring.services.policy import policy_actions
 

@@ -61,7 +61,7 @@ def repository() -> Path:
 
 
 def _versions(model: str) -> list[int]:
-    """Version folders of `model` (the repository layout of scoring/model_repository.py)."""
+    """Version folders of `model` (the repository layout of modelops/model_repository.py)."""
     root = repository() / model
     if not root.is_dir():
         return []
@@ -225,7 +225,7 @@ def promote_run(
     with a typed `override_reason` and `override_confirmed`; never automatically. The override
     is audited with the regressions it accepted."""
     from feedback.services.gate import gate_reasons
-    from scoring.model_repository import Artifacts, publish
+    from modelops.model_repository import Artifacts, publish
 
     if not automatic:
         check_ml_admin(user)
@@ -330,7 +330,7 @@ def promote_if_better(*, run: TrainingRun) -> list[ModelVersion]:
 
 def rollback_to(*, target: ModelVersion, user: Any) -> ModelVersion:
     """Serve `target` again: its files are copied into a new, higher version and loaded."""
-    from scoring.model_repository import publish_pipeline, rollback
+    from modelops.model_repository import publish_pipeline, rollback
 
     check_ml_admin(user)
     if target.is_production:

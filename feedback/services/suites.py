@@ -92,7 +92,7 @@ def suite_bootstrap_ensure() -> EvaluationSuite:
     existing = EvaluationSuite.objects.filter(kind=SuiteKind.BOOTSTRAP).first()
     if existing is not None:
         return existing
-    from scoring.ml.text.data import load_sms_splits
+    from modelops.text.data import load_sms_splits
 
     splits = load_sms_splits()
     rows = [

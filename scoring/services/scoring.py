@@ -23,11 +23,11 @@ from django.db.models import Max
 from django.utils import timezone
 
 from config.metrics import DECISIONS, POSTS_SCORED, SCORING_BATCH_SIZE
+from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from moderation.models import POST_TRANSITIONS, RESCORABLE_STATUSES, Author, Domain, IpAddress, Post, PostStatus
 from moderation.services.counters import counters_add
 from moderation.services.json_rows import column_fields, insert_rows, recordset, rows_json
 from moderation.services.priority import posts_priority_refresh
-from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from scoring.features.extract import PostFeatures, posts_with_features
 from scoring.models import Action, DecisionPolicy, Score
 from scoring.services.inference import (

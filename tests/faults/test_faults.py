@@ -26,8 +26,8 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Count
 
+from modelops import triton_server as server_control
 from moderation.models import Post, PostStatus
-from scoring import triton_server as server_control
 from scoring.models import Score
 from scoring.tasks import sweep_stuck_posts
 from tests.factories import create_api_key

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring.feature_schema import LINK_FEATURES
+from contracts.feature_schema import LINK_FEATURES
 from scoring.features.url import (
     LEXICAL_LINK_FEATURES,
     InvalidUrl,

@@ -1,7 +1,7 @@
 """Triton python backend (BLS): the one entry point the application calls.
 
 One request row = TEXT, PREVIEW_TEXT (empty = the platform sent no link preview),
-LINK_FEATURES and BEHAVIOUR_FEATURES (vectors in scoring/feature_schema.py order). It returns
+LINK_FEATURES and BEHAVIOUR_FEATURES (vectors in contracts/feature_schema.py order). It returns
 every sub-score, the fused score, the per-feature contributions of the three tree models
 (feature order of the schema, then the bias) and the version of every model that produced
 them (MODEL_VERSIONS, a JSON object per row).
@@ -9,7 +9,7 @@ them (MODEL_VERSIONS, a JSON object per row).
 What runs where: the text model (DistilBERT) is the one sub-model called over BLS
 (text_classifier, its own instances and dynamic batcher; a TensorRT plan in the GPU profile).
 The tokenizer and the three XGBoost models run inside this process, from copies bundled into
-this model's version folder at publish time (scoring/model_repository.py):
+this model's version folder at publish time (modelops/model_repository.py):
 
     <n>/bundle.json              {"tokenizer": 7, "link_model": 3, ...}: the versions copied
     <n>/tokenizer/               tokenizer.json + serving.json of that tokenizer version
