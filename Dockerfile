@@ -42,8 +42,11 @@ COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 COPY manage.py ./
 COPY config/ config/
+COPY core/ core/
+COPY contracts/ contracts/
 COPY moderation/ moderation/
 COPY scoring/ scoring/
+COPY modelops/ modelops/
 COPY feedback/ feedback/
 COPY templates/ templates/
 COPY static/ static/
