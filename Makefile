@@ -61,9 +61,11 @@ deploy-tools: $(DCLINT)
 services: install
 	$(TEST_ENV) $(PY) scripts/check_services.py
 
+# lint-imports: the import contracts of pyproject.toml (rooms, no import circles; docs/architecture.md).
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 typecheck: install
 	$(VENV)/bin/mypy .

@@ -35,6 +35,7 @@ import numpy as np
 
 from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from contracts.triton import ALL_MODELS, CONTRIBUTIONS, INPUTS, OUTPUTS, PIPELINE_MODEL
+from scoring.triton_errors import TritonError, TritonUnavailable
 
 if TYPE_CHECKING:
     from scoring.triton_pool import TritonPool
@@ -43,15 +44,6 @@ if TYPE_CHECKING:
 MAX_BATCH = 32
 # load_model/unload_model wait for the model to be ready (stub start, ONNX session): seconds.
 CONTROL_TIMEOUT_S = 120.0
-
-
-class TritonError(Exception):
-    """Triton rejected the request or a model failed on it: retrying will not help."""
-
-
-class TritonUnavailable(TritonError):
-    """Triton cannot answer now (refused, timed out, not ready, model not loaded): retryable.
-    A subclass of TritonError, so `except TritonError` sees every Triton failure."""
 
 
 @dataclass(frozen=True)
@@ -233,7 +225,7 @@ class TritonScoringClient:
 
     def _bind_metrics(self) -> None:
         # The labelled children once per client, not a label look-up per request.
-        from config.metrics import TRITON_ERRORS, TRITON_SECONDS
+        from core.metrics import TRITON_ERRORS, TRITON_SECONDS
 
         self._seconds = TRITON_SECONDS.labels(self.url)
         self._unavailable = TRITON_ERRORS.labels(self.url, "unavailable")

@@ -25,7 +25,7 @@ def closed_breakers() -> None:
     """No circuit left open by an earlier test: a test that made Redis or the broker fail
     would otherwise make the next test's cache calls fail fast and its publishes be skipped
     for REDIS_BREAKER_OPEN_S / BROKER_PUBLISH_BREAKER_S."""
-    from config import redis_breaker
+    from core import redis_breaker
 
     redis_breaker.reset()  # the cache's circuits and ingest's publish circuit
 

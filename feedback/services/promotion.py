@@ -32,10 +32,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import ApplicationError, Conflict
 from feedback.models import ModelBundle, ModelVersion, RunStatus, TrainingRun
 from feedback.permissions import check_ml_admin
 from feedback.services.datasets import artifacts_dir
-from moderation.errors import ApplicationError, Conflict
 from moderation.services.audit import audit_record
 
 logger = logging.getLogger(__name__)
@@ -367,8 +367,8 @@ def promotion_plan(*, run: TrainingRun) -> dict[str, Any]:
     """What promoting `run` would change, for the confirmation page: per bundle the production
     version now and the Triton version numbers the candidate would get; the gate's verdict; the
     live thresholds the new models would be judged by (promotion does not change them)."""
+    from feedback.services.evaluation import current_thresholds
     from feedback.services.gate import gate_reasons, suite_table
-    from feedback.services.training import current_thresholds
 
     bundles = []
     for bundle in (b for b in (ModelBundle.TABULAR, ModelBundle.TEXT) if b in (run.candidate_artifacts or {})):

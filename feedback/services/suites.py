@@ -21,10 +21,10 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from core.errors import ApplicationError, Conflict
 from feedback.models import DatasetVersion, EvaluationSuite, SuiteKind
 from feedback.permissions import check_ml_admin
 from feedback.services.datasets import artifacts_dir, canonical_jsonl, dataset_load
-from moderation.errors import ApplicationError, Conflict
 
 BOOTSTRAP_SUITE_NAME = "SMS test split (bootstrap)"
 BOOTSTRAP_SOURCE = "bootstrap-sms"

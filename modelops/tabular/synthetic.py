@@ -53,10 +53,11 @@ import numpy as np
 import pandas as pd
 
 from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, no_link_values
+from core.urls import InvalidUrl, normalize_url
 from scoring.features.email import email_features
 from scoring.features.journey import journey_features
 from scoring.features.reputation import LocalReputationProvider, ReputationContext, url_reputation
-from scoring.features.url import InvalidUrl, normalize_url, url_lexical_features
+from scoring.features.url import url_lexical_features
 
 __all__ = [
     "ARCHETYPES",

@@ -17,7 +17,7 @@ from modelops.calibration import (
     fit_temperature,
     fold_temperature,
 )
-from modelops.text.train import _length_sorted_batches, encode, pad_batch
+from modelops.text.batches import encode, length_sorted_batches, pad_batch
 
 
 @torch.inference_mode()
@@ -33,7 +33,7 @@ def predict_margins(
     model.eval()
     ids = encode(tokenizer, texts, max_length)
     out = np.zeros(len(ids), dtype=np.float64)
-    for batch in _length_sorted_batches([len(s) for s in ids], batch_size):
+    for batch in length_sorted_batches([len(s) for s in ids], batch_size):
         input_ids, mask = pad_batch([ids[i] for i in batch], tokenizer.pad_token_id or 0)
         logits = model(input_ids=input_ids, attention_mask=mask).logits.double()
         out[batch] = (logits[:, 1] - logits[:, 0]).numpy()

@@ -15,7 +15,7 @@ import os
 import platform
 import random
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +32,8 @@ from transformers import (
 )
 
 from modelops.text.baseline import train_baseline
+from modelops.text.batches import encode, length_sorted_batches, pad_batch
+from modelops.text.calibrate import calibrate_text_model
 from modelops.text.card import write_model_card
 from modelops.text.convert import ID2LABEL, LABEL2ID, describe_base
 from modelops.text.data import SmsSplits
@@ -87,22 +89,6 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def encode(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_length: int) -> list[list[int]]:
-    """Token ids per text, truncated, unpadded."""
-    return list(tokenizer(list(texts), truncation=True, max_length=max_length, padding=False)["input_ids"])
-
-
-def pad_batch(ids: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pad to the longest sequence of this batch only (right padding)."""
-    width = max(len(seq) for seq in ids)
-    input_ids = torch.full((len(ids), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(ids), width), dtype=torch.long)
-    for row, seq in enumerate(ids):
-        input_ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-        mask[row, : len(seq)] = 1
-    return input_ids, mask
-
-
 def bucketed_batches(lengths: Sequence[int], batch_size: int, pool_batches: int, rng: random.Random) -> list[list[int]]:
     """Shuffle, sort each pool of ``pool_batches`` batches by length, cut into batches, shuffle batch order."""
     order = list(range(len(lengths)))
@@ -114,12 +100,6 @@ def bucketed_batches(lengths: Sequence[int], batch_size: int, pool_batches: int,
         batches.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
     rng.shuffle(batches)
     return batches
-
-
-def _length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    for start in range(0, len(order), batch_size):
-        yield order[start : start + batch_size]
 
 
 @torch.inference_mode()
@@ -137,7 +117,7 @@ def predict_proba(
     ids = encode(tokenizer, texts, max_length)
     probs = np.zeros(len(ids), dtype=np.float64)
     loss_sum = 0.0
-    for batch in _length_sorted_batches([len(s) for s in ids], batch_size):
+    for batch in length_sorted_batches([len(s) for s in ids], batch_size):
         input_ids, mask = pad_batch([ids[i] for i in batch], tokenizer.pad_token_id or 0)
         logits = model(input_ids=input_ids, attention_mask=mask).logits
         probs[batch] = torch.softmax(logits, dim=-1)[:, 1].double().numpy()
@@ -325,8 +305,6 @@ def run_training(
         progress=progress,
         log=log,
     )
-    from modelops.text.calibrate import calibrate_text_model  # it imports this module
-
     calibration = calibrate_text_model(
         trained.model,
         trained.tokenizer,

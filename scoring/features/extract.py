@@ -30,12 +30,13 @@ from django.db import connection
 from django.db.models import Count, ForeignKey, Model, Q, QuerySet
 
 from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
-from moderation import sql_rows
+from core import sql_rows
+from core.urls import InvalidUrl
 from moderation.models import Author, BlockKind, Domain, IpAddress, Link, Post, Report, Source, SourceBlock
 from scoring.features.email import email_features
 from scoring.features.journey import JourneyError, journey_features
 from scoring.features.reputation import ReputationContext, configured_providers, url_reputation
-from scoring.features.url import InvalidUrl, url_lexical_features
+from scoring.features.url import url_lexical_features
 
 
 class SourceBlockHits(NamedTuple):

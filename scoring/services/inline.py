@@ -32,6 +32,7 @@ import time
 import uuid
 from collections.abc import Callable
 
+from core.tasks import task_named
 from moderation.models import Post
 from scoring.features.extract import post_with_features
 from scoring.models import Score
@@ -68,10 +69,8 @@ def overdue_holds() -> list[int]:
 def _enqueue(post_id: int) -> None:
     """The held post's score_post task, now (the check did not decide). Never raises: with
     the broker down the post stays in `received` for the sweeper, as at ingest."""
-    from scoring import tasks
-
     try:
-        tasks.score_post.delay(post_id)
+        task_named("scoring.score_post").delay(post_id)
     except Exception:
         logger.warning("scoring.inline_enqueue_failed post_id=%s", post_id, exc_info=True)
 

@@ -30,6 +30,8 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 
+from core.tasks import task_named
+
 logger = logging.getLogger(__name__)
 
 KICK_PREFIX = "scoring:kick:"
@@ -47,8 +49,6 @@ def score_kick() -> bool:
     """Publish one scoring.score_waiting message unless one is pending. True when published.
     Raises what the publish raised (the caller logs it; the mark is taken back so the next
     post kicks at once)."""
-    from scoring import tasks
-
     key = kick_key()
     try:
         if not cache.add(key, 1, timeout=settings.SCORING_KICK_TTL_S):
@@ -56,7 +56,7 @@ def score_kick() -> bool:
     except Exception:  # Redis down: no mark, publish (the broker is probably down too)
         logger.warning("scoring.kick_mark_failed", exc_info=True)
     try:
-        tasks.score_waiting.delay()
+        task_named("scoring.score_waiting").delay()
     except Exception:
         kick_taken()
         raise

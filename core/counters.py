@@ -3,7 +3,7 @@
 Counters go up in SQL (``post_count = post_count + n``) so concurrent ingests never lose an
 increment. Plain SQL because the ORM has no upsert that adds to a column, and no multi-row
 UPDATE with a value per row; written for PostgreSQL and SQLite >= 3.39 (the laptop default).
-On PostgreSQL the upsert's rows travel as one JSON parameter (moderation.services.json_rows).
+On PostgreSQL the upsert's rows travel as one JSON parameter (core.json_rows).
 
 Lock order. Every writer of the counter rows (authors, links, domains, IPs) takes its row
 locks in ascending primary key, table by table (authors -> links -> domains -> IPs), so two
@@ -23,7 +23,7 @@ from typing import Any
 
 from django.db import connection, models
 
-from moderation.services.json_rows import column_fields, recordset, rows_json
+from core.json_rows import column_fields, recordset, rows_json
 
 
 def _column(model: type[models.Model], name: str | None = None) -> str:
@@ -47,7 +47,7 @@ def upsert_counting(
     ``counter`` value. ``touch`` (an auto_now field) moves only when an overwritten value
     changed. Returns the primary keys in the order of ``rows`` (RETURNING follows the order of
     the rows sent, as Django's bulk_create relies on too; on PostgreSQL they are sent as one
-    JSON parameter, moderation.services.json_rows). On PostgreSQL, more than one row: the rows
+    JSON parameter, core.json_rows). On PostgreSQL, more than one row: the rows
     that exist already are first locked in primary-key order (one SELECT ... FOR NO KEY
     UPDATE), the order every counter writer uses; callers sort ``rows`` on ``unique`` so that
     concurrent inserts of the same new rows also wait in one order."""
@@ -72,7 +72,7 @@ def upsert_counting(
     names = ", ".join(qn(str(f.column)) for f in columns)
     params: list[Any]
     if postgresql:
-        # All rows as one JSON parameter (moderation.services.json_rows): a fixed statement text
+        # All rows as one JSON parameter (core.json_rows): a fixed statement text
         # instead of one placeholder per value. RETURNING follows the recordset's row order.
         source = f"SELECT {names} FROM {recordset(columns)}"  # noqa: S608
         params = [rows_json(rows, columns)]
