@@ -54,18 +54,18 @@ def task_publish(*, name: TaskName, post_id: int | Sequence[int], **kwargs: Any)
 
 def score_kick() -> bool:
     """Ask a worker to score the waiting posts: publishes one score_waiting message unless one is
-    pending already (scoring.services.kicks). True when a message was published."""
-    from scoring.services import kicks
+    pending already (scoring.workqueue). True when a message was published."""
+    from scoring import workqueue
 
-    return kicks.score_kick()
+    return workqueue.score_kick()
 
 
 def inline_hold(*, post_id: int, budget_ms: float) -> bool:
     """Hold a new post for the caller's inline check before its commit makes it visible, so no
     worker races the check for it. False when it could not be held (Redis down)."""
-    from scoring.services import inline
+    from scoring import workqueue
 
-    return inline.inline_hold(post_id=post_id, budget_ms=budget_ms)
+    return workqueue.inline_hold(post_id=post_id, budget_ms=budget_ms)
 
 
 def score_inline(*, post: Post, budget_ms: float, held: bool) -> Score | None:

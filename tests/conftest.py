@@ -12,10 +12,10 @@ pytest_plugins = ["tests.fixtures.triton"]
 
 @pytest.fixture(autouse=True)
 def no_pending_scoring_kick() -> None:
-    """No kick mark left by an earlier test (scoring.services.kicks): a test that recorded its
+    """No kick mark left by an earlier test (scoring.workqueue): a test that recorded its
     publish instead of sending it leaves the mark for up to SCORING_KICK_TTL_S, and the next
     test's posts would wait for a task that never comes."""
-    from scoring.services.kicks import kick_taken
+    from scoring.workqueue import kick_taken
 
     kick_taken()
 

@@ -280,8 +280,8 @@ SCORING_CLAIM_TTL_S = env.int("SCORING_CLAIM_TTL_S", default=90)  # > the task's
 SCORING_SWEEP_AFTER_S = env.float("SCORING_SWEEP_AFTER_S", default=300.0)
 SCORING_SWEEP_REQUEUE_TTL_S = env.int("SCORING_SWEEP_REQUEUE_TTL_S", default=900)  # one re-enqueue per post per 15 min
 SCORING_POISON_TTL_S = env.int("SCORING_POISON_TTL_S", default=3600)  # a post failing alone skips batches
-SCORING_DONE_TTL_S = env.int("SCORING_DONE_TTL_S", default=300)  # "scored" markers (scoring.services.claims)
-# A pending kick (scoring.services.kicks): a lost one delays the next kick by this much at most.
+SCORING_DONE_TTL_S = env.int("SCORING_DONE_TTL_S", default=300)  # "scored" markers (scoring.workqueue)
+# A pending kick (scoring.workqueue): a lost one delays the next kick by this much at most.
 SCORING_KICK_TTL_S = env.int("SCORING_KICK_TTL_S", default=2)
 SCORING_RETRY_BACKOFF_S = env.int("SCORING_RETRY_BACKOFF_S", default=1)
 SCORING_RETRY_BACKOFF_MAX = env.int("SCORING_RETRY_BACKOFF_MAX", default=60)

@@ -69,7 +69,7 @@ def _publish_on_commit(*, task_name: scoring_api.TaskName, post_id: int | list[i
 
 
 def score_enqueue(*, post_id: int) -> None:
-    """Get a new post scored after commit: a kick (scoring.services.kicks) that publishes one
+    """Get a new post scored after commit: a kick (scoring.workqueue) that publishes one
     scoring.score_waiting message unless one is pending, whose task takes the oldest waiting
     posts (this one among them), not a message per post. Never raises."""
 
