@@ -6,16 +6,12 @@ pre-publish check of ``POST /api/v1/posts?wait_ms``, the score rows the dashboar
 read, the active policy's thresholds and Triton's metrics page. Everything behind it may change
 without moderation noticing.
 
-The scoring modules are imported inside the functions: moderation's models are imported while
-Django loads the apps, before scoring's services can be, and a web process that never enqueues
-a task never loads Celery's task registry through this door.
+The scoring services are imported inside the functions: moderation's modules import this one
+while Django loads the apps, before the services (which import moderation's models) can be.
 
-scoring writes moderation's tables (Post.status, final_score, scored_at) inside its one write
-transaction per batch (scoring.services.scoring.persist), with one UPDATE ... FROM
-json_to_recordset statement for the whole batch rather than through a moderation service: it is
-the hot path of every scored post, and the single statement is what keeps the batch write at a
-fixed number of queries whatever its size (tests/scoring/test_pipeline_batching.py, measured by
-benchmarks/e2e_pipeline.py --mode backlog and benchmarks/e2e_load.py)."""
+The other direction: scoring writes moderation's tables (Post status and score fields, the
+spam counters) only through moderation/services/score_rows.py, inside its one write
+transaction per batch (scoring.services.scoring.persist)."""
 
 from __future__ import annotations
 
