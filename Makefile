@@ -90,4 +90,4 @@ pytest: install
 test: install browsers services deploy-tools lint typecheck django-checks schema pytest
 
 clean:
-	rm -rf $(VENV) var/openapi.yaml .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) var/openapi.yaml .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
