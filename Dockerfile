@@ -42,8 +42,11 @@ COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 COPY manage.py ./
 COPY config/ config/
+COPY core/ core/
+COPY contracts/ contracts/
 COPY moderation/ moderation/
 COPY scoring/ scoring/
+COPY modelops/ modelops/
 COPY feedback/ feedback/
 COPY templates/ templates/
 COPY static/ static/
@@ -85,7 +88,7 @@ RUN pip install --no-cache-dir --only-binary=:all: -r /tmp/requirements/triton.t
 # triton-server (uid 1000) is the unprivileged user NVIDIA's image ships.
 USER 1000:1000
 EXPOSE 8000 8001 8002
-# The flags manage.py triton start uses (scoring/triton_server.py), on Triton's stock ports.
+# The flags manage.py triton start uses (modelops/triton_server.py), on Triton's stock ports.
 CMD ["tritonserver", "--model-repository=/models", "--model-control-mode=explicit", "--load-model=*", \
      "--strict-readiness=true", "--exit-on-error=true", "--disable-auto-complete-config", \
      "--allow-metrics=true", "--allow-cpu-metrics=true", "--log-verbose=0"]

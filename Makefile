@@ -61,9 +61,11 @@ deploy-tools: $(DCLINT)
 services: install
 	$(TEST_ENV) $(PY) scripts/check_services.py
 
+# lint-imports: the import contracts of pyproject.toml (rooms, no import circles; docs/architecture.md).
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 typecheck: install
 	$(VENV)/bin/mypy .
@@ -88,4 +90,4 @@ pytest: install
 test: install browsers services deploy-tools lint typecheck django-checks schema pytest
 
 clean:
-	rm -rf $(VENV) var/openapi.yaml .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) var/openapi.yaml .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

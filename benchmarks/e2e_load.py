@@ -187,7 +187,7 @@ def model_throughput(seconds: float, batch: int, threads: int, triton_sid: int |
     `triton_sid`, also Triton's CPU per post (to set beside its CPU per post end to end)."""
     from django.conf import settings
 
-    from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
+    from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
     from scoring.triton_client import ScoringInput, TritonScoringClient
 
     batches = itertools.count()
@@ -333,9 +333,9 @@ def main() -> None:
     from django.core.management import call_command
     from django.db.models import Max, Min
 
+    from modelops import triton_server as server_control
     from moderation.models import ALL_SCOPES, Post, PostStatus, Source
     from moderation.services.api_keys import api_key_create
-    from scoring import triton_server as server_control
 
     call_command("migrate", verbosity=0)
     redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()

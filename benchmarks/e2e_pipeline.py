@@ -11,7 +11,7 @@ include the wait in the backlog and are not meaningful).
 Triton: with --triton-url HOST:GRPC_PORT the worker uses that server (e.g. the real models of
 `manage.py triton start`); otherwise a private Triton is started on --triton-port-base .. +2
 (stopped at the end) serving --triton-repository (a published model repository) or, by
-default, the tiny test models (scoring/ml/tiny.py).
+default, the tiny test models (modelops/tiny.py).
 Ingest goes through the full Django/DRF stack (API key auth, validation, ingest service,
 enqueue on commit) with django.test.Client in this process, one POST per post, as fast as
 it can or at --rate posts/s. The database's posts are not deleted (each run uses its own
@@ -49,11 +49,11 @@ def percentile(values: list[float], q: float) -> float:
 
 def start_private_triton(workdir: Path, port_base: int, repository: Path | None) -> tuple[Any, str]:
     """Serve `repository` (or the tiny test models when None) from a private Triton."""
-    from scoring import triton_server as server_control
+    from modelops import triton_server as server_control
 
     if repository is None:
-        from scoring.ml.tiny import cached_tiny_artifacts
-        from scoring.model_repository import publish
+        from modelops.model_repository import publish
+        from modelops.tiny import cached_tiny_artifacts
 
         repository = workdir / "repository"
         repository.mkdir(parents=True, exist_ok=True)
@@ -150,7 +150,7 @@ def start_py_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
 @functools.cache
 def _sms() -> list[tuple[str, int]]:
     """(text, label) of the SMS test split: realistic lengths and a realistic spam share."""
-    from scoring.ml.text.data import load_sms_splits
+    from modelops.text.data import load_sms_splits
 
     test = load_sms_splits().test
     return list(zip(test.texts, test.labels, strict=True))
@@ -232,9 +232,9 @@ def main() -> None:
     from django.test import Client
     from django.utils import timezone
 
+    from modelops import triton_server as server_control
     from moderation.models import ALL_SCOPES, Post, PostStatus, Source
     from moderation.services.api_keys import api_key_create
-    from scoring import triton_server as server_control
     from scoring.models import Score
 
     call_command("migrate", verbosity=0)

@@ -64,7 +64,7 @@ def main() -> None:
     from faker import Faker
 
     from moderation.language import detect_language
-    from scoring.ml.text.data import load_sms_splits
+    from modelops.text.data import load_sms_splits
 
     splits = load_sms_splits()
     started = time.perf_counter()

@@ -1,6 +1,6 @@
 """Long texts: recall and false positives of the text model when texts exceed TEXT_MAX_LENGTH
 tokens, scored on the head only (max_windows 1, plain truncation) against windows from head to
-tail taking the maximum (scoring.ml.text.inference.text_windows, what spam_pipeline serves).
+tail taking the maximum (modelops.text.inference.text_windows, what spam_pipeline serves).
 
 Long texts are built from the SMS test split (never trained on), seed fixed:
 - ham_concat:   ham messages joined until the text passes --tokens tokens (label ham);
@@ -34,9 +34,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from scoring.ml.text.data import load_sms_splits  # noqa: E402
-from scoring.ml.text.inference import OnnxTextClassifier  # noqa: E402
-from scoring.ml.text.metrics import spam_metrics  # noqa: E402
+from modelops.text.data import load_sms_splits  # noqa: E402
+from modelops.text.inference import OnnxTextClassifier  # noqa: E402
+from modelops.text.metrics import spam_metrics  # noqa: E402
 
 
 def build(
@@ -114,8 +114,8 @@ def write(args: argparse.Namespace, report: dict[str, object]) -> None:
     django.setup()
     from django.conf import settings
 
-    from scoring.ml.text.card import write_model_card
-    from scoring.ml.text.train import read_metrics, write_metrics
+    from modelops.text.card import write_model_card
+    from modelops.text.train import read_metrics, write_metrics
 
     runs: dict[str, dict[str, dict[str, float]]] = report["runs"]  # type: ignore[assignment]
     chosen = str(settings.TEXT_MAX_WINDOWS)

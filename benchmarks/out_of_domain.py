@@ -9,7 +9,7 @@ Texts (all ham, from packages installed here, nothing downloaded):
 Reported per set and length bucket: the false-positive rate at 0.5, the share at or above the
 escalate threshold 0.9, and the mean spam probability: the transformer alone (head only, then
 with windows) and the served text score (windows, blended with the lexical model when the
-model dir has one, scoring.ml.text.baseline); with the SMS test split's F1 of each.
+model dir has one, modelops.text.baseline); with the SMS test split's F1 of each.
 
     .venv/bin/python benchmarks/out_of_domain.py --model var/models/text/current [--write]
 
@@ -34,10 +34,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from scoring.ml.text.baseline import train_baseline  # noqa: E402
-from scoring.ml.text.data import load_sms_splits  # noqa: E402
-from scoring.ml.text.inference import OnnxTextClassifier  # noqa: E402
-from scoring.ml.text.metrics import spam_metrics  # noqa: E402
+from modelops.text.baseline import train_baseline  # noqa: E402
+from modelops.text.data import load_sms_splits  # noqa: E402
+from modelops.text.inference import OnnxTextClassifier  # noqa: E402
+from modelops.text.metrics import spam_metrics  # noqa: E402
 
 _MARKUP = re.compile(r"[`*#=>|_\[\]()<]+|https?://\S+")
 
@@ -133,8 +133,8 @@ def write(args: argparse.Namespace, report: dict[str, object]) -> None:
     import django
 
     django.setup()
-    from scoring.ml.text.card import write_model_card
-    from scoring.ml.text.train import read_metrics, write_metrics
+    from modelops.text.card import write_model_card
+    from modelops.text.train import read_metrics, write_metrics
 
     metrics = read_metrics(args.model)
     metrics["out_of_domain"] = {

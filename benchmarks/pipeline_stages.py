@@ -46,8 +46,8 @@ from benchmarks.serving import (  # noqa: E402
     spam_pipeline_data,
     text_classifier_data,
 )
-from scoring import triton_server  # noqa: E402
-from scoring.model_repository import ALL_MODELS, TREE_MODELS, Artifacts, resolve_current  # noqa: E402
+from modelops import triton_server  # noqa: E402
+from modelops.model_repository import ALL_MODELS, TREE_MODELS, Artifacts, resolve_current  # noqa: E402
 
 WORK = ROOT / "var" / "bench-stages"
 RESULTS = ROOT / "benchmarks" / "results"
@@ -55,12 +55,12 @@ STAGES = ("tokenizer", "text_classifier", "link_model", "behaviour_model", "fusi
 
 
 def stage_inputs(text_dir: Path, texts: list[str], labels: list[int]) -> dict[str, dict[str, Any]]:
-    from scoring.feature_schema import FUSION_FEATURES
+    from contracts.feature_schema import FUSION_FEATURES
 
     pipeline = spam_pipeline_data(texts, labels)
     rows = pipeline["data"]
     computed = {"text_prob": 0.3, "preview_prob": -1.0, "link_prob": 0.2, "behaviour_prob": 0.6}
-    from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
+    from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 
     def fusion(row: dict[str, Any]) -> list[float]:
         out = []
@@ -85,7 +85,7 @@ def stage_inputs(text_dir: Path, texts: list[str], labels: list[int]) -> dict[st
 
 def overlay_ref(repository: Path, ref: str) -> None:
     """Replace config.pbtxt and every version's model.py with the files of git `ref`."""
-    from scoring.model_repository import SOURCE_REPOSITORY, model_source
+    from modelops.model_repository import SOURCE_REPOSITORY, model_source
 
     def show(path: Path) -> bytes:
         rel = path.resolve().relative_to(ROOT)
@@ -101,7 +101,7 @@ def overlay_ref(repository: Path, ref: str) -> None:
 
 
 def build(artifacts: Artifacts, repository: Path, ref: str | None) -> None:
-    from scoring.model_repository import publish
+    from modelops.model_repository import publish
 
     shutil.rmtree(repository, ignore_errors=True)
     repository.mkdir(parents=True)

@@ -53,8 +53,8 @@ import django  # noqa: E402
 django.setup()
 
 from benchmarks import perf_analyzer  # noqa: E402
-from scoring import triton_server  # noqa: E402
-from scoring.model_repository import Artifacts, publish, resolve_current  # noqa: E402
+from modelops import triton_server  # noqa: E402
+from modelops.model_repository import Artifacts, publish, resolve_current  # noqa: E402
 
 WORK = ROOT / "var" / "bench"
 RESULTS = ROOT / "benchmarks" / "results"
@@ -63,7 +63,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 # --- inputs ---------------------------------------------------------------------------------
 def sms_texts(count: int) -> tuple[list[str], list[int]]:
     """The first `count` messages of the SMS test split (deterministic split, seed 42)."""
-    from scoring.ml.text.data import load_sms_splits
+    from modelops.text.data import load_sms_splits
 
     test = load_sms_splits().test
     return list(test.texts[:count]), list(test.labels[:count])
@@ -92,8 +92,8 @@ def text_classifier_data(text_dir: Path, texts: Sequence[str]) -> dict[str, Any]
 
 def spam_pipeline_data(texts: Sequence[str], labels: Sequence[int]) -> dict[str, Any]:
     """Text, link preview and the link/behaviour vectors of a plausible posting context."""
-    from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
-    from scoring.ml.tabular.synthetic import generate
+    from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
+    from modelops.tabular.synthetic import generate
 
     frame = generate(list(texts), list(labels), seed=7)
     data = []
@@ -118,7 +118,7 @@ def build_repository(artifacts: Artifacts, repository: Path) -> dict[str, int]:
 
 
 def tiny_artifacts() -> Artifacts:
-    from scoring.ml.tiny import cached_tiny_artifacts
+    from modelops.tiny import cached_tiny_artifacts
 
     return cached_tiny_artifacts()
 
@@ -601,7 +601,7 @@ def duplicate_stream(count: int, repeat_share: float, *, seed: int = 11) -> tupl
     often (a campaign is sent in bursts). Returns (texts, number of repeats)."""
     import random
 
-    from scoring.ml.text.data import load_sms_splits
+    from modelops.text.data import load_sms_splits
 
     splits = load_sms_splits()
     fresh = iter(list(splits.train.texts) + list(splits.validation.texts) + list(splits.test.texts))
@@ -628,7 +628,7 @@ def _send_stream(cfg: Any, texts: Sequence[str], concurrency: int) -> tuple[floa
     stream order; returns (wall seconds, latencies in ms)."""
     import threading
 
-    from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
+    from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
     from scoring.triton_client import ScoringInput, TritonScoringClient
 
     link, behaviour = [0.0] * len(LINK_FEATURES), [0.0] * len(BEHAVIOUR_FEATURES)

@@ -1,6 +1,6 @@
 """Worker CPU per Celery message that has nothing to score: what a scoring message costs apart
 from the scoring itself (the reason one-post-per-request ingest publishes one kick per burst,
-scoring.services.kicks, not one message per post).
+scoring.workqueue, not one message per post).
 
 A real Celery worker (the flags of benchmarks/e2e_pipeline.py) drains --messages score_post
 messages for posts that are already scored: the task body is then one Redis MGET (the done

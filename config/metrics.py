@@ -1,7 +1,8 @@
 """Prometheus metrics of the application (prometheus-client), for web and workers.
 
-The metric objects are defined here, in one place, and incremented by the services that do the
-work; this module imports no app at import time. Names and what increments them:
+The metric objects are defined in core.metrics, in one place, and incremented by the services
+that do the work; this module exports them (and the gauges read at scrape time). Names and what
+increments them:
 
 | metric | type | incremented |
 | --- | --- | --- |
@@ -41,30 +42,14 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-logger = logging.getLogger(__name__)
+import core.metrics  # noqa: F401 - registers the application's metrics wherever this page is served
 
-POSTS_INGESTED = Counter("moderation_posts_ingested", "Posts created by ingest.")
-POSTS_SCORED = Counter("moderation_posts_scored", "Posts given their Score row by the scoring pipeline.")
-SCORING_BATCH_SIZE = Histogram(
-    "moderation_scoring_batch_size",
-    "Posts per scoring batch (one Triton round, one write transaction).",
-    buckets=(1, 2, 4, 8, 16, 32, 64, 128),
-)
-DECISIONS = Counter("moderation_decisions", "Decisions by who made them and their action.", ["source", "action"])
-TRITON_SECONDS = Histogram(
-    "moderation_triton_request_seconds",
-    "Duration of one spam_pipeline request (up to 32 posts), answered or failed.",
-    ["server"],
-    buckets=(0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12),
-)
-TRITON_ERRORS = Counter("moderation_triton_errors", "Failed spam_pipeline requests.", ["server", "kind"])
-WEBHOOK_FAILURES = Counter("moderation_webhook_failures", "Webhook delivery attempts that failed.")
-TRAINING_RUNS = Counter("moderation_training_runs", "Finished training runs by outcome.", ["status"])
+logger = logging.getLogger(__name__)
 
 
 def multiprocess_dir() -> str | None:

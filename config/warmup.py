@@ -17,18 +17,14 @@ made in the process that uses them.
 from __future__ import annotations
 
 import gc
-import importlib
 import logging
-from types import ModuleType
 
 from django.urls import URLPattern, URLResolver, get_resolver
 
-logger = logging.getLogger(__name__)
+from moderation import language
+from scoring import api as scoring_api
 
-# Imported lazily by the code that uses them (optional parts of a deployment).
-LAZY_MODULES = ("scoring.services.inline", "scoring.tasks")
-# Called when importable: imports that depend on settings (the Triton client's protocol).
-PRELOADERS = ("scoring.triton_client.preload", "moderation.language.preload")
+logger = logging.getLogger(__name__)
 
 
 def _walk(patterns: list[URLPattern | URLResolver]) -> int:
@@ -41,27 +37,13 @@ def _walk(patterns: list[URLPattern | URLResolver]) -> int:
     return count
 
 
-def _import(name: str) -> ModuleType | None:
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:  # a deployment without that part
-        if exc.name != name:
-            raise
-        return None
-
-
 def warm_up() -> None:
-    """Import the URL conf's views and the lazily imported modules, then freeze what exists
+    """Import the URL conf's views and what the scoring facade imports lazily, then freeze what exists
     (gc.freeze); never raises."""
     try:
         _walk(get_resolver().url_patterns)
-        for name in LAZY_MODULES:
-            _import(name)
-        for path in PRELOADERS:
-            module_name, _, function = path.rpartition(".")
-            module = _import(module_name)
-            if module is not None:
-                getattr(module, function)()
+        scoring_api.warm_up()
+        language.preload()  # the language detector's model, used by every ingest
     except Exception:  # start serving anyway: the first requests then do it
         logger.warning("config.warm_up_failed", exc_info=True)
     # Everything imported so far lives as long as the process: move it out of the collector's

@@ -9,6 +9,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from core.errors import ApplicationError
 from feedback.models import (
     DatasetMember,
     DatasetVersion,
@@ -19,7 +20,6 @@ from feedback.models import (
     TrainingScope,
 )
 from feedback.services.training import training_run_start
-from moderation.errors import ApplicationError
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

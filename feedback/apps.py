@@ -7,6 +7,8 @@ class FeedbackConfig(AppConfig):
     verbose_name = "Feedback loop (datasets, retraining, model registry)"
 
     def ready(self) -> None:
+        # Registers the task names the services publish by (core.tasks.task_named).
+        import feedback.tasks  # noqa: F401
         from feedback.services.labels import on_decision_recorded
         from moderation.signals import decision_recorded
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from feedback.services.training import training_run_execute
-
 TRAINING_SOFT_LIMIT_S = 40 * 60  # the text fine-tune is budgeted at 15 minutes on 2 cores
 TRAINING_HARD_LIMIT_S = 45 * 60
 
@@ -21,6 +19,10 @@ TRAINING_HARD_LIMIT_S = 45 * 60
     time_limit=TRAINING_HARD_LIMIT_S,
 )
 def training_run_task(run_id: int) -> None:
+    # Imported when a run starts: FeedbackConfig.ready imports this module in every process
+    # (web included), and the training services pull in scikit-learn and XGBoost.
+    from feedback.services.training import training_run_execute
+
     training_run_execute(run_id=run_id)
 
 

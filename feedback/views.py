@@ -11,12 +11,12 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from core.errors import ApplicationError
 from feedback import selectors
 from feedback.forms import ImportForm, PromoteForm, RunStartForm, SnapshotForm, SuiteMarkForm, ThresholdsForm
 from feedback.models import DatasetVersion, ModelVersion, TrainingRun
 from feedback.permissions import CAN_ADMINISTER_ML, CAN_VIEW_ML, can_administer_ml
 from feedback.services import datasets, gate, promotion, suites, thresholds, training
-from moderation.errors import ApplicationError
 from moderation.permissions import role_required
 
 

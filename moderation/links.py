@@ -1,5 +1,5 @@
 """Links and domains as the platform sees them: one Link row per normalized URL, one Domain row
-per registrable domain (public-suffix aware). Normalization is scoring.features.url's, so the
+per registrable domain (public-suffix aware). Normalization is core.urls's, so the
 identity of a link is the same for ingest and for the link features."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 
 from django.db.models import F
 
+from core.urls import InvalidUrl, normalize_url, registrable_domain
 from moderation.models import Domain, Link
-from scoring.features.url import InvalidUrl, normalize_url, registrable_domain
 
 __all__ = ["InvalidUrl", "domain_get_or_create", "link_get_or_create", "link_identity", "url_hash"]
 

@@ -11,8 +11,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from config.webhook_targets import UnsafeWebhookTarget, webhook_target
-from moderation.db_fields import RowJSONField
+from core.db_fields import RowJSONField
+from core.webhook_targets import UnsafeWebhookTarget, webhook_target
 
 
 class UnvalidatedLanguageAction(models.TextChoices):
@@ -47,7 +47,7 @@ class Source(models.Model):
 
     def clean(self) -> None:
         """The callback URL is checked when saved through a form (admin) or create_source, and
-        again at every delivery (scoring.services.webhooks): config.webhook_targets."""
+        again at every delivery (scoring.services.webhooks): core.webhook_targets."""
         if not self.callback_url:
             return
         errors: dict[str, str] = {}

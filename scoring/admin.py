@@ -9,7 +9,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from moderation.errors import ApplicationError
+from core.errors import ApplicationError
 from scoring.models import DecisionPolicy, Score, WebhookDelivery
 from scoring.services.policy import policy_create_version
 from scoring.services.webhooks import webhook_retry

@@ -6,6 +6,8 @@ class ScoringConfig(AppConfig):
     name = "scoring"
 
     def ready(self) -> None:
+        # Registers the task names the services publish by (core.tasks.task_named).
+        import scoring.tasks  # noqa: F401
         from moderation.signals import decision_recorded, decisions_undone
         from scoring.webhooks_receivers import on_decision_recorded, on_decisions_undone
 

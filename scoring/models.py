@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from moderation.db_fields import RowJSONField, StoredJSONField
+from core.db_fields import RowJSONField, StoredJSONField
 
 
 class Action(models.TextChoices):

@@ -30,7 +30,7 @@ after the worker kept its database connection across tasks (config.celery_app), 
   but one slow batch no longer stalls scoring; four add contention (-14%).
 - Prefetch 4 x 2 processes keeps the next messages local without hoarding.
 - Messages: one per batch-ingest chunk (score_posts) and, for posts ingested one per request,
-  one kick while none is pending (score_waiting, scoring.services.kicks), not one per post: a
+  one kick while none is pending (score_waiting, scoring.workqueue), not one per post: a
   message costs the worker 2.2-3.4 ms of CPU whatever it carries (benchmarks/task_overhead.py).
 - -O fair (Celery's default for prefork) gives a message to a process only when it is free,
   so one slow batch does not hold messages the other process could run.
@@ -44,7 +44,8 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from scoring.services import batching, inline, scoring, webhooks
+from scoring import workqueue
+from scoring.services import batching, scoring, webhooks
 from scoring.services.inference import TritonUnavailable
 
 logger = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ def score_posts(post_ids: list[int]) -> None:
 
 @shared_task(name="scoring.score_waiting", **RETRY_OPTIONS)
 def score_waiting() -> None:
-    """A kick from one-post-per-request ingest (scoring.services.kicks): the oldest waiting posts."""
+    """A kick from one-post-per-request ingest (scoring.workqueue): the oldest waiting posts."""
     batching.score_waiting_batch()
 
 
@@ -88,7 +89,7 @@ def rescore_post(post_id: int) -> None:
 def sweep_stuck_posts(older_than_s: float | None = None) -> int:
     # Posts whose inline check died with its web process first (their hold has expired and
     # no task exists), then posts still unscored after SCORING_SWEEP_AFTER_S.
-    post_ids = list(dict.fromkeys([*inline.overdue_holds(), *batching.posts_to_requeue(older_than_s=older_than_s)]))
+    post_ids = list(dict.fromkeys([*workqueue.overdue_holds(), *workqueue.posts_to_requeue(older_than_s=older_than_s)]))
     for post_id in post_ids:
         score_post.delay(post_id)
     delivery_ids = batching.stuck_webhook_ids(older_than_s=older_than_s)

@@ -33,57 +33,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES, vector
+from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
+from contracts.triton import ALL_MODELS, CONTRIBUTIONS, INPUTS, OUTPUTS, PIPELINE_MODEL
+from scoring.triton_errors import TritonError, TritonUnavailable
 
 if TYPE_CHECKING:
     from scoring.triton_pool import TritonPool
 
-PIPELINE_MODEL = "spam_pipeline"
-SUB_MODELS = ("tokenizer", "text_classifier", "link_model", "behaviour_model", "fusion_model")
-ALL_MODELS = (*SUB_MODELS, PIPELINE_MODEL)
 # The server-side cap (spam_pipeline max_batch_size); larger score() calls are chunked.
 MAX_BATCH = 32
 # load_model/unload_model wait for the model to be ready (stub start, ONNX session): seconds.
 CONTROL_TIMEOUT_S = 120.0
 
-# name -> (datatype, dims without the batch dim)
-INPUTS: dict[str, tuple[str, tuple[int, ...]]] = {
-    "TEXT": ("BYTES", (1,)),
-    "PREVIEW_TEXT": ("BYTES", (1,)),
-    "LINK_FEATURES": ("FP32", (len(LINK_FEATURES),)),
-    "BEHAVIOUR_FEATURES": ("FP32", (len(BEHAVIOUR_FEATURES),)),
-}
-OUTPUTS: dict[str, tuple[str, tuple[int, ...]]] = {
-    "TEXT_PROB": ("FP32", (1,)),
-    "PREVIEW_PROB": ("FP32", (1,)),
-    "LINK_PROB": ("FP32", (1,)),
-    "BEHAVIOUR_PROB": ("FP32", (1,)),
-    "FINAL_PROB": ("FP32", (1,)),
-    "LINK_CONTRIBUTIONS": ("FP32", (len(LINK_FEATURES) + 1,)),
-    "BEHAVIOUR_CONTRIBUTIONS": ("FP32", (len(BEHAVIOUR_FEATURES) + 1,)),
-    "FUSION_CONTRIBUTIONS": ("FP32", (len(FUSION_FEATURES) + 1,)),
-    "MODEL_VERSIONS": ("BYTES", (1,)),
-}
-# contributions key -> (output tensor, feature names; the last value is "bias")
-CONTRIBUTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "link_model": ("LINK_CONTRIBUTIONS", LINK_FEATURES),
-    "behaviour_model": ("BEHAVIOUR_CONTRIBUTIONS", BEHAVIOUR_FEATURES),
-    "fusion_model": ("FUSION_CONTRIBUTIONS", FUSION_FEATURES),
-}
-
-
-class TritonError(Exception):
-    """Triton rejected the request or a model failed on it: retrying will not help."""
-
-
-class TritonUnavailable(TritonError):
-    """Triton cannot answer now (refused, timed out, not ready, model not loaded): retryable.
-    A subclass of TritonError, so `except TritonError` sees every Triton failure."""
-
 
 @dataclass(frozen=True)
 class ScoringInput:
-    """One post. link/behaviour: vectors in scoring/feature_schema.py order, or mappings by
+    """One post. link/behaviour: vectors in contracts/feature_schema.py order, or mappings by
     feature name (laid out with feature_schema.vector; a missing name is an error)."""
 
     text: str
@@ -260,7 +225,7 @@ class TritonScoringClient:
 
     def _bind_metrics(self) -> None:
         # The labelled children once per client, not a label look-up per request.
-        from config.metrics import TRITON_ERRORS, TRITON_SECONDS
+        from core.metrics import TRITON_ERRORS, TRITON_SECONDS
 
         self._seconds = TRITON_SECONDS.labels(self.url)
         self._unavailable = TRITON_ERRORS.labels(self.url, "unavailable")

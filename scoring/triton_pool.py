@@ -29,14 +29,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from scoring.triton_client import (
-    ScoringInput,
-    ScoringOutput,
-    TritonScoringClient,
-    TritonUnavailable,
-)
+from scoring.triton_errors import TritonUnavailable
+
+if TYPE_CHECKING:
+    from scoring.triton_client import ScoringInput, ScoringOutput, TritonScoringClient
 
 T = TypeVar("T")
 

@@ -12,10 +12,10 @@ pytest_plugins = ["tests.fixtures.triton"]
 
 @pytest.fixture(autouse=True)
 def no_pending_scoring_kick() -> None:
-    """No kick mark left by an earlier test (scoring.services.kicks): a test that recorded its
+    """No kick mark left by an earlier test (scoring.workqueue): a test that recorded its
     publish instead of sending it leaves the mark for up to SCORING_KICK_TTL_S, and the next
     test's posts would wait for a task that never comes."""
-    from scoring.services.kicks import kick_taken
+    from scoring.workqueue import kick_taken
 
     kick_taken()
 
@@ -25,7 +25,7 @@ def closed_breakers() -> None:
     """No circuit left open by an earlier test: a test that made Redis or the broker fail
     would otherwise make the next test's cache calls fail fast and its publishes be skipped
     for REDIS_BREAKER_OPEN_S / BROKER_PUBLISH_BREAKER_S."""
-    from config import redis_breaker
+    from core import redis_breaker
 
     redis_breaker.reset()  # the cache's circuits and ingest's publish circuit
 

@@ -1,4 +1,4 @@
-"""config.redis_breaker: a hung Redis costs one socket timeout per window, not one per call."""
+"""core.redis_breaker: a hung Redis costs one socket timeout per window, not one per call."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 import redis
 from django.core.cache.backends.redis import RedisCache
 
-from config import redis_breaker
-from config.redis_breaker import BreakerConnection, BreakerSSLConnection, BreakerUnixDomainSocketConnection, CircuitOpen
+from core import redis_breaker
+from core.redis_breaker import BreakerConnection, BreakerSSLConnection, BreakerUnixDomainSocketConnection, CircuitOpen
 from tests.fixtures.hung_server import hung_server
 
 

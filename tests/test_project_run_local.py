@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from scoring.ml.tiny import cached_tiny_artifacts
-from scoring.model_repository import publish
+from modelops.model_repository import publish
+from modelops.tiny import cached_tiny_artifacts
 
 ROOT = Path(__file__).resolve().parent.parent
 

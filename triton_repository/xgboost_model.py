@@ -1,9 +1,9 @@
 """Triton python backend: an XGBoost binary classifier with per-feature contributions.
 
 The one source of link_model, behaviour_model and fusion_model: publishing
-(scoring/model_repository.py) copies it into each model's version folder as model.py. The
+(modelops/model_repository.py) copies it into each model's version folder as model.py. The
 version folder holds model.json (the booster) and features.json (the feature names in input
-order, from scoring/feature_schema.py).
+order, from contracts/feature_schema.py).
 
 FEATURES [batch, n] -> PROB [batch, 1] (sigmoid of the margin), CONTRIBUTIONS [batch, n + 1]
 (pred_contribs: one SHAP value per feature in input order, then the bias; they sum to the

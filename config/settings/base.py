@@ -7,7 +7,7 @@ from typing import Any
 
 import environ
 
-from config.redis_breaker import redis_cache_options
+from core.redis_breaker import redis_cache_options
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "csp",
     "moderation",
     "scoring",
+    "modelops",
     "feedback",
 ]
 
@@ -121,7 +122,7 @@ TEMPLATES = [
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
-# The scoring load (moderation.sql_rows.fetch_all_prepared) runs as a server-side prepared
+# The scoring load (core.sql_rows.fetch_all_prepared) runs as a server-side prepared
 # statement on PostgreSQL. Turn off behind a pooler in transaction mode that cannot carry
 # prepared statements (PgBouncer before 1.21, or without max_prepared_statements).
 DB_PREPARED_READS = env.bool("DB_PREPARED_READS", default=True)
@@ -213,7 +214,7 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": CACHE_URL,
         "KEY_PREFIX": env("CACHE_KEY_PREFIX", default="modr"),
-        # 1 s socket timeouts and a circuit breaker (config.redis_breaker): a hung Redis costs a
+        # 1 s socket timeouts and a circuit breaker (core.redis_breaker): a hung Redis costs a
         # process one timeout per REDIS_BREAKER_OPEN_S, not one per call.
         "OPTIONS": redis_cache_options(CACHE_URL),
     }
@@ -279,8 +280,8 @@ SCORING_CLAIM_TTL_S = env.int("SCORING_CLAIM_TTL_S", default=90)  # > the task's
 SCORING_SWEEP_AFTER_S = env.float("SCORING_SWEEP_AFTER_S", default=300.0)
 SCORING_SWEEP_REQUEUE_TTL_S = env.int("SCORING_SWEEP_REQUEUE_TTL_S", default=900)  # one re-enqueue per post per 15 min
 SCORING_POISON_TTL_S = env.int("SCORING_POISON_TTL_S", default=3600)  # a post failing alone skips batches
-SCORING_DONE_TTL_S = env.int("SCORING_DONE_TTL_S", default=300)  # "scored" markers (scoring.services.claims)
-# A pending kick (scoring.services.kicks): a lost one delays the next kick by this much at most.
+SCORING_DONE_TTL_S = env.int("SCORING_DONE_TTL_S", default=300)  # "scored" markers (scoring.workqueue)
+# A pending kick (scoring.workqueue): a lost one delays the next kick by this much at most.
 SCORING_KICK_TTL_S = env.int("SCORING_KICK_TTL_S", default=2)
 SCORING_RETRY_BACKOFF_S = env.int("SCORING_RETRY_BACKOFF_S", default=1)
 SCORING_RETRY_BACKOFF_MAX = env.int("SCORING_RETRY_BACKOFF_MAX", default=60)
@@ -290,7 +291,7 @@ SCORING_TASK_TIME_LIMIT_S = env.int("SCORING_TASK_TIME_LIMIT_S", default=75)
 WEBHOOK_CONNECT_TIMEOUT_S = env.float("WEBHOOK_CONNECT_TIMEOUT_S", default=2.0)
 WEBHOOK_READ_TIMEOUT_S = env.float("WEBHOOK_READ_TIMEOUT_S", default=5.0)
 WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=10)
-# Callback URLs must be https and resolve to public addresses only (config.webhook_targets).
+# Callback URLs must be https and resolve to public addresses only (core.webhook_targets).
 # True lifts both rules for receivers on this machine: the local and test settings set it.
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
 # CA bundle that verifies the receivers' certificates; empty: certifi's bundle.

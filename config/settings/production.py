@@ -2,7 +2,7 @@
 
 Required: SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, CELERY_BROKER_URL, REDIS_URL (cache)."""
 
-from config.redis_breaker import redis_cache_options
+from core.redis_breaker import redis_cache_options
 
 from .base import *  # noqa: F403
 from .base import DATABASE_ROUTERS, LOGGING, MIDDLEWARE, add_replica, env

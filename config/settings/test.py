@@ -1,6 +1,6 @@
 """Test settings: the real PostgreSQL and Redis of this machine (standard ports)."""
 
-from config.redis_breaker import redis_cache_options
+from core.redis_breaker import redis_cache_options
 
 from .base import *  # noqa: F403
 from .base import DATABASE_ROUTERS, MIDDLEWARE, add_replica, env

@@ -35,6 +35,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from contracts.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
+from core.errors import ApplicationError, NotFound
 from core.spreadsheet import csv_dict_writer
 from feedback.models import (
     DatasetMember,
@@ -46,8 +48,6 @@ from feedback.models import (
 from feedback.selectors import CONFLICT_RULE, effective_examples
 from feedback.services import import_rows
 from feedback.services.import_rows import JSON_COLUMNS
-from moderation.errors import ApplicationError, NotFound
-from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
 
 COLUMNS = (
     "example_id",

@@ -21,9 +21,12 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import average_precision_score, precision_recall_fscore_support
 
-from scoring.ml.calibration import expected_calibration_error
+from modelops.calibration import expected_calibration_error
 from scoring.models import Action, DecisionPolicy
 from scoring.services.policy import policy_actions
+
+# The thresholds a candidate is evaluated at when no policy is active yet.
+DEFAULT_THRESHOLDS = {"remove": 0.9, "approve": 0.2, "escalate": 0.9}
 
 
 def _safe(value: float) -> float | None:
@@ -98,4 +101,17 @@ def classification_metrics(
             "spam_approved": int(np.sum(approve & (y == 1))),
             "spam_miss_rate": _safe(float(np.sum(approve & (y == 1)) / y.sum())) if y.sum() else None,
         },
+    }
+
+
+def current_thresholds() -> dict[str, float]:
+    """The active policy's thresholds (and version), or the defaults when none is active."""
+    policy = DecisionPolicy.objects.filter(is_active=True).first()
+    if policy is None:
+        return dict(DEFAULT_THRESHOLDS)
+    return {
+        "remove": policy.remove_threshold,
+        "approve": policy.approve_threshold,
+        "escalate": policy.escalate_threshold,
+        "policy_version": policy.version,
     }

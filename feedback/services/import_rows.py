@@ -31,7 +31,7 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from moderation.errors import ApplicationError
+from core.errors import ApplicationError
 
 # The dataset columns that hold JSON objects (feedback.services.datasets writes them as JSON text
 # in CSV and Parquet).

@@ -32,10 +32,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import ApplicationError, Conflict
 from feedback.models import ModelBundle, ModelVersion, RunStatus, TrainingRun
 from feedback.permissions import check_ml_admin
 from feedback.services.datasets import artifacts_dir
-from moderation.errors import ApplicationError, Conflict
 from moderation.services.audit import audit_record
 
 logger = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def repository() -> Path:
 
 
 def _versions(model: str) -> list[int]:
-    """Version folders of `model` (the repository layout of scoring/model_repository.py)."""
+    """Version folders of `model` (the repository layout of modelops/model_repository.py)."""
     root = repository() / model
     if not root.is_dir():
         return []
@@ -225,7 +225,7 @@ def promote_run(
     with a typed `override_reason` and `override_confirmed`; never automatically. The override
     is audited with the regressions it accepted."""
     from feedback.services.gate import gate_reasons
-    from scoring.model_repository import Artifacts, publish
+    from modelops.model_repository import Artifacts, publish
 
     if not automatic:
         check_ml_admin(user)
@@ -330,7 +330,7 @@ def promote_if_better(*, run: TrainingRun) -> list[ModelVersion]:
 
 def rollback_to(*, target: ModelVersion, user: Any) -> ModelVersion:
     """Serve `target` again: its files are copied into a new, higher version and loaded."""
-    from scoring.model_repository import publish_pipeline, rollback
+    from modelops.model_repository import publish_pipeline, rollback
 
     check_ml_admin(user)
     if target.is_production:
@@ -367,8 +367,8 @@ def promotion_plan(*, run: TrainingRun) -> dict[str, Any]:
     """What promoting `run` would change, for the confirmation page: per bundle the production
     version now and the Triton version numbers the candidate would get; the gate's verdict; the
     live thresholds the new models would be judged by (promotion does not change them)."""
+    from feedback.services.evaluation import current_thresholds
     from feedback.services.gate import gate_reasons, suite_table
-    from feedback.services.training import current_thresholds
 
     bundles = []
     for bundle in (b for b in (ModelBundle.TABULAR, ModelBundle.TEXT) if b in (run.candidate_artifacts or {})):

@@ -77,7 +77,7 @@ def replay_weights() -> dict[str, float]:
 
 def bootstrap_replay_rows(limit: int) -> list[dict[str, Any]]:
     """A stratified, seeded sample of the bootstrap train + validation texts (at most `limit`)."""
-    from scoring.ml.text.data import load_sms_splits
+    from modelops.text.data import load_sms_splits
 
     splits = load_sms_splits()
     rows: list[dict[str, Any]] = []

@@ -21,10 +21,10 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from core.errors import ApplicationError, Conflict
 from feedback.models import DatasetVersion, EvaluationSuite, SuiteKind
 from feedback.permissions import check_ml_admin
 from feedback.services.datasets import artifacts_dir, canonical_jsonl, dataset_load
-from moderation.errors import ApplicationError, Conflict
 
 BOOTSTRAP_SUITE_NAME = "SMS test split (bootstrap)"
 BOOTSTRAP_SOURCE = "bootstrap-sms"
@@ -92,7 +92,7 @@ def suite_bootstrap_ensure() -> EvaluationSuite:
     existing = EvaluationSuite.objects.filter(kind=SuiteKind.BOOTSTRAP).first()
     if existing is not None:
         return existing
-    from scoring.ml.text.data import load_sms_splits
+    from modelops.text.data import load_sms_splits
 
     splits = load_sms_splits()
     rows = [

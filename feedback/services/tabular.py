@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import xgboost as xgb
 
-from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
-from scoring.ml.calibration import calibrate_booster
-from scoring.ml.tabular.train import (
+from contracts.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
+from modelops.calibration import calibrate_booster
+from modelops.tabular.train import (
     TrainedModel,
     cross_fit_predict,
     train_behaviour_model,
@@ -113,7 +113,7 @@ class TabularModels:
     link: xgb.Booster
     behaviour: xgb.Booster
     fusion: xgb.Booster
-    # Per model: the Platt calibrator folded into it and ECE before/after (scoring.ml.calibration).
+    # Per model: the Platt calibrator folded into it and ECE before/after (modelops.calibration).
     calibration: dict[str, Any] = field(default_factory=dict)
 
     def save(self, directory: Path) -> dict[str, str]:
@@ -166,7 +166,7 @@ def train_tabular(
     progress: Callable[[float, str], None] | None = None,
     weights: Sequence[float] | None = None,
 ) -> TabularModels:
-    """The tabular trainers of scoring.ml.tabular.train (the same ones the bootstrap uses, so a
+    """The tabular trainers of modelops.tabular.train (the same ones the bootstrap uses, so a
     candidate differs from production by its data, not its recipe): link and behaviour models
     with early stopping on the validation split, cross-fitted (author-grouped) out-of-fold
     sub-model probabilities for the fusion tree's training rows. Each booster gets a Platt

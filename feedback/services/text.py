@@ -8,7 +8,7 @@ learned), settings.TEXT_MODEL_BASE. Budget knobs: FEEDBACK_TEXT_EPOCHS (default 
 FEEDBACK_TEXT_MAX_STEPS (default none), FEEDBACK_TEXT_TIME_BUDGET_S (default 15 minutes).
 INT8 is left to textmodel's export command (it needs its calibration and parity checks).
 A temperature fitted on the validation texts is folded into the classifier head before export
-(scoring.ml.calibration), so the exported candidate serves calibrated probabilities.
+(modelops.calibration), so the exported candidate serves calibrated probabilities.
 """
 
 from __future__ import annotations
@@ -54,10 +54,10 @@ def train_text_candidate(
     progress: Callable[[float, str], None],
     train_weights: Sequence[float] | None = None,
 ) -> tuple[Path, dict[str, Any]]:
-    from scoring.ml.text.calibrate import calibrate_text_model
-    from scoring.ml.text.export import export_onnx, write_serving
-    from scoring.ml.text.inference import OnnxTextClassifier
-    from scoring.ml.text.train import TrainConfig, train_text_model
+    from modelops.text.calibrate import calibrate_text_model
+    from modelops.text.export import export_onnx, write_serving
+    from modelops.text.inference import OnnxTextClassifier
+    from modelops.text.train import TrainConfig, train_text_model
 
     base = text_base()
     max_length = int(getattr(settings, "TEXT_MAX_LENGTH", 128))
@@ -119,7 +119,7 @@ def production_text_predictor() -> Iterator[TextPredictor | None]:
     """The served text_classifier + tokenizer versions, run with ONNX Runtime (None if nothing
     is served). A context: the two version folders are joined in a temporary directory."""
     from feedback.services.promotion import served_text_dir
-    from scoring.ml.text.inference import OnnxTextClassifier
+    from modelops.text.inference import OnnxTextClassifier
 
     served = served_text_dir()
     if served is None:
@@ -140,7 +140,7 @@ def production_text_predictor() -> Iterator[TextPredictor | None]:
 
 
 def candidate_text_predictor(model_dir: Path) -> TextPredictor:
-    from scoring.ml.text.inference import OnnxTextClassifier
+    from modelops.text.inference import OnnxTextClassifier
 
     classifier = OnnxTextClassifier(model_dir)
     return lambda rows: classifier.predict_proba(_texts(rows))

@@ -20,11 +20,13 @@ from django.db.models import F, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
-from config.metrics import TRAINING_RUNS
+from core.errors import ApplicationError, Conflict
+from core.metrics import TRAINING_RUNS
+from core.tasks import task_named
 from feedback.models import DatasetVersion, RunStatus, TrainingData, TrainingRun, TrainingScope
 from feedback.permissions import check_ml_admin
 from feedback.services.datasets import artifacts_dir, dataset_load
-from feedback.services.evaluation import classification_metrics
+from feedback.services.evaluation import classification_metrics, current_thresholds
 from feedback.services.tabular import (
     TabularModels,
     flat_features,
@@ -35,15 +37,12 @@ from feedback.services.tabular import (
     usable,
     write_json,
 )
-from moderation.errors import ApplicationError, Conflict
-from scoring.models import DecisionPolicy
 from scoring.services.policy import strongest_sub_score
 
 logger = logging.getLogger(__name__)
 
 SUB_SCORE_KEYS = ("text", "preview", "link", "behaviour")  # LabelledExample.sub_scores
 MIN_TEST_ROWS = 10  # below this, metrics are noise: the run fails and says so
-DEFAULT_THRESHOLDS = {"remove": 0.9, "approve": 0.2, "escalate": 0.9}
 
 
 class TrainingFailed(Exception):
@@ -87,10 +86,8 @@ def training_run_start(
 
 
 def _enqueue(run_id: int) -> None:
-    from feedback.tasks import training_run_task  # tasks import services, not the other way round
-
     try:
-        result = training_run_task.delay(run_id)
+        result = task_named("feedback.run_training").delay(run_id)
     except Exception as exc:  # broker down: say so on the run instead of failing the request
         logger.exception("feedback.training_enqueue_failed", extra={"run_id": run_id})
         _finish(run_id, status=RunStatus.FAILED, error=f"Could not enqueue the run: {exc}")
@@ -117,18 +114,6 @@ def _finish(run_id: int, *, status: str, error: str = "", **fields: Any) -> None
 
 
 # --- executing ----------------------------------------------------------------------------
-
-
-def current_thresholds() -> dict[str, float]:
-    policy = DecisionPolicy.objects.filter(is_active=True).first()
-    if policy is None:
-        return dict(DEFAULT_THRESHOLDS)
-    return {
-        "remove": policy.remove_threshold,
-        "approve": policy.approve_threshold,
-        "escalate": policy.escalate_threshold,
-        "policy_version": policy.version,
-    }
 
 
 def training_run_execute(*, run_id: int) -> TrainingRun:

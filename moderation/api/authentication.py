@@ -4,7 +4,6 @@ Keys are looked up by their SHA-256 hash; the plaintext is never stored."""
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from django.utils import timezone
@@ -13,10 +12,7 @@ from rest_framework.request import Request
 
 from moderation.models import ApiKey
 from moderation.selectors.api_keys import api_key_active, api_key_cache_store
-
-
-def hash_key(raw_key: str) -> str:
-    return hashlib.sha256(raw_key.encode()).hexdigest()
+from moderation.services.api_keys import hash_key
 
 
 class SourcePrincipal:

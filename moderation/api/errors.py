@@ -34,7 +34,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from moderation.errors import ApplicationError
+from core.errors import ApplicationError
 
 logger = logging.getLogger(__name__)
 

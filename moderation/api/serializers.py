@@ -31,7 +31,7 @@ from moderation.api.fields import (
 from moderation.links import InvalidUrl, link_identity
 from moderation.models import Author, Decision, Post, Report, SourceBlock
 from moderation.services.blocklists import BlockRefused, block_domain_value
-from scoring.models import Score
+from scoring.api import Score
 
 POSTS_SINCE = datetime(2000, 1, 1, tzinfo=UTC)
 ACCOUNTS_SINCE = datetime(1990, 1, 1, tzinfo=UTC)

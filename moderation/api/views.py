@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -16,6 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.errors import NotFound
 from moderation.api import serializers as s
 from moderation.api.authentication import request_source
 from moderation.api.batch_items import BatchItemValidator
@@ -24,7 +23,6 @@ from moderation.api.fields import unicode_problem
 from moderation.api.filters import DomainFilter, IpFilter
 from moderation.api.pagination import IdCursorPagination
 from moderation.api.parsers import StrictJSONParser
-from moderation.errors import NotFound
 from moderation.models import ApiScope, BlockKind, Post, PostStatus, SourceBlock
 from moderation.selectors.blocklists import source_blocks
 from moderation.selectors.posts import post_get_for_source
@@ -33,7 +31,8 @@ from moderation.services.blocklists import source_block_add, source_block_remove
 from moderation.services.content_hash import content_differs
 from moderation.services.ingest import post_ingest, posts_ingest_batch
 from moderation.services.reports import report_create
-from scoring.models import Score
+from scoring import api as scoring_api
+from scoring.api import Score
 
 logger = logging.getLogger(__name__)
 
@@ -109,29 +108,13 @@ def clean_path_value(value: str, *, max_length: int = 255) -> str | None:
     return value
 
 
-def _inline_scorer() -> Callable[..., Any] | None:
-    # The pipeline's synchronous pre-publish check: scoring.services.inline.score_inline
-    # (post=..., budget_ms=...) returns the Score, or None when the budget ran out. Looked up at
-    # call time so the API keeps working (202 for every ?wait_ms) in a deployment without it.
-    try:
-        module = importlib.import_module("scoring.services.inline")
-    except ModuleNotFoundError as exc:
-        if exc.name != "scoring.services.inline":
-            raise
-        return None
-    return getattr(module, "score_inline", None)
-
-
 def _score_within(post: Post, budget_ms: int, *, held: bool) -> Score | None:
     """The post's latest score if inline scoring answered within the budget, else None.
     `held`: ingest held the new post for this check (post_ingest's inline_budget_ms)."""
-    scorer = _inline_scorer()
-    if scorer is None:
-        return None
     if post.status == PostStatus.RECEIVED:
         try:
             # The scorer brings `post` up to date with the score it returns.
-            outcome: Score | None = scorer(post=post, budget_ms=budget_ms, held=held)
+            outcome: Score | None = scoring_api.score_inline(post=post, budget_ms=budget_ms, held=held)
         except Exception:
             # Inline scoring is best effort: the queued task scores the post anyway.
             logger.warning("moderation.inline_score_failed post_id=%s", post.pk, exc_info=True)

@@ -8,7 +8,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Count, Q
 
-from moderation.errors import NotFound
+from core.errors import NotFound
 from moderation.models import PENDING_STATUSES, Decision, Post, PostStatus, ReasonCode, Report, ReporterRecord
 
 RELATED_LIMIT = 10
@@ -121,7 +121,7 @@ def _light(qs: Any) -> Any:
 
 
 def post_detail(*, post_id: int) -> PostDetail:
-    from scoring.models import Score
+    from scoring.api import Score
 
     post = (
         Post.objects.select_related("source", "author", "link__domain", "ip", "claimed_by").filter(pk=post_id).first()

@@ -235,7 +235,7 @@ def model_agreement(*, since: datetime, unit: str = "day") -> tuple[Agreement, l
     per day of the decision. A moderator decision on an auto-actioned post counts: it is
     exactly the review that tells whether the automatic action was right. The band is the
     action of the post's latest score; undone decisions are left out."""
-    from scoring.models import Action, Score
+    from scoring.api import Action, Score
 
     latest_action = Subquery(
         Score.objects.filter(post_id=OuterRef("post_id")).order_by("-created_at", "-id").values("action")[:1]
@@ -300,7 +300,7 @@ def _latency_percentiles_portable(
 ) -> tuple[dict[str, float | None], dict[Bucket, tuple[float, float, float]]]:
     """The same figures where the database has no percentile_cont (SQLite, the laptop default):
     the window's latencies are read and ranked here."""
-    from scoring.models import Score
+    from scoring.api import Score
 
     rows = (
         Score.objects.filter(created_at__gte=since)
@@ -402,9 +402,9 @@ def triton_parse_metrics(text: str) -> list[TritonModelStats]:
 
 def triton_metrics_text() -> str:
     """Triton's Prometheus page, through the shared client (raises TritonUnavailable)."""
-    from scoring.triton_client import get_client
+    from scoring.api import triton_metrics_text as metrics_text
 
-    return get_client().metrics_text()
+    return metrics_text()
 
 
 @dataclass

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.db.models import Prefetch, QuerySet
 
-from moderation.errors import NotFound
+from core.errors import NotFound
 from moderation.models import Decision, Post, Source
-from scoring.models import Score
+from scoring.api import Score
 
 
 def post_detail_queryset() -> QuerySet[Post]:

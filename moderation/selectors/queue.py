@@ -256,7 +256,7 @@ class QueuePage:
 
 
 def _latest_scores(post_ids: list[int]) -> dict[int, Any]:
-    from scoring.models import Score
+    from scoring.api import Score
 
     if not post_ids:
         return {}

@@ -14,7 +14,7 @@ class Thresholds:
 def live_thresholds() -> Thresholds:
     """The active policy's auto-remove and auto-approve thresholds (one indexed read): a score at
     or above remove is red, between the two amber (queued for review), below approve green."""
-    from scoring.services.policy import policy_active
+    from scoring.api import policy_active
 
     policy = policy_active()
     return Thresholds(

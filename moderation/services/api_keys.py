@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from collections.abc import Iterable
 
 from django.utils import timezone
 
-from moderation.api.authentication import hash_key
-from moderation.errors import ApplicationError
+from core.errors import ApplicationError
 from moderation.models import ALL_SCOPES, ApiKey, Source
+
+
+def hash_key(raw_key: str) -> str:
+    """What is stored of an API key (and looked up on every request): its SHA-256."""
+    return hashlib.sha256(raw_key.encode()).hexdigest()
+
 
 # "mk_" marks a moderation key in logs and secret scanners; the 8 hex characters after it are
 # stored in clear (ApiKey.prefix) so a leaked key can be traced to its row without the secret.

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from core.counters import upsert_counting
 from moderation.models import Author, Source
-from moderation.services.counters import upsert_counting
 
 # Model fields a platform may set. Everything else on Author is this service's own state
 # (our counters, suspension) and never comes from the payload.

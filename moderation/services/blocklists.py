@@ -17,10 +17,10 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from moderation.errors import ApplicationError, NotFound
+from core.errors import ApplicationError, NotFound
+from core.urls import InvalidUrl, url_parts
 from moderation.models import BlockKind, Domain, IpAddress, ListStatus, Source, SourceBlock
 from moderation.services.audit import audit_record
-from scoring.features.url import InvalidUrl, url_parts
 
 
 class BlockRefused(ApplicationError):

@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from moderation.errors import ApplicationError, Conflict
+from core.errors import ApplicationError, Conflict
 from moderation.models import PENDING_STATUSES, BulkAction, Decision, Post
 from moderation.services.audit import audit_record
 from moderation.services.decisions import (

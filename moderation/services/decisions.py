@@ -17,8 +17,8 @@ from django.db.models import F, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from config.metrics import DECISIONS
-from moderation.errors import ApplicationError, Conflict, Forbidden, InvalidTransition
+from core.errors import ApplicationError, Conflict, Forbidden, InvalidTransition
+from core.metrics import DECISIONS
 from moderation.models import (
     POST_TRANSITIONS,
     Author,
@@ -99,7 +99,7 @@ def post_set_status(*, post: Post, status: str, check: bool = True) -> str:
         # Floor at 0: counters of rows created before this service kept them may be behind.
         new_count = Greatest(F("spam_count") + delta, Value(0))
         # Tables in the order every counter writer locks them: authors -> domains -> IPs
-        # (moderation.services.counters), so a decision cannot deadlock with a scoring batch.
+        # (core.counters), so a decision cannot deadlock with a scoring batch.
         Author.objects.filter(pk=post.author_id).update(spam_count=new_count)
         if post.link_id:
             Domain.objects.filter(links__id=post.link_id).update(spam_count=new_count)

@@ -8,7 +8,6 @@ the ingest: the post stays in `received` and the pipeline's sweeper re-enqueues 
 from __future__ import annotations
 
 import functools
-import importlib
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -18,22 +17,22 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, OperationalError, connection, transaction
 
-from config import redis_breaker
-from config.metrics import POSTS_INGESTED
-from moderation import sql_rows
-from moderation.errors import PostContentConflict
+from core import redis_breaker, sql_rows
+from core.counters import counters_add, upsert_counting
+from core.errors import PostContentConflict
+from core.json_rows import insert_rows
+from core.metrics import POSTS_INGESTED
 from moderation.language import post_language
 from moderation.links import link_identity, url_hash
 from moderation.models import Domain, IpAddress, Link, Post, PostStatus, Source
 from moderation.services.authors import authors_upsert_counting_posts
 from moderation.services.content_hash import content_differs, post_content_hash
-from moderation.services.counters import counters_add, upsert_counting
-from moderation.services.json_rows import insert_rows
+from scoring import api as scoring_api
 
 logger = logging.getLogger(__name__)
 
 
-# The circuit (config.redis_breaker) of this process's scoring publishes. A broker that hangs
+# The circuit (core.redis_breaker) of this process's scoring publishes. A broker that hangs
 # makes each publish wait out its socket timeout (2 s) before failing; for
 # BROKER_PUBLISH_BREAKER_S after a failure, ingest does not try: the posts wait in `received`
 # for the sweeper exactly as after the failure, and the requests answer at once.
@@ -60,27 +59,23 @@ def _on_commit_quietly(send: Callable[[], object], *, task_name: str, post_id: i
     transaction.on_commit(publish)
 
 
-def _publish_on_commit(*, task_name: str, post_id: int | list[int], **kwargs: Any) -> None:
+def _publish_on_commit(*, task_name: scoring_api.TaskName, post_id: int | list[int], **kwargs: Any) -> None:
     """Publish ``task_name(post_id, **kwargs)`` once the current transaction commits; never raises
     (``task.delay_on_commit(post_id)`` with the outage logged)."""
 
     def send() -> None:
-        from scoring import tasks
-
-        getattr(tasks, task_name).delay(post_id, **kwargs)
+        scoring_api.task_publish(name=task_name, post_id=post_id, **kwargs)
 
     _on_commit_quietly(send, task_name=task_name, post_id=post_id)
 
 
 def score_enqueue(*, post_id: int) -> None:
-    """Get a new post scored after commit: a kick (scoring.services.kicks) that publishes one
+    """Get a new post scored after commit: a kick (scoring.workqueue) that publishes one
     scoring.score_waiting message unless one is pending, whose task takes the oldest waiting
     posts (this one among them), not a message per post. Never raises."""
 
     def send() -> None:
-        from scoring.services import kicks
-
-        kicks.score_kick()
+        scoring_api.score_kick()
 
     _on_commit_quietly(send, task_name="score_waiting", post_id=post_id)
 
@@ -97,15 +92,8 @@ def _score_enqueue_after_inline(*, post_id: int, budget_ms: int) -> None:
     """The new post is about to get the caller's inline check (?wait_ms): hold it for that
     check before the commit makes it visible, so no worker races the check for it. A held post
     gets no task now: the check publishes it only if it does not decide the post
-    (scoring.services.inline). Not held (no pipeline here, Redis down): the task, as usual."""
-    try:
-        module = importlib.import_module("scoring.services.inline")
-    except ModuleNotFoundError as exc:  # a deployment without the pipeline (as the API view)
-        if exc.name != "scoring.services.inline":
-            raise
-        module = None
-    hold = getattr(module, "inline_hold", None)
-    if hold is None or not hold(post_id=post_id, budget_ms=budget_ms):
+    (scoring.services.inline). Not held (Redis down): the task, as usual."""
+    if not scoring_api.inline_hold(post_id=post_id, budget_ms=budget_ms):
         _publish_on_commit(task_name="score_post", post_id=post_id)
 
 
@@ -157,7 +145,7 @@ def _build_post(
 
 
 def _stored_post(*, source: Source, external_id: str) -> Post | None:
-    # Every ingest runs this first: SQL built once (moderation.sql_rows), not a compiled queryset.
+    # Every ingest runs this first: SQL built once (core.sql_rows), not a compiled queryset.
     return sql_rows.select_first(Post, where="t.source_id = %s AND t.external_id = %s", params=[source.pk, external_id])
 
 
@@ -320,7 +308,7 @@ def _posts_create(
 
     Rows are locked in the order every writer of these counters uses, authors -> links ->
     domains -> IPs (the scoring worker's spam counters: authors -> domains -> IPs), by
-    ascending primary key within a table (moderation.services.counters), so concurrent writers
+    ascending primary key within a table (core.counters), so concurrent writers
     wait for each other rather than deadlock."""
     profiles: dict[str, dict[str, Any]] = {}
     for payload in payloads:

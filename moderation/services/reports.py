@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from moderation.errors import NotFound
+from core.errors import NotFound
 from moderation.models import RESCORABLE_STATUSES, Domain, Link, Post, Report, Source
 from moderation.services.ingest import rescore_enqueue
 from moderation.services.priority import posts_report_weight_refresh

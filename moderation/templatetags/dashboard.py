@@ -116,7 +116,7 @@ def score_band(value: float | None, thresholds: Any) -> str:
 
 @register.filter
 def feature_label(name: str) -> str:
-    from scoring.feature_schema import feature_display_name
+    from contracts.feature_schema import feature_display_name
 
     return feature_display_name(str(name))
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_http_methods, require_POST
 
-from moderation.errors import ApplicationError
+from core.errors import ApplicationError
 from moderation.models import Author, BulkAction, Domain, IpAddress, Label, ReasonCode
 from moderation.permissions import CAN_MODERATE, role_required
 from moderation.selectors.thresholds import live_thresholds

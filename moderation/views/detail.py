@@ -7,7 +7,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from moderation.errors import ApplicationError, NotFound
+from core.errors import ApplicationError, NotFound
 from moderation.models import Decision, Label, Post, ReasonCode
 from moderation.permissions import CAN_MODERATE, role_required
 from moderation.selectors.detail import post_detail

@@ -1,7 +1,7 @@
 """From the database to feature dicts, at scoring time.
 
 `features_for_posts` turns a batch of post ids into the link and behaviour feature dicts laid
-out by scoring.feature_schema, plus the texts for the text model. The number of queries is
+out by contracts.feature_schema, plus the texts for the text model. The number of queries is
 fixed whatever the batch size (asserted in tests/scoring/test_pipeline_extract.py):
 
 1. the posts with author, link, domain and IP joined (select_related);
@@ -29,13 +29,14 @@ from typing import Any, NamedTuple
 from django.db import connection
 from django.db.models import Count, ForeignKey, Model, Q, QuerySet
 
-from moderation import sql_rows
+from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
+from core import sql_rows
+from core.urls import InvalidUrl
 from moderation.models import Author, BlockKind, Domain, IpAddress, Link, Post, Report, Source, SourceBlock
-from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from scoring.features.email import email_features
 from scoring.features.journey import JourneyError, journey_features
 from scoring.features.reputation import ReputationContext, configured_providers, url_reputation
-from scoring.features.url import InvalidUrl, url_lexical_features
+from scoring.features.url import url_lexical_features
 
 
 class SourceBlockHits(NamedTuple):

@@ -3,7 +3,7 @@
 features, contributions and model_versions are written once per scored post and only ever read
 back whole; building jsonb parsed every value on insert, about half of the PostgreSQL CPU of a
 Score row (0.14 against 0.07 ms a row, benchmarks/RESULTS.md). See
-moderation.db_fields.StoredJSONField.
+core.db_fields.StoredJSONField.
 
 One ALTER TABLE for the three columns, so the table is rewritten once (Django's AlterField
 would rewrite it three times) and the lz4 compression of migration 0006, which a type change
@@ -14,7 +14,7 @@ Other databases store JSONField as text either way: nothing to do there."""
 
 from django.db import migrations
 
-import moderation.db_fields
+import core.db_fields
 
 COLUMNS = ("features", "contributions", "model_versions")
 COMPRESSED = ("features", "contributions")
@@ -56,21 +56,21 @@ class Migration(migrations.Migration):
                 migrations.AlterField(
                     model_name="score",
                     name="contributions",
-                    field=moderation.db_fields.StoredJSONField(
+                    field=core.db_fields.StoredJSONField(
                         default=dict, help_text="model -> feature -> contribution (pred_contribs)."
                     ),
                 ),
                 migrations.AlterField(
                     model_name="score",
                     name="features",
-                    field=moderation.db_fields.StoredJSONField(
+                    field=core.db_fields.StoredJSONField(
                         default=dict, help_text="Feature values as seen at scoring time."
                     ),
                 ),
                 migrations.AlterField(
                     model_name="score",
                     name="model_versions",
-                    field=moderation.db_fields.StoredJSONField(default=dict, help_text="model name -> version."),
+                    field=core.db_fields.StoredJSONField(default=dict, help_text="model name -> version."),
                 ),
             ],
         )

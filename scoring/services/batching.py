@@ -1,7 +1,7 @@
 """Micro-batching for the scoring tasks, and the sweeper.
 
 Three tasks start a batch: score_posts (one message per ingest chunk of a batch request),
-score_waiting (a kick from one-post-per-request ingest, scoring.services.kicks: no message per
+score_waiting (a kick from one-post-per-request ingest, scoring.workqueue: no message per
 post) and score_post (one post: an inline check that did not decide, a report, the sweeper).
 Each claims its own posts plus other posts still waiting in `received` (oldest first) up to
 SCORING_BATCH_SIZE and scores them in one Triton call and one write transaction; a task whose
@@ -22,65 +22,34 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from moderation.models import Post, PostStatus
 from scoring.models import WebhookDelivery
-from scoring.services.claims import claim_post, claim_posts, database_namespace, posts_done, release_posts
 from scoring.services.inference import ScoringClient, TritonUnavailable
-from scoring.services.kicks import kick_taken, score_kick
 from scoring.services.scoring import RESCORE_FROM, ScoreResult, rescore_post, score_posts
+from scoring.workqueue import (
+    claim_post,
+    claim_posts,
+    claim_waiting,
+    fill_candidates,
+    kick_quietly,
+    kick_taken,
+    mark_poisoned,
+    posts_done,
+    release_posts,
+    still_received,
+)
 
 logger = logging.getLogger(__name__)
 
 
-POISON_PREFIX = "scoring:poison:"
-SWEPT_PREFIX = "scoring:swept:"
 RETRYABLE_ERRORS = (TritonUnavailable, OperationalError, InterfaceError)
 
 
 class PostClaimed(Exception):
     """Another worker holds this post's claim; retry after it finishes or its claim expires."""
-
-
-def _waiting(*, limit: int, exclude: int | None = None, newest: bool = False) -> tuple[list[int], bool]:
-    """Up to twice `limit` posts waiting in `received`, oldest first (twice: other workers may
-    hold some), poisoned ones left out; and whether the query hit its limit (more may wait)."""
-    if limit <= 0:
-        return [], False
-    # post_received_idx: a partial index on received_at WHERE status = 'received' (read
-    # backwards for the newest).
-    waiting = Post.objects.filter(status=PostStatus.RECEIVED)
-    if exclude is not None:
-        waiting = waiting.exclude(id=exclude)
-    order = "-received_at" if newest else "received_at"
-    ids = list(waiting.order_by(order).values_list("id", flat=True)[: limit * 2])
-    poisoned = cache.get_many([f"{POISON_PREFIX}{i}" for i in ids]) if ids else {}
-    return [i for i in ids if f"{POISON_PREFIX}{i}" not in poisoned], len(ids) == limit * 2
-
-
-def _candidates(post_id: int, limit: int) -> list[int]:
-    return _waiting(limit=limit, exclude=post_id)[0]
-
-
-def _kick_quietly() -> None:
-    """Kick a score_waiting task for posts no task owns any more; never raises (they are then
-    the sweeper's)."""
-    try:
-        score_kick()
-    except Exception:
-        logger.warning("scoring.kick_failed", exc_info=True)
-
-
-def _still_received(post_ids: list[int]) -> set[int]:
-    """The posts of `post_ids` still in `received`. By primary key alone, the status checked
-    here: with `status` in the WHERE clause the planner may pick the received-posts index, whose
-    dead entries (every post scored since the last vacuum) it then reads in full (28 ms at
-    10,000 posts without statistics)."""
-    statuses = Post.objects.filter(id__in=post_ids).values_list("id", "status")
-    return {i for i, status in statuses if status == PostStatus.RECEIVED}
 
 
 def _scored(results: list[ScoreResult]) -> list[int]:
@@ -126,8 +95,8 @@ def score_post_batch(
                 return [rescore_post(post_id=post_id, client=client)]
             return [ScoreResult(post_id=post_id, status=row["status"], skipped="not_pending")]
         # Claims in one round trip (two when other workers hold some of the first candidates:
-        # _candidates returns twice the posts needed for that).
-        candidates = _candidates(post_id, size - 1)
+        # fill_candidates returns twice the posts needed for that).
+        candidates = fill_candidates(post_id, size - 1)
         claimed += claim_posts(candidates[: size - 1], token)
         if len(claimed) < size and len(candidates) > size - 1:
             claimed += claim_posts(candidates[size - 1 :][: size - len(claimed)], token)
@@ -140,14 +109,14 @@ def score_post_batch(
         except Exception:
             if len(claimed) == 1:
                 # This post fails on its own: keep it out of other batches for a while.
-                cache.set(f"{POISON_PREFIX}{post_id}", 1, timeout=settings.SCORING_POISON_TTL_S)
+                mark_poisoned(post_id)
                 raise
             # One bad post must not block the batch: score this task's own post alone; the
             # other posts' own tasks do the same for theirs.
             logger.exception("scoring.batch_failed post_id=%s size=%s; scoring it alone", post_id, len(claimed))
             release_posts(claimed[1:], token)
             if len(claimed) > 1:
-                _kick_quietly()  # the other posts may have had no task of their own (kicks)
+                kick_quietly()  # the other posts may have had no task of their own (kicks)
             del claimed[1:]
             results = _score_alone(post_id=post_id, client=client, started=started)
             done = _scored(results)
@@ -170,7 +139,7 @@ def score_posts_batch(
     wanted = [i for i in dict.fromkeys(post_ids) if i not in done_before]
     if not wanted:
         return [ScoreResult(post_id=i, status="", skipped="done") for i in post_ids]
-    pending = _still_received(wanted)
+    pending = still_received(wanted)
     wanted = [i for i in wanted if i in pending]
     if not wanted:
         return [ScoreResult(post_id=i, status="", skipped="not_pending") for i in post_ids]
@@ -182,7 +151,9 @@ def score_posts_batch(
     try:
         if claimed and len(claimed) < size:
             exclude = set(post_ids)
-            candidates = [i for i in _candidates(claimed[0], size - len(claimed) + len(exclude)) if i not in exclude]
+            candidates = [
+                i for i in fill_candidates(claimed[0], size - len(claimed) + len(exclude)) if i not in exclude
+            ]
             claimed += claim_posts(candidates[: size - len(claimed)], token)
         own = [i for i in claimed if i in pending]
         if claimed:
@@ -190,13 +161,13 @@ def score_posts_batch(
             done = _scored(results)
     finally:
         release_posts(claimed, token, done=done)
-    if busy and _still_received(busy):
+    if busy and still_received(busy):
         raise PostClaimed(f"posts {busy} are being scored by another worker")
     return results
 
 
 def score_waiting_batch(*, batch_size: int | None = None, client: ScoringClient | None = None) -> list[ScoreResult]:
-    """The kicked task (scoring.services.kicks): score the oldest posts waiting in `received`,
+    """The kicked task (scoring.workqueue): score the oldest posts waiting in `received`,
     up to SCORING_BATCH_SIZE of them in one Triton call and one write transaction. When more
     are waiting than this batch takes, the next kick goes out first, so the other worker
     processes drain the rest meanwhile."""
@@ -204,43 +175,18 @@ def score_waiting_batch(*, batch_size: int | None = None, client: ScoringClient 
     size = settings.SCORING_BATCH_SIZE if batch_size is None else batch_size
     kick_taken()  # before the query: a post committed after this kicks on its own
     token = uuid.uuid4().hex
-    claimed, left_over = _claim_waiting(size=size, token=token)
+    claimed, left_over = claim_waiting(size=size, token=token)
     done: list[int] = []
     results: list[ScoreResult] = []
     try:
         if left_over:
-            _kick_quietly()
+            kick_quietly()
         if claimed:
             results, claimed = _score_claimed(claimed=claimed, own=claimed, token=token, client=client, started=started)
             done = _scored(results)
     finally:
         release_posts(claimed, token, done=done)
     return results
-
-
-def _claim_waiting(*, size: int, token: str) -> tuple[list[int], bool]:
-    """Claims on up to `size` waiting posts, oldest first; and whether posts this batch could
-    not take may still be waiting (then the caller kicks the next task).
-
-    A full batch with more seen (or possibly) waiting: left over. Fewer than a full batch: every
-    post seen was tried, and those not claimed are held by other batches (which score them) or
-    poisoned (the sweeper's), so nothing is left over, which is also what stops a chain of kicks
-    over a head of held posts. A head made only of held or poisoned posts (a killed worker's
-    claims until they expire, a run of corrupt posts) must not hold up the posts behind it: the
-    newest waiting posts are taken instead."""
-    candidates, more = _waiting(limit=size)
-    claimed = claim_posts(candidates[:size], token)
-    tried = min(size, len(candidates))
-    if len(claimed) < size and len(candidates) > size:
-        refill = candidates[size:][: size - len(claimed)]
-        claimed += claim_posts(refill, token)
-        tried += len(refill)
-    if not claimed and more:
-        newest, _ = _waiting(limit=size, newest=True)
-        claimed = claim_posts(newest[:size], token)
-        return claimed, len(claimed) == size
-    untried = len(candidates) > tried
-    return claimed, untried or (len(claimed) == size and more)
 
 
 def _score_claimed(
@@ -260,7 +206,7 @@ def _score_claimed(
     fillers = [i for i in claimed if i not in keep]
     if fillers:
         release_posts(fillers, token)
-        _kick_quietly()
+        kick_quietly()
     results: list[ScoreResult] = []
     for post_id in own:
         try:
@@ -278,31 +224,8 @@ def _score_alone(*, post_id: int, client: ScoringClient | None, started: float) 
     except RETRYABLE_ERRORS:
         raise
     except Exception:
-        cache.set(f"{POISON_PREFIX}{post_id}", 1, timeout=settings.SCORING_POISON_TTL_S)
+        mark_poisoned(post_id)
         raise
-
-
-def posts_to_requeue(*, older_than_s: float | None = None) -> list[int]:
-    """Stuck posts not re-enqueued recently: during a long Triton outage the sweeper would
-    otherwise add one more (retrying) message per stuck post every minute."""
-    ids = stuck_post_ids(older_than_s=older_than_s)
-    return [
-        i
-        for i in ids
-        if cache.add(f"{SWEPT_PREFIX}{database_namespace()}:{i}", 1, timeout=settings.SCORING_SWEEP_REQUEUE_TTL_S)
-    ]
-
-
-def stuck_post_ids(*, older_than_s: float | None = None, limit: int = 5000) -> list[int]:
-    """Posts still in `received` after the threshold: their task was lost (broker down at
-    ingest, a worker killed past the broker's redelivery) or is still retrying."""
-    threshold = settings.SCORING_SWEEP_AFTER_S if older_than_s is None else older_than_s
-    cutoff = timezone.now() - timedelta(seconds=threshold)
-    return list(
-        Post.objects.filter(status=PostStatus.RECEIVED, received_at__lt=cutoff)
-        .order_by("received_at")
-        .values_list("id", flat=True)[:limit]
-    )
 
 
 def stuck_webhook_ids(*, older_than_s: float | None = None, limit: int = 1000) -> list[int]:

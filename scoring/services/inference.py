@@ -11,7 +11,7 @@ from typing import Protocol
 
 from django.conf import settings
 
-from scoring import model_repository
+from contracts.triton import ALL_MODELS, latest_version
 from scoring.triton_client import (
     ScoringInput,
     ScoringOutput,
@@ -41,7 +41,7 @@ def expected_versions() -> dict[str, str] | None:
     repository = Path(settings.TRITON_MODEL_REPOSITORY)
     if not repository.is_dir():
         return None
-    found = {m: model_repository.latest_version(m, repository=repository) for m in model_repository.ALL_MODELS}
+    found = {m: latest_version(m, repository=repository) for m in ALL_MODELS}
     return {m: str(v) for m, v in found.items() if v is not None} or None
 
 

@@ -27,7 +27,6 @@ Score key), so even a claim that expired under a slow inline check cannot produc
 from __future__ import annotations
 
 import logging
-import math
 import time
 import uuid
 from collections.abc import Callable
@@ -35,49 +34,13 @@ from collections.abc import Callable
 from moderation.models import Post
 from scoring.features.extract import post_with_features
 from scoring.models import Score
-from scoring.services.claims import claim_post, hold_for_inline, pop_overdue_inline, release_posts
 from scoring.services.inference import ScoringClient, TritonError, get_client_with_timeout
 from scoring.services.scoring import INITIAL_FROM, POST_SCORE_FIELDS, infer, persist, prepare
+from scoring.workqueue import claim_post, hold_token, publish_post, release_posts
 
 logger = logging.getLogger(__name__)
 
 WAIT_POLL_S = 0.005
-# The hold outlives the budget by this much (whole seconds: a Redis TTL), then frees itself.
-INLINE_HOLD_TTL_S = 2
-
-
-def inline_hold(*, post_id: int, budget_ms: float) -> bool:
-    """Reserve a post being ingested for the caller's inline check; call it in the ingest
-    transaction, before the commit. True: held, publish no task (score_inline publishes it
-    when the check does not decide). False: the hold failed (Redis down), publish the task as
-    usual; the inline check then claims or waits like a worker."""
-    ttl_s = math.ceil(max(budget_ms, 0.0) / 1000.0) + INLINE_HOLD_TTL_S
-    try:
-        return hold_for_inline(post_id, _hold_token(post_id), ttl_s=ttl_s, until=time.time() + ttl_s)
-    except Exception:  # the claim store is best effort here; ingest must not fail on it
-        logger.warning("scoring.inline_hold_failed post_id=%s", post_id, exc_info=True)
-        return False
-
-
-def overdue_holds() -> list[int]:
-    """Posts held for an inline check whose web process died before the check ended (their
-    hold has expired, no task was published): the sweeper enqueues them."""
-    return pop_overdue_inline(time.time())
-
-
-def _enqueue(post_id: int) -> None:
-    """The held post's score_post task, now (the check did not decide). Never raises: with
-    the broker down the post stays in `received` for the sweeper, as at ingest."""
-    from scoring import tasks
-
-    try:
-        tasks.score_post.delay(post_id)
-    except Exception:
-        logger.warning("scoring.inline_enqueue_failed post_id=%s", post_id, exc_info=True)
-
-
-def _hold_token(post_id: int) -> str:
-    return f"inline-{post_id}"
 
 
 def _client_for(client: ScoringClient | None, timeout_s: float) -> ScoringClient:
@@ -113,7 +76,7 @@ def score_inline(
         decided = _score_inline(post=post, budget_ms=budget_ms, held=held, client=client)
     finally:
         if held and decided is None:
-            _enqueue(post.pk)
+            publish_post(post.pk)
     return decided
 
 
@@ -123,7 +86,7 @@ def _score_inline(*, post: Post, budget_ms: float, held: bool, client: ScoringCl
     def remaining_s() -> float:
         return budget_ms / 1000.0 - (time.perf_counter() - started)
 
-    token = _hold_token(post.pk) if held else uuid.uuid4().hex
+    token = hold_token(post.pk) if held else uuid.uuid4().hex
     if not held and not claim_post(post.pk, token):
         # A worker took the post's task first and is scoring it: its answer is as fast as ours.
         return _wait_for_worker(post, remaining_s)

@@ -28,8 +28,8 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
 
-from moderation import sql_rows
-from moderation.errors import ApplicationError, NotFound
+from core import sql_rows
+from core.errors import ApplicationError, NotFound
 from moderation.language import UNDETERMINED
 from moderation.models import AuditLog, Post, UnvalidatedLanguageAction
 from scoring.models import Action, DecisionPolicy
@@ -42,7 +42,7 @@ DEFAULT_ESCALATE_THRESHOLD = 0.9
 def policy_active() -> DecisionPolicy:
     """The active policy. When the table is empty (a flushed test database, a fresh install
     that skipped the data migration) version 1 is created with the documented defaults."""
-    # Every scoring transaction reads it: SQL built once (moderation.sql_rows), not a queryset.
+    # Every scoring transaction reads it: SQL built once (core.sql_rows), not a queryset.
     policy = sql_rows.select_first(DecisionPolicy, where="t.is_active")
     if policy is not None:
         return policy

@@ -15,19 +15,18 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from config.metrics import DECISIONS, POSTS_SCORED, SCORING_BATCH_SIZE
-from moderation.models import POST_TRANSITIONS, RESCORABLE_STATUSES, Author, Domain, IpAddress, Post, PostStatus
-from moderation.services.counters import counters_add
-from moderation.services.json_rows import column_fields, insert_rows, recordset, rows_json
+from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
+from core.json_rows import insert_rows
+from core.metrics import DECISIONS, POSTS_SCORED, SCORING_BATCH_SIZE
+from moderation.models import POST_TRANSITIONS, RESCORABLE_STATUSES, Post, PostStatus
 from moderation.services.priority import posts_priority_refresh
-from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
+from moderation.services.score_rows import posts_lock_for_scoring, posts_score_fields_write, spam_counters_add
 from scoring.features.extract import PostFeatures, posts_with_features
 from scoring.models import Action, DecisionPolicy, Score
 from scoring.services.inference import (
@@ -256,7 +255,7 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
     with transaction.atomic():
         policy = policy_active()
         ids = [i.post.id for i in items]
-        fresh = _lock_posts(ids)
+        fresh = posts_lock_for_scoring(post_ids=ids)
         # A post still in `received` has no Score: the one transaction that writes a post's first
         # Score also moves it out of `received`, and the row lock above orders us after it. So
         # only a re-score needs to look (the unique key on Score stays the backstop).
@@ -318,10 +317,10 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
             if r.post_id in by_post:
                 r.score = by_post[r.post_id]
                 r.score_id = r.score.pk
-        _posts_update(changed)
+        posts_score_fields_write(posts=changed, fields=POST_SCORE_FIELDS)
         # The queue's priority follows the new score: one UPDATE for the batch.
         posts_priority_refresh(post_ids=[p.id for p in changed if p.status == PostStatus.QUEUED])
-        _bump_spam_counters(removed_now)
+        spam_counters_add(posts=removed_now)
         webhooks_enqueue_for_posts(p for p in changed if p.id in by_post)
     # One INFO line per batch; the per-post line is DEBUG: formatting and writing 32 lines per
     # batch was 4 % of the worker's CPU (py-spy), for a trail the Score rows keep anyway.
@@ -350,64 +349,3 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
                 r.final_score or 0.0,
             )
     return results
-
-
-def _lock_posts(ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-    """id -> {id, status, report_count} of the posts, row-locked in id order (no deadlock
-    between overlapping batches). Plain SQL: the ORM compiling this select_for_update().values()
-    on every scoring transaction cost more than running it (?wait_ms path, cProfile)."""
-    if not ids:
-        return {}
-    qn = connection.ops.quote_name
-    table = qn(Post._meta.db_table)
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    # Identifiers come from model metadata and every value is a parameter: no injection.
-    sql = (
-        f"SELECT id, status, report_count FROM {table} "  # noqa: S608
-        f"WHERE id IN ({', '.join(['%s'] * len(ids))}) ORDER BY id{lock}"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, list(ids))
-        return {pk: {"id": pk, "status": status, "report_count": reports} for pk, status, reports in cursor.fetchall()}
-
-
-def _posts_update(posts: Sequence[Post]) -> None:
-    """Write POST_SCORE_FIELDS of `posts` in one statement. On PostgreSQL plain SQL, UPDATE ...
-    FROM (VALUES ...): bulk_update's CASE WHEN per row and field cost more Python time than
-    the rest of the write transaction (py-spy, benchmarks/e2e_pipeline.py --mode backlog)."""
-    if not posts:
-        return
-    if connection.vendor != "postgresql":
-        Post.objects.bulk_update(posts, POST_SCORE_FIELDS)
-        return
-    qn = connection.ops.quote_name
-    fields = column_fields(Post, ["id", *POST_SCORE_FIELDS])
-    columns = [qn(str(f.column)) for f in fields]
-    sets = ", ".join(f"{c} = v.{c}" for c in columns[1:])
-    table = qn(Post._meta.db_table)
-    # The rows are one JSON parameter typed by the recordset (moderation.services.json_rows):
-    # a fixed statement text, not one placeholder per value. The rows are locked already
-    # (persist's SELECT ... FOR UPDATE in id order), so the join order does not matter.
-    # Identifiers come from model metadata and the rows are one parameter: no injection.
-    sql = (
-        f"UPDATE {table} SET {sets} FROM {recordset(fields, alias='v')} "  # noqa: S608
-        f"WHERE {table}.{columns[0]} = v.{columns[0]}"
-    )
-    try:
-        param = rows_json(posts, fields, add=False)
-    except ValueError:  # a NaN score: JSON has none, the ORM's parameters carry it
-        Post.objects.bulk_update(posts, POST_SCORE_FIELDS)
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [param])
-
-
-def _bump_spam_counters(posts: Sequence[Post]) -> None:
-    """This service's own spam counters (features user_spam_rate, domain/ip spam rate), in
-    the scoring transaction. Three UPDATEs at most whatever the batch size."""
-    # One plain-SQL UPDATE each (the ORM's Case/When per row was 7 % of the worker's time).
-    domains = Counter(p.link.domain_id for p in posts if p.link is not None)
-    counters_add(model=Author, increments=Counter(p.author_id for p in posts), counter="spam_count")
-    counters_add(model=Domain, increments=domains, counter="spam_count")
-    ips = Counter(p.ip_id for p in posts if p.ip_id is not None)
-    counters_add(model=IpAddress, increments=ips, counter="spam_count")

@@ -18,7 +18,7 @@ hid a post on the moderator's word shows it again.
 Delivery never blocks scoring: rows are written in the scoring transaction, the HTTP POST
 happens in the deliver_webhook task after commit, with short timeouts and backoff.
 
-Every attempt checks the callback URL again (config.webhook_targets: https, public addresses
+Every attempt checks the callback URL again (core.webhook_targets: https, public addresses
 only) and connects to the very address it checked, so a DNS answer that changed since (DNS
 rebinding) cannot aim the worker at an internal service. A source without a webhook secret
 is never sent to: an empty key would sign with nothing. Only the status code is kept from the
@@ -40,8 +40,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from config.metrics import WEBHOOK_FAILURES
-from config.webhook_targets import UnsafeWebhookTarget, WebhookTarget, webhook_target
+from core.metrics import WEBHOOK_FAILURES
+from core.tasks import task_named
+from core.webhook_targets import UnsafeWebhookTarget, WebhookTarget, webhook_target
 from moderation.models import BulkAction, Decision, Post, PostStatus
 from scoring.models import WebhookDelivery
 
@@ -194,12 +195,11 @@ def webhook_enqueue_for_decision(post: Post, *, decision: Decision | None = None
 def _deliver_on_commit(delivery_ids: list[int]) -> None:
     if not delivery_ids:
         return
-    from scoring.tasks import deliver_webhook
 
     def send() -> None:
         for delivery_id in delivery_ids:
             try:
-                deliver_webhook.delay(delivery_id)
+                task_named("scoring.deliver_webhook").delay(delivery_id)
             except Exception:  # broker down: the row stays pending; the sweeper re-sends
                 logger.warning("scoring.webhook_enqueue_failed delivery_id=%s", delivery_id, exc_info=True)
 

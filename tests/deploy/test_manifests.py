@@ -194,7 +194,7 @@ def test_runtime_requirements_are_a_subset_of_the_lock():
 
 
 def test_grafana_dashboard_reads_metrics_that_exist():
-    from config import metrics
+    from core import metrics
 
     dashboard = json.loads((ROOT / "deploy" / "grafana" / "moderation.json").read_text())
     exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]

@@ -26,8 +26,8 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Count
 
+from modelops import triton_server as server_control
 from moderation.models import Post, PostStatus
-from scoring import triton_server as server_control
 from scoring.models import Score
 from scoring.tasks import sweep_stuck_posts
 from tests.factories import create_api_key
@@ -201,7 +201,7 @@ def test_redis_killed_and_restarted(api, on_private_redis: PrivateRedis, start_w
 def test_redis_hung_and_resumed(api, on_private_redis: PrivateRedis, start_worker, caplog):
     """Redis stops answering (SIGSTOP) during a sustained ingest, then resumes. Commands that
     timed out on the client side may still run once it resumes (a claim, a published message):
-    scoring must stay exactly-once through that. The circuit breakers (config.redis_breaker,
+    scoring must stay exactly-once through that. The circuit breakers (core.redis_breaker,
     ingest's publish breaker) keep each request from waiting out a timeout per Redis call."""
     redis_server = on_private_redis
     env = {"CELERY_BROKER_URL": f"{redis_server.url}/1", "CACHE_URL": f"{redis_server.url}/0"}

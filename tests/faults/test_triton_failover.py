@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from scoring import triton_server as server_control
+from modelops import triton_server as server_control
 from tests.faults.test_faults import assert_scored_exactly_once, in_process_load, shm_files_of_group, wait_all_scored
 from tests.fixtures.metrics import samples, total
 from tests.fixtures.triton import free_ports, start_tiny_triton

@@ -110,7 +110,7 @@ def test_throttle_still_limits_when_redis_is_up(api: ApiCaller, settings: Any):
 
 @pytest.mark.django_db
 def test_a_hung_cache_costs_the_api_one_timeout_not_one_per_call(api: ApiCaller, settings: Any, caplog: Any):
-    """The cache Redis accepts connections and never answers (config.redis_breaker). Each request
+    """The cache Redis accepts connections and never answers (core.redis_breaker). Each request
     makes three cache calls (API key, throttle, scoring kick), each with its own fallback: every
     post is stored and answered 201, and only the first call waits its socket timeout; the
     others fail at once while the circuit is open (without the breaker: a timeout per call,

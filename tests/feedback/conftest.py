@@ -12,9 +12,9 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
+from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from moderation.models import Author, Decision, Post, Source
 from moderation.signals import decision_recorded
-from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from scoring.models import Score
 
 _seq = itertools.count(1)

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db
 
 def test_feedback_cycle_smoke(tmp_path, settings):
     """The cycle command end to end on a small sample (bootstrap bundle built from tiny trees)."""
-    from scoring.ml.tiny import cached_tiny_artifacts
+    from modelops.tiny import cached_tiny_artifacts
 
     artifacts = cached_tiny_artifacts()
     out = tmp_path / "report.json"

@@ -10,10 +10,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from core.errors import ApplicationError
 from feedback.models import DatasetVersion, LabelledExample
 from feedback.services import import_rows
 from feedback.services.datasets import dataset_import
-from moderation.errors import ApplicationError
 
 pytestmark = pytest.mark.django_db
 

@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 from django.db import IntegrityError, transaction
 
+from core.errors import ApplicationError
 from feedback.models import DatasetVersion, ImmutableRowError, LabelledExample
 from feedback.services.datasets import (
     dataset_file,
@@ -17,7 +18,6 @@ from feedback.services.datasets import (
     dataset_verify,
     split_for,
 )
-from moderation.errors import ApplicationError
 from tests.feedback.conftest import decide, make_post
 
 pytestmark = pytest.mark.django_db

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
+from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from feedback.models import EvaluationSuite, ModelVersion, RunStatus, SuiteKind, TrainingData, TrainingRun
 from feedback.services.datasets import dataset_import
 from feedback.services.promotion import GateHeld, promote_if_better, promote_run, registry_sync
 from feedback.services.suites import suite_rows
 from feedback.services.training import training_run_execute
 from moderation.models import AuditLog
-from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 
 pytestmark = pytest.mark.django_db
 
@@ -59,8 +59,8 @@ def _import(domain: str, admin: Any, *, rows: int = 360, seed: int = 0) -> Any:
 
 @pytest.fixture
 def repository(settings: Any, tmp_path: Path, monkeypatch: Any) -> Path:
-    from scoring.ml.tiny import cached_tiny_artifacts
-    from scoring.model_repository import publish
+    from modelops.model_repository import publish
+    from modelops.tiny import cached_tiny_artifacts
 
     repo = tmp_path / "repository"
     repo.mkdir()

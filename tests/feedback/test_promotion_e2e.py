@@ -153,7 +153,7 @@ def test_text_retrain_promote_and_score(served, source, moderator, admin_user, s
     served text model on the same texts, promote, and score with the new text version."""
     import random
 
-    from scoring.ml.text.tiny import build_tiny_checkpoint
+    from modelops.text.tiny import build_tiny_checkpoint
     from tests.feedback.conftest import decide
 
     settings.FEEDBACK_TEXT_BASE = str(build_tiny_checkpoint(tmp_path / "base"))

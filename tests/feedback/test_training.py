@@ -5,10 +5,10 @@ import random
 import pytest
 from django.core.exceptions import PermissionDenied
 
+from core.errors import Conflict
 from feedback.models import RunStatus, TrainingRun
 from feedback.services.datasets import dataset_snapshot
 from feedback.services.training import training_run_execute, training_run_start
-from moderation.errors import Conflict
 from tests.feedback.conftest import decide, make_post
 
 pytestmark = pytest.mark.django_db

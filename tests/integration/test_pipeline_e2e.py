@@ -11,8 +11,8 @@ import pytest
 from django.db.models import Count
 from rest_framework.test import APIClient
 
+from modelops import triton_server as server_control
 from moderation.models import Post, PostStatus
-from scoring import triton_server as server_control
 from scoring.models import Action, Score, WebhookDelivery
 from scoring.services.policy import policy_active, policy_decide
 from scoring.services.webhooks import SIGNATURE_HEADER, verify_signature

@@ -9,8 +9,8 @@ from django.contrib import admin
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from moderation.api.authentication import hash_key
 from moderation.models import ApiKey, AuditLog, Decision
+from moderation.services.api_keys import hash_key
 from tests.factories import (
     AuditLogFactory,
     DecisionFactory,

@@ -11,8 +11,8 @@ from collections.abc import Callable
 import pytest
 from django.db import connection, connections, transaction
 
+from core.counters import counters_add, upsert_counting
 from moderation.models import Author
-from moderation.services.counters import counters_add, upsert_counting
 from tests.factories import SourceFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from moderation.errors import Conflict, Forbidden
+from core.errors import Conflict, Forbidden
 from moderation.models import AuditLog, Decision, PostStatus, ReasonCode, ReporterRecord
 from moderation.services.bulk import bulk_decide
 from moderation.services.decisions import decision_record, decision_undo, key_reason, post_version

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from moderation.errors import ApplicationError, Conflict, InvalidTransition
+from core.errors import ApplicationError, Conflict, InvalidTransition
 from moderation.models import AuditLog, Decision, ListStatus, PostStatus
 from moderation.selectors.queue import QueueFilters, queue_queryset
 from moderation.services.bulk import Cluster, bulk_decide, bulk_undo, cluster_preview_count

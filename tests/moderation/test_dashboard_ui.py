@@ -8,10 +8,10 @@ import re
 import pytest
 from django.urls import reverse
 
+from contracts.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES, feature_display_name
 from moderation.models import Label
 from moderation.templatetags.dashboard import model_label, score_band
 from moderation.text_safety import bidi_controls_visible, mixed_script_words, spoofing_warnings
-from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES, feature_display_name
 from scoring.models import DecisionPolicy
 from tests.moderation.dashboard_factories import AuthorFactory, PostFactory, ScoreFactory
 from tests.moderation.dashboard_fixtures import *  # noqa: F403

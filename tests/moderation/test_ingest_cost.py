@@ -66,7 +66,7 @@ def test_batch_query_count_does_not_grow_with_the_batch(api: ApiCaller, size, dj
     # Everything new: SELECT posts, BEGIN, lock + upsert authors, SELECT domains, INSERT
     # domains, SELECT domains, lock + upsert links, domain counts, lock + upsert IPs, INSERT
     # posts, COMMIT. The three locks take the existing rows in primary-key order before a
-    # multi-row upsert (moderation.services.counters: no deadlock with the scoring worker).
+    # multi-row upsert (core.counters: no deadlock with the scoring worker).
     with django_assert_num_queries(14):
         response = api.post("/api/v1/posts/batch", {"posts": [_fresh(i) for i in range(size)]})
     assert response.json()["created"] == size

@@ -10,10 +10,9 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from moderation.api.authentication import hash_key
 from moderation.links import link_get_or_create
 from moderation.models import ALL_SCOPES, ApiKey, AuditLog, Author, BlockKind, Domain, IpAddress, Link, ListStatus, Post
-from moderation.services.api_keys import api_key_create, api_key_revoke
+from moderation.services.api_keys import api_key_create, api_key_revoke, hash_key
 from moderation.services.authors import author_upsert
 from moderation.services.blocklists import domain_block, domain_unblock, ip_block, source_block_add, source_block_remove
 from moderation.services.ingest import post_ingest, posts_ingest_batch
@@ -160,7 +159,7 @@ def test_after_a_failed_publish_ingest_does_not_wait_on_the_broker_for_a_while(
     failure this process skips publishing for BROKER_PUBLISH_BREAKER_S (logged): the posts are
     stored and wait in `received` for the sweeper, as a failed publish leaves them. Then it
     tries again."""
-    from config import redis_breaker
+    from core import redis_breaker
 
     settings.BROKER_PUBLISH_BREAKER_S = 60
     source = SourceFactory()
@@ -216,7 +215,7 @@ def test_report_create_is_idempotent_and_bumps_counters(django_capture_on_commit
 
 def test_report_for_another_sources_post_is_not_found():
     post_ingest(source=SourceFactory(), payload=payload())
-    from moderation.errors import NotFound
+    from core.errors import NotFound
 
     with pytest.raises(NotFound):
         report_create(source=SourceFactory(), post_external_id="p-1", reporter_id="r", reason="spam")
@@ -243,7 +242,7 @@ def test_a_source_block_is_scoped_and_audited_with_the_source():
     assert entry.actor is None and entry.after["via"] == f"api:{source.slug}"
     assert (entry.action, entry.target_type, entry.target_id) == ("ip.source_block", "sourceblock", str(block.pk))
     source_block_remove(source=source, kind=BlockKind.IP, value="203.0.113.9")
-    from moderation.errors import NotFound
+    from core.errors import NotFound
 
     with pytest.raises(NotFound):
         source_block_remove(source=source, kind=BlockKind.IP, value="203.0.113.9")

@@ -1,4 +1,4 @@
-"""Rows sent as one JSON parameter (moderation.services.json_rows) store exactly what the ORM
+"""Rows sent as one JSON parameter (core.json_rows) store exactly what the ORM
 stores, in the order sent, and fall back to bulk_create for what JSON cannot carry."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from django.db import connection, models
 from django.test.utils import CaptureQueriesContext
 
+from core.json_rows import insert_rows, rows_json
 from moderation.models import Post
-from moderation.services.json_rows import insert_rows, rows_json
 from scoring.models import Action, Score
 from tests.factories import AuthorFactory, PostFactory
 
@@ -64,7 +64,7 @@ def test_json_rows_text_is_the_standard_encoders():
     non-finite number nested in a JSON column as the standard encoder does."""
     import json
 
-    from moderation.services.json_rows import column_fields, rows_json
+    from core.json_rows import column_fields, rows_json
 
     post = PostFactory()
     fields = column_fields(Score)
@@ -101,7 +101,7 @@ def _as_json_values(payload: list[dict]) -> list[dict]:
 
     import orjson
 
-    from moderation.services.json_rows import _default
+    from core.json_rows import _default
 
     return json.loads(orjson.dumps(payload, default=_default, option=orjson.OPT_NON_STR_KEYS))
 
@@ -116,8 +116,8 @@ def test_the_per_field_shortcut_sends_what_the_fields_would(monkeypatch) -> None
 
     from django.utils.functional import lazy
 
+    from core.json_rows import column_fields, rows_json
     from moderation.models import Author, IpAddress
-    from moderation.services.json_rows import column_fields, rows_json
 
     fixed = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
     monkeypatch.setattr("django.utils.timezone.now", lambda: fixed)
@@ -157,8 +157,8 @@ def test_the_per_field_shortcut_sends_what_the_fields_would(monkeypatch) -> None
 
 
 def test_plain_types_are_only_those_the_field_would_return_unchanged() -> None:
+    from core.json_rows import _plain_type
     from moderation.models import Author, IpAddress
-    from moderation.services.json_rows import _plain_type
 
     def plain(model: type[models.Model], name: str) -> type | None:
         field = model._meta.get_field(name)

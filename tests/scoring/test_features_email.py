@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from scoring.feature_schema import BEHAVIOUR_FEATURES
+from contracts.feature_schema import BEHAVIOUR_FEATURES
 from scoring.features.email import EMAIL_FEATURES, email_domain, email_features, is_disposable_email, is_free_provider
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring.feature_schema import BEHAVIOUR_FEATURES
+from contracts.feature_schema import BEHAVIOUR_FEATURES
 from scoring.features.journey import JOURNEY_FEATURES, JourneyError, journey_bot_patterns, journey_features
 
 T0 = datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)

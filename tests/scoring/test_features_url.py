@@ -4,17 +4,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring.feature_schema import LINK_FEATURES
-from scoring.features.url import (
-    LEXICAL_LINK_FEATURES,
-    InvalidUrl,
-    is_shortener,
-    normalize_url,
-    path_tokens,
-    registrable_domain,
-    url_lexical_features,
-    url_parts,
-)
+from contracts.feature_schema import LINK_FEATURES
+from core.urls import InvalidUrl, normalize_url, registrable_domain, url_parts
+from scoring.features.url import LEXICAL_LINK_FEATURES, is_shortener, path_tokens, url_lexical_features
 
 
 @pytest.mark.parametrize(
@@ -161,7 +153,7 @@ def test_no_network_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setattr(socket.socket, "connect", refuse)
-    from scoring.features import url as url_module
+    from core import urls as url_module
 
     url_module._extractor.cache_clear()
     assert registrable_domain("https://a.example.com.au/") == "example.com.au"

@@ -8,10 +8,10 @@ from django.utils import timezone
 
 from moderation.models import Post, PostStatus
 from scoring.models import Score
-from scoring.services.batching import PostClaimed, score_post_batch, score_posts_batch, stuck_post_ids
-from scoring.services.claims import claim_key, claim_post, claim_posts, done_key, posts_done, release_posts
+from scoring.services.batching import PostClaimed, score_post_batch, score_posts_batch
 from scoring.services.inference import TritonUnavailable
 from scoring.services.inline import score_inline
+from scoring.workqueue import claim_key, claim_post, claim_posts, done_key, posts_done, release_posts, stuck_post_ids
 from tests.scoring.pipeline_support import FakeClient, break_scoring_of, down_client, make_post
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clean_cache")]
@@ -259,7 +259,7 @@ def test_a_post_that_breaks_its_batch_does_not_block_the_others(monkeypatch):
 
 
 def test_the_sweeper_requeues_a_stuck_post_once_per_ttl():
-    from scoring.services.batching import posts_to_requeue
+    from scoring.workqueue import posts_to_requeue
 
     stuck = make_post(text="hi", received_at=timezone.now() - timedelta(minutes=10))
     assert posts_to_requeue(older_than_s=300) == [stuck.id]

@@ -5,9 +5,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from moderation.models import BlockKind, Report
 from moderation.services.blocklists import source_block_add
-from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from scoring.features.extract import (
     PostFeatures,
     SourceBlockHits,

@@ -17,8 +17,8 @@ from moderation.services.ingest import post_ingest
 from scoring import tasks
 from scoring.models import Score
 from scoring.services.batching import PostClaimed, score_post_batch
-from scoring.services.claims import claim_key, pending_key, posts_done
-from scoring.services.inline import overdue_holds, score_inline
+from scoring.services.inline import score_inline
+from scoring.workqueue import claim_key, overdue_holds, pending_key, posts_done
 from tests.scoring.pipeline_support import FakeClient, down_client, make_source
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clean_cache")]
@@ -141,7 +141,7 @@ def test_a_hold_whose_web_process_died_is_enqueued_by_the_sweeper_once_it_expire
     assert tasks.sweep_stuck_posts() == 0
     # ... once the hold is over it enqueues the post, once.
     later = time.time() + ttl + 1
-    monkeypatch.setattr("scoring.services.inline.time", types.SimpleNamespace(time=lambda: later))
+    monkeypatch.setattr("scoring.workqueue.time", types.SimpleNamespace(time=lambda: later))
     assert tasks.sweep_stuck_posts() == 1
     assert published == [("delay", (post.pk,), 0.0)]
     assert tasks.sweep_stuck_posts() == 0 and _pending() == []

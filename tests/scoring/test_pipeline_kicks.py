@@ -1,4 +1,4 @@
-"""Kicks (scoring.services.kicks): one-post-per-request ingest publishes a score_waiting
+"""Kicks (scoring.workqueue): one-post-per-request ingest publishes a score_waiting
 message only when none is pending, and the kicked task scores the oldest waiting posts, kicking
 the next one when more are waiting than a batch takes."""
 
@@ -8,12 +8,11 @@ import pytest
 from django.core.cache import cache
 
 from moderation.models import Post, PostStatus
-from scoring import tasks
+from scoring import tasks, workqueue
 from scoring.models import Score
-from scoring.services import kicks
-from scoring.services.batching import POISON_PREFIX, score_posts_batch, score_waiting_batch
-from scoring.services.claims import claim_post
+from scoring.services.batching import score_posts_batch, score_waiting_batch
 from scoring.services.inference import TritonUnavailable
+from scoring.workqueue import POISON_PREFIX, claim_post
 from tests.scoring.pipeline_support import FakeClient, break_scoring_of, down_client, make_post
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clean_cache")]
@@ -28,11 +27,11 @@ def published(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_a_kick_is_published_once_until_its_task_takes_it(published):
-    assert kicks.score_kick() is True
-    assert kicks.score_kick() is False  # pending: the coming task will see these posts
+    assert workqueue.score_kick() is True
+    assert workqueue.score_kick() is False  # pending: the coming task will see these posts
     assert published == ["kick"]
-    kicks.kick_taken()
-    assert kicks.score_kick() is True
+    workqueue.kick_taken()
+    assert workqueue.score_kick() is True
     assert published == ["kick", "kick"]
 
 
@@ -42,22 +41,22 @@ def test_a_failed_publish_takes_the_mark_back(monkeypatch):
 
     monkeypatch.setattr(tasks.score_waiting, "delay", broker_down)
     with pytest.raises(ConnectionError):
-        kicks.score_kick()
-    assert cache.get(kicks.kick_key()) is None  # so the next post tries again at once
+        workqueue.score_kick()
+    assert cache.get(workqueue.kick_key()) is None  # so the next post tries again at once
 
 
 def test_the_kicked_task_clears_the_mark_before_it_looks(published):
     """The ordering that makes a skipped publish safe: a post that saw the mark committed
     before the task's query, so the task scores it; a post after the task kicks again."""
     first = make_post(text="hi")
-    assert kicks.score_kick() is True
+    assert workqueue.score_kick() is True
     covered = make_post(text="hi")  # ingested while the kick is pending: publishes nothing
-    assert kicks.score_kick() is False
+    assert workqueue.score_kick() is False
     client = FakeClient()
     results = score_waiting_batch(client=client)
     assert {r.post_id for r in results} == {first.id, covered.id}
     assert not Post.objects.filter(status=PostStatus.RECEIVED).exists()
-    assert kicks.score_kick() is True  # the mark went with the task
+    assert workqueue.score_kick() is True  # the mark went with the task
     assert published == ["kick", "kick"]
 
 
@@ -67,11 +66,11 @@ def test_the_kicked_task_takes_the_oldest_and_kicks_again_when_more_wait(publish
     first = score_waiting_batch(batch_size=3, client=client)
     assert {r.post_id for r in first} == {p.id for p in posts[:3]}
     assert published == ["kick"]  # four more were waiting
-    kicks.kick_taken()
+    workqueue.kick_taken()
     second = score_waiting_batch(batch_size=3, client=client)
     assert {r.post_id for r in second} == {p.id for p in posts[3:6]}
     assert published == ["kick", "kick"]  # the query was full again: one may be left
-    kicks.kick_taken()
+    workqueue.kick_taken()
     third = score_waiting_batch(batch_size=3, client=client)
     assert {r.post_id for r in third} == {posts[6].id}
     assert published == ["kick", "kick"]  # nothing left: no more kicks
@@ -133,10 +132,10 @@ def test_a_head_of_held_posts_does_not_hold_up_the_posts_behind_it(published):
     first = score_waiting_batch(batch_size=3, client=client)
     assert {r.post_id for r in first} == {p.id for p in behind[1:]}  # the newest three
     assert published == ["kick"]  # a full batch from the newest end: more may wait
-    kicks.kick_taken()
+    workqueue.kick_taken()
     second = score_waiting_batch(batch_size=3, client=client)
     assert [r.post_id for r in second] == [behind[0].id]
     assert published == ["kick"]
-    kicks.kick_taken()
+    workqueue.kick_taken()
     assert score_waiting_batch(batch_size=3, client=client) == []
     assert published == ["kick"]  # only the held head is left: no kick chain

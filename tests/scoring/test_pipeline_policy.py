@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 
-from moderation.errors import ApplicationError
+from core.errors import ApplicationError
 from moderation.models import AuditLog
 from scoring.models import Action, DecisionPolicy
 from scoring.services.policy import policy_active, policy_create_version, policy_decide

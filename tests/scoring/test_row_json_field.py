@@ -89,7 +89,7 @@ def test_json_columns_read_back_the_same_values_on_every_path() -> None:
     """The worker's insert (json_to_recordset), a model save, a queryset and .values() all give
     the written values back; JSON top-level strings that look like numbers stay strings, which
     needs json to come from psycopg as text, decoded once by the field (moderation.receivers)."""
-    from moderation.services.json_rows import insert_rows
+    from core.json_rows import insert_rows
 
     posts = PostFactory.create_batch(2)
     worker_row, saved_row = _scores(posts)

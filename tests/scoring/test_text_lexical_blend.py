@@ -1,5 +1,5 @@
 """The served text score blends the transformer with the lexical model saved beside it
-(scoring.ml.text.baseline): offline evaluation and the Triton pipeline compute the same number,
+(modelops.text.baseline): offline evaluation and the Triton pipeline compute the same number,
 and a text model without a lexical model scores as the transformer alone."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
-from scoring.ml.text.baseline import LEXICAL_FILE, blend, load_lexical, save_lexical, train_baseline
-from scoring.ml.text.data import load_sms_splits
-from scoring.ml.text.inference import OnnxTextClassifier, softmax_spam
-from scoring.ml.tiny import cached_tiny_artifacts
-from scoring.model_repository import Artifacts
+from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
+from modelops.text.baseline import LEXICAL_FILE, blend, load_lexical, save_lexical, train_baseline
+from modelops.text.data import load_sms_splits
+from modelops.text.inference import OnnxTextClassifier, softmax_spam
+from modelops.tiny import cached_tiny_artifacts
+from modelops.model_repository import Artifacts
 from scoring.triton_client import ScoringInput
 from tests.fixtures.triton import TritonTestServer, start_tiny_triton
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from scoring import model_repository
-from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
-from scoring.ml.tiny import cached_tiny_artifacts
+from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
+from modelops import model_repository
+from modelops.tiny import cached_tiny_artifacts
 from scoring.triton_client import ScoringInput
 from tests.fixtures.triton import TritonTestServer, start_tiny_triton
 

@@ -1,5 +1,5 @@
 """Long texts: a text longer than max_length tokens is scored on windows from its head to its
-tail, taking the maximum (scoring.ml.text.inference.text_windows, and its copy in
+tail, taking the maximum (modelops.text.inference.text_windows, and its copy in
 triton_repository/spam_pipeline/model.py). A text that fits is scored exactly as before."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from scoring import model_repository
-from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
-from scoring.ml.text.inference import OnnxTextClassifier, text_windows
+from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
+from modelops.text.inference import OnnxTextClassifier, text_windows
 from scoring.triton_client import ScoringInput
 
 CLS, SEP = 101, 102

@@ -1,6 +1,6 @@
 """config.pbtxt is the contract: parse every config of both profiles with Triton's own
 ModelConfig protobuf and check it against the exported ONNX model, the model.py files, the
-client's constants and scoring/feature_schema.py."""
+client's constants and contracts/feature_schema.py."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from scoring import model_repository, triton_client
-from scoring.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
-from scoring.ml import gpu_profile, triton_configs
-from scoring.ml.tiny import cached_tiny_artifacts
-from scoring.triton_server import MODEL_NAMES
+from contracts.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
+from modelops import gpu_profile, model_repository, triton_configs
+from modelops.tiny import cached_tiny_artifacts
+from modelops.triton_server import MODEL_NAMES
+from scoring import triton_client
 
 CPU_REPO = model_repository.SOURCE_REPOSITORY
 ONNX_TO_TRITON = {onnx.TensorProto.INT64: "TYPE_INT64", onnx.TensorProto.FLOAT: "TYPE_FP32"}
@@ -162,7 +162,10 @@ def test_model_sources_do_not_import_the_project():
                 imported |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module:
                 imported.add(node.module.split(".")[0])
-        assert not imported & {"django", "scoring", "moderation", "feedback", "config"}, (name, imported)
+        assert not imported & {"django", "scoring", "modelops", "contracts", "moderation", "feedback", "config"}, (
+            name,
+            imported,
+        )
 
 
 def test_gpu_engine_shapes_match_the_gpu_config():
@@ -190,8 +193,8 @@ def test_token_cap_matches_settings(settings):
 def test_configs_match_the_trainers_export_constants(profile):
     """The text exporter's tensor names and the tabular artifact names are what the
     repository serves and what publish looks for."""
-    from scoring.ml.tabular.artifacts import MODEL_FILES
-    from scoring.ml.text.inference import INPUT_NAMES, OUTPUT_NAME, SPAM_INDEX
+    from modelops.tabular.artifacts import MODEL_FILES
+    from modelops.text.inference import INPUT_NAMES, OUTPUT_NAME, SPAM_INDEX
 
     cfg = _configs(profile)["text_classifier"]
     assert tuple(t.name for t in cfg.input) == INPUT_NAMES

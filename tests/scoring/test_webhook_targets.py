@@ -1,4 +1,4 @@
-"""Where webhooks may go (config.webhook_targets): checked when a callback URL is saved and
+"""Where webhooks may go (core.webhook_targets): checked when a callback URL is saved and
 again at delivery, the connection pinned to the checked address (no DNS rebinding), TLS
 verified against the URL's host, a secret required, and no receiver body kept."""
 
@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
-from config.webhook_targets import UnsafeWebhookTarget, webhook_target
+from core.webhook_targets import UnsafeWebhookTarget, webhook_target
 from moderation.models import PostStatus, Source
 from scoring.models import WebhookDelivery
 from scoring.services.webhooks import WebhookDeliveryFailed, webhook_deliver, webhook_enqueue_for_decision

@@ -1,7 +1,7 @@
 """Triton python backend (BLS): the one entry point the application calls.
 
 One request row = TEXT, PREVIEW_TEXT (empty = the platform sent no link preview),
-LINK_FEATURES and BEHAVIOUR_FEATURES (vectors in scoring/feature_schema.py order). It returns
+LINK_FEATURES and BEHAVIOUR_FEATURES (vectors in contracts/feature_schema.py order). It returns
 every sub-score, the fused score, the per-feature contributions of the three tree models
 (feature order of the schema, then the bias) and the version of every model that produced
 them (MODEL_VERSIONS, a JSON object per row).
@@ -9,7 +9,7 @@ them (MODEL_VERSIONS, a JSON object per row).
 What runs where: the text model (DistilBERT) is the one sub-model called over BLS
 (text_classifier, its own instances and dynamic batcher; a TensorRT plan in the GPU profile).
 The tokenizer and the three XGBoost models run inside this process, from copies bundled into
-this model's version folder at publish time (scoring/model_repository.py):
+this model's version folder at publish time (modelops/model_repository.py):
 
     <n>/bundle.json              {"tokenizer": 7, "link_model": 3, ...}: the versions copied
     <n>/tokenizer/               tokenizer.json + serving.json of that tokenizer version
@@ -47,7 +47,7 @@ the chunk falls back to the unpinned classifier without caching. TEXT_CACHE_SIZE
 parameter, entries per instance; 0 = off).
 
 Text score = the transformer blended with the lexical model bundled beside the tokenizer
-(BundledLexical; scoring/ml/text/baseline.py says why), when the published text model has one.
+(BundledLexical; modelops/text/baseline.py says why), when the published text model has one.
 
 Long texts: a text longer than max_length tokens (TEXT_MAX_LENGTH, 128) is scored on up to
 max_windows inputs spread from its head to its tail, taking the maximum (text_windows; the
@@ -121,7 +121,7 @@ def text_windows(ids, max_length, max_windows):
     covers the text), each wrapped in the text's own first and last special tokens; the text
     scores the maximum of its windows. max_windows 1: the head only (plain truncation).
 
-    The same function as scoring/ml/text/inference.py's text_windows (this process cannot
+    The same function as modelops/text/inference.py's text_windows (this process cannot
     import the project); tests/scoring/test_text_windows.py holds the two to each other."""
     if len(ids) <= max_length:
         return [list(ids)]
@@ -181,10 +181,10 @@ class BundledTokenizer:
 
 
 class BundledLexical:
-    """The text model's lexical half (scoring/ml/text/baseline.py: TF-IDF + logistic
+    """The text model's lexical half (modelops/text/baseline.py: TF-IDF + logistic
     regression, lexical.joblib beside the tokenizer), blended into the text score:
     (1 - weight) x transformer + weight x lexical spam probability, as
-    scoring.ml.text.baseline.blend computes it offline. Absent file or weight 0: no blend.
+    modelops.text.baseline.blend computes it offline. Absent file or weight 0: no blend.
 
     Scored here without the pipeline's predict_proba: its per-call overhead (input checks,
     building a sparse matrix) was 0.45 ms of CPU for one text, 30 times the arithmetic. The

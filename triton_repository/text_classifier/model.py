@@ -42,7 +42,7 @@ class TritonPythonModel:
         options.add_session_config_entry("session.intra_op.allow_spinning", spinning)
         options.add_session_config_entry("session.inter_op.allow_spinning", spinning)
         # Graph fusions left off (";"-separated ORT optimizer names), the same list the
-        # offline evaluation uses (scoring/ml/text/inference.py DISABLED_OPTIMIZERS): onnxruntime's
+        # offline evaluation uses (modelops/text/inference.py DISABLED_OPTIMIZERS): onnxruntime's
         # fused SkipLayerNormalization is slower on CPU than Add + LayerNormalization.
         disabled = _param(config, "DISABLED_OPTIMIZERS", "")
         if disabled:

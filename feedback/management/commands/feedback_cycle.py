@@ -3,7 +3,7 @@ retrain (tabular) -> candidate vs production on the same held-out split [-> prom
 
     python manage.py feedback_cycle --bootstrap-dir var/models/tabular/current --labels 600
 
-Production is the bootstrap tabular bundle (scoring.ml.tabular, synthetic context on the SMS
+Production is the bootstrap tabular bundle (modelops.tabular, synthetic context on the SMS
 texts), published into --repository if it holds no tree model yet. The dataset holds:
 
 - bootstrap rows: synthetic contexts (a new seed) over the SMS train+validation texts, imported
@@ -14,7 +14,7 @@ texts), published into --repository if it holds no tree model yet. The dataset h
   real Post/Score rows and decided through moderation's decision_record (so the labels are
   frozen by the decision_recorded signal like any moderator's), with a reviewer error rate.
 
-Text probabilities: the TF-IDF stand-in of scoring.ml.tabular.text_probs (what the bootstrap
+Text probabilities: the TF-IDF stand-in of modelops.tabular.text_probs (what the bootstrap
 uses when no DistilBERT export exists), so production and candidate see the same text model.
 """
 
@@ -35,6 +35,7 @@ from django.test import override_settings
 from django.utils import timezone
 from sklearn.model_selection import StratifiedKFold
 
+from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from feedback.models import TrainingRun, TrainingScope
 from feedback.services.datasets import dataset_import, dataset_snapshot
 from feedback.services.promotion import GateHeld, promote_run, registry_sync, served_version
@@ -42,12 +43,11 @@ from feedback.services.tabular import TabularModels, predict_final
 from feedback.services.training import training_run_execute
 from moderation.models import Author, Post, PostStatus, Source
 from moderation.services.decisions import decision_record
-from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from scoring.models import Score
 
 
 def _tfidf(texts: list[str], labels: list[int]) -> Any:
-    from scoring.ml.tabular.text_probs import TfidfTextProbabilities
+    from modelops.tabular.text_probs import TfidfTextProbabilities
 
     return TfidfTextProbabilities(texts, labels)
 
@@ -118,9 +118,9 @@ class Command(BaseCommand):
             self._run(repo, options)
 
     def _run(self, repo: Path, options: dict[str, Any]) -> None:
-        from scoring.ml.tabular.synthetic import generate
-        from scoring.ml.text.data import load_sms_splits
-        from scoring.model_repository import Artifacts, publish
+        from modelops.model_repository import Artifacts, publish
+        from modelops.tabular.synthetic import generate
+        from modelops.text.data import load_sms_splits
 
         seed = int(options["seed"])
         rng = random.Random(seed)

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from moderation.errors import ApplicationError
+from core.errors import ApplicationError
 from moderation.models import ALL_SCOPES, Source
 from moderation.services.api_keys import api_key_create
 

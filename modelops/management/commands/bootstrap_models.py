@@ -1,0 +1,107 @@
+"""`manage.py bootstrap_models`: from nothing to a servable model repository.
+
+build_base_checkpoint -> train_text_model -> export_text_model -> train_feature_models ->
+publish_models, skipping every step whose output already exists (--force re-runs all).
+The run target of the README calls this when no model version exists yet.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from modelops import model_repository
+
+
+def _text_dir() -> Path:
+    return model_repository.resolve_current(Path(settings.ARTIFACTS_DIR) / "text" / "current")
+
+
+def _tabular_dir() -> Path:
+    return model_repository.resolve_current(Path(settings.ARTIFACTS_DIR) / "tabular" / "current")
+
+
+def base_checkpoint_exists() -> bool:
+    base = Path(str(settings.TEXT_MODEL_BASE))
+    # A hub id ("distilbert-base-uncased") is not a local path: nothing to build.
+    return (base / "config.json").exists() or not str(settings.TEXT_MODEL_BASE).startswith(("/", "."))
+
+
+def text_trained() -> bool:
+    return (_text_dir() / "config.json").exists()
+
+
+def text_exported() -> bool:
+    return (_text_dir() / "serving.json").exists()
+
+
+def tabular_trained() -> bool:
+    try:
+        for kind, _names in model_repository.TREE_MODELS.values():
+            model_repository._tree_file(_tabular_dir(), kind)
+    except model_repository.PublishError:
+        return False
+    return True
+
+
+def repository_current() -> bool:
+    """Every model has a version and the served weights are the current artifacts."""
+    repo = Path(settings.TRITON_MODEL_REPOSITORY)
+    if any(model_repository.latest_version(m, repository=repo) is None for m in model_repository.ALL_MODELS):
+        return False
+    served = {
+        info.model: info
+        for m in model_repository.ALL_MODELS
+        for info in model_repository.list_versions(m, repository=repo)[-1:]
+    }
+    try:
+        onnx = model_repository._text_model_file(_text_dir(), model_repository._read_serving(_text_dir()))
+        if served["text_classifier"].sha256 != model_repository._sha256(onnx):
+            return False
+        for model, (kind, _names) in model_repository.TREE_MODELS.items():
+            if served[model].sha256 != model_repository._sha256(model_repository._tree_file(_tabular_dir(), kind)):
+                return False
+    except model_repository.PublishError:
+        return False
+    return True
+
+
+class Command(BaseCommand):
+    help = "Build, train, export and publish every model, skipping steps already done."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--force", action="store_true", help="run every step even if its output exists")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        force = options["force"]
+        steps: list[tuple[str, bool]] = [
+            ("build_base_checkpoint", base_checkpoint_exists()),
+            ("train_text_model", text_trained()),
+            ("export_text_model", text_exported()),
+            ("train_feature_models", tabular_trained()),
+        ]
+        for command, done in steps:
+            if done and not force:
+                self.stdout.write(f"skip {command}: output exists")
+                continue
+            self._run(command)
+        if repository_current() and not force:
+            self.stdout.write("skip publish_models: the repository already serves the current artifacts")
+            if model_repository.stale_code(repository=Path(settings.TRITON_MODEL_REPOSITORY)):
+                self._run("publish_models", "--code-only")
+            return
+        self._run("publish_models")
+
+    def _run(self, command: str, *args: str) -> None:
+        self.stdout.write(f"== {command}")
+        started = time.monotonic()
+        try:
+            call_command(command, *args, stdout=self.stdout, stderr=self.stderr)
+        except CommandError as exc:
+            raise CommandError(f"{command} failed: {exc}") from exc
+        self.stdout.write(f"== {command} done in {time.monotonic() - started:.0f}s")

