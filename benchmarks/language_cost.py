@@ -63,8 +63,8 @@ def main() -> None:
     django.setup()
     from faker import Faker
 
-    from moderation.language import detect_language
     from modelops.text.data import load_sms_splits
+    from moderation.language import detect_language
 
     splits = load_sms_splits()
     started = time.perf_counter()

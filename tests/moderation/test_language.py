@@ -9,10 +9,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from modelops.text.data import load_sms_splits
 from moderation.language import UNDETERMINED, detect_language, post_language
 from moderation.models import Post
 from moderation.services.ingest import post_ingest, posts_ingest_batch
-from modelops.text.data import load_sms_splits
 from tests.factories import SourceFactory
 from tests.moderation.dashboard_factories import PostFactory, ScoreFactory
 from tests.moderation.dashboard_fixtures import *  # noqa: F403

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scoring import model_repository
 from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
+from modelops import model_repository
 from modelops.text.inference import OnnxTextClassifier, text_windows
 from scoring.triton_client import ScoringInput
 

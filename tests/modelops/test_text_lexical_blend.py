@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
+from modelops.model_repository import Artifacts
 from modelops.text.baseline import LEXICAL_FILE, blend, load_lexical, save_lexical, train_baseline
 from modelops.text.data import load_sms_splits
 from modelops.text.inference import OnnxTextClassifier, softmax_spam
 from modelops.tiny import cached_tiny_artifacts
-from modelops.model_repository import Artifacts
 from scoring.triton_client import ScoringInput
 from tests.fixtures.triton import TritonTestServer, start_tiny_triton
 
