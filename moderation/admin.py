@@ -164,7 +164,9 @@ class GlobalListStatusAdmin(admin.ModelAdmin):
     change goes through moderation.services.blocklists and is audited with the user."""
 
     form = GlobalListStatusForm
-    readonly_fields = ["first_seen_at", "status_changed_at"]
+    # A reason code and an expiry are set from the dashboard's enforcement form; a change here
+    # sets the status without an expiry.
+    readonly_fields = ["first_seen_at", "status_changed_at", "status_reason_code", "status_until"]
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         status, reason = obj.status, obj.status_reason

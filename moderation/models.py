@@ -27,6 +27,13 @@ class Source(models.Model):
     webhook_secret = models.CharField(
         max_length=128, blank=True, help_text="HMAC-SHA256 key; required with a callback URL."
     )
+    suspended_author_posts = models.CharField(
+        max_length=10,
+        choices=[("", "As the setting says"), ("queue", "Hold for review"), ("remove", "Remove")],
+        blank=True,
+        default="",
+        help_text="What happens to a suspended author's new posts; empty follows SUSPENDED_AUTHOR_POSTS.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
@@ -56,6 +63,7 @@ class ApiScope(models.TextChoices):
     REPORTS_WRITE = "reports:write", "Send reports"
     AUTHORS_WRITE = "authors:write", "Update author profiles"
     BLOCKS_WRITE = "blocks:write", "Change this source's block lists"
+    APPEALS_WRITE = "appeals:write", "Submit authors' appeals against decisions"
     READ = "read", "Read posts, scores and this source's block lists"
 
 
@@ -99,8 +107,12 @@ class Domain(models.Model):
     # The global status, set by moderators only (dashboard, admin). A source's own blocks are
     # SourceBlock rows and never change it.
     status = models.CharField(max_length=10, choices=ListStatus.choices, default=ListStatus.UNKNOWN)
-    status_reason = models.CharField(max_length=255, blank=True)
+    status_reason = models.CharField(max_length=255, blank=True, help_text="The moderator's note.")
+    status_reason_code = models.CharField(max_length=64, blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
+    # A block or allow entry stops applying at this time (checked when read:
+    # moderation.enforcement_state); empty: until lifted.
+    status_until = models.DateTimeField(null=True, blank=True)
     first_seen_at = models.DateTimeField(default=timezone.now)
     post_count = models.PositiveIntegerField(default=0)
     spam_count = models.PositiveIntegerField(default=0)
@@ -131,8 +143,12 @@ class Link(models.Model):
 class IpAddress(models.Model):
     address = models.GenericIPAddressField(unique=True)
     status = models.CharField(max_length=10, choices=ListStatus.choices, default=ListStatus.UNKNOWN)
-    status_reason = models.CharField(max_length=255, blank=True)
+    status_reason = models.CharField(max_length=255, blank=True, help_text="The moderator's note.")
+    status_reason_code = models.CharField(max_length=64, blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
+    # A block or allow entry stops applying at this time (checked when read:
+    # moderation.enforcement_state); empty: until lifted.
+    status_until = models.DateTimeField(null=True, blank=True)
     first_seen_at = models.DateTimeField(default=timezone.now)
     post_count = models.PositiveIntegerField(default=0)
     spam_count = models.PositiveIntegerField(default=0)
@@ -194,7 +210,15 @@ class Author(models.Model):
     post_count = models.PositiveIntegerField(default=0)
     spam_count = models.PositiveIntegerField(default=0)
     suspended_at = models.DateTimeField(null=True, blank=True)
-    suspended_reason = models.CharField(max_length=255, blank=True)
+    suspended_reason = models.CharField(max_length=255, blank=True, help_text="The moderator's note.")
+    suspended_reason_code = models.CharField(max_length=64, blank=True)
+    suspended_until = models.DateTimeField(null=True, blank=True, help_text="Empty: until lifted.")
+    # A trusted author: the models never remove their posts automatically (a strong signal still
+    # queues them for a human). moderation.enforcement_state reads both states with expiry.
+    allowlisted_at = models.DateTimeField(null=True, blank=True)
+    allowlisted_reason = models.CharField(max_length=255, blank=True)
+    allowlisted_reason_code = models.CharField(max_length=64, blank=True)
+    allowlisted_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 

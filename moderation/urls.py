@@ -1,6 +1,6 @@
 from django.urls import path
 
-from moderation.views import actions, audit, detail, metrics, queue
+from moderation.views import actions, audit, authors, detail, metrics, queue
 
 app_name = "moderation"
 urlpatterns = [
@@ -10,6 +10,7 @@ urlpatterns = [
     path("posts/<int:post_id>/decide/", detail.decide, name="decide"),
     path("posts/<int:post_id>/release/", detail.release, name="release"),
     path("decisions/<int:decision_id>/undo/", detail.undo_decision, name="decision_undo"),
+    path("authors/<int:author_id>/", authors.author, name="author"),
     path("bulk/", actions.bulk, name="bulk"),
     path("bulk/<int:pk>/undo/", actions.undo, name="bulk_undo"),
     path("cluster/<str:kind>/<int:pk>/", actions.cluster, name="cluster"),

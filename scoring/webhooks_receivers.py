@@ -11,8 +11,8 @@ from typing import Any
 
 from django.db import transaction
 
-from moderation.models import BulkAction, Decision, Post
-from scoring.services.webhooks import webhook_enqueue_for_decision, webhooks_enqueue_for_undo
+from moderation.models import BulkAction, Decision, Post, Source
+from scoring.services.webhooks import webhook_enqueue_event, webhook_enqueue_for_decision, webhooks_enqueue_for_undo
 
 logger = logging.getLogger(__name__)
 
@@ -42,3 +42,21 @@ def on_decisions_undone(
         logger.exception(
             "scoring.webhook_enqueue_failed bulk_action_id=%s (undo)", bulk_action.pk if bulk_action else None
         )
+
+
+def on_platform_event(
+    sender: Any,
+    *,
+    sources: Sequence[Source],
+    event_type: str,
+    key: str,
+    data: dict[str, Any],
+    post: Post | None = None,
+    **kwargs: Any,
+) -> None:
+    # Same savepoint rule: the enforcement or the appeal stands even if its webhook row fails.
+    try:
+        with transaction.atomic():
+            webhook_enqueue_event(sources=sources, event_type=event_type, key=key, data=data, post=post)
+    except Exception:
+        logger.exception("scoring.webhook_enqueue_failed event_type=%s key=%s", event_type, key)

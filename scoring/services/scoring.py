@@ -30,6 +30,7 @@ from moderation.services.priority import posts_priority_refresh
 from scoring.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from scoring.features.extract import PostFeatures, posts_with_features
 from scoring.models import Action, DecisionPolicy, Score
+from scoring.services.enforcement import enforced_action
 from scoring.services.inference import (
     ScoringClient,
     ScoringInput,
@@ -200,7 +201,8 @@ def _final(item: _Item) -> float:
 def _actions(items: Sequence[_Item], policy: DecisionPolicy, report_counts: Sequence[int]) -> list[Action]:
     """The policy's action for each item, in ONE policy_actions call: the same rule as
     policy_decide, without its per-post numpy overhead (8 % of the worker's CPU as a call per
-    post, py-spy). A short-circuited post is removed whatever the policy says."""
+    post, py-spy). A short-circuited post is removed whatever the policy says; a moderator's
+    enforcement (suspension, trust) then adjusts the action (scoring.services.enforcement)."""
     strongest = [
         strongest_sub_score((o.text_prob, o.preview_prob, o.link_prob, o.behaviour_prob))
         if (o := item.output) is not None
@@ -213,10 +215,15 @@ def _actions(items: Sequence[_Item], policy: DecisionPolicy, report_counts: Sequ
         report_counts=np.asarray(report_counts, dtype=np.float64),
         strongest_sub_scores=np.asarray(strongest, dtype=np.float64),
     )
-    return [
-        Action.REMOVE if item.reason is not None else Action(str(action))
-        for item, action in zip(items, decided, strict=True)
-    ]
+    now = timezone.now()
+    actions: list[Action] = []
+    for item, policy_action in zip(items, decided, strict=True):
+        action = Action.REMOVE if item.reason is not None else Action(str(policy_action))
+        action, why = enforced_action(post=item.post, action=action, short_circuited=item.reason is not None, now=now)
+        if why:
+            item.extra["enforcement"] = why  # kept in the Score's features: the evidence page shows it
+        actions.append(action)
+    return actions
 
 
 def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_ms: float) -> Score:
