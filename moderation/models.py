@@ -451,3 +451,39 @@ class AuditLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.target_type}:{self.target_id}"
+
+
+class AppealStatus(models.TextChoices):
+    PENDING = "pending", "Waiting for review"
+    UPHELD = "upheld", "Decision upheld"
+    OVERTURNED = "overturned", "Decision overturned"
+
+
+class Appeal(models.Model):
+    """An author's appeal against a decision on their post, sent by the platform. A moderator
+    other than the one who decided upholds or overturns it (moderation.services.appeals)."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="+", db_index=False)
+    post = models.ForeignKey(Post, on_delete=models.CASCADE, related_name="appeals")
+    # The moderator's decision appealed against; empty when the post's status was automatic.
+    decision = models.ForeignKey(Decision, null=True, blank=True, on_delete=models.SET_NULL, related_name="appeals")
+    appealed_status = models.CharField(max_length=20, choices=PostStatus.choices)
+    statement = models.TextField(blank=True, help_text="The author's statement, as the platform sent it.")
+    status = models.CharField(max_length=12, choices=AppealStatus.choices, default=AppealStatus.PENDING)
+    created_at = models.DateTimeField(default=timezone.now)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolution_reason_code = models.CharField(max_length=64, blank=True)
+    resolution_note = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            # One open appeal per post: the platform sending it again gets the same one back.
+            models.UniqueConstraint(fields=["post"], condition=Q(status="pending"), name="appeal_one_pending_per_post")
+        ]
+        indexes = [models.Index(fields=["status", "created_at"], name="appeal_status_idx")]
+
+    def __str__(self) -> str:
+        return f"appeal #{self.pk} on post {self.post_id}"

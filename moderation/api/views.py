@@ -28,6 +28,7 @@ from moderation.errors import NotFound
 from moderation.models import ApiScope, BlockKind, Post, PostStatus, SourceBlock
 from moderation.selectors.blocklists import source_blocks
 from moderation.selectors.posts import post_get_for_source
+from moderation.services.appeals import appeal_submit
 from moderation.services.authors import author_upsert
 from moderation.services.blocklists import source_block_add, source_block_remove
 from moderation.services.content_hash import content_differs
@@ -411,6 +412,45 @@ class ReportCreateView(JsonApiView):
         report, created = report_create(source=request_source(request), **serializer.validated_data)
         return Response(
             s.ReportOutputSerializer(report).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
+
+
+class AppealCreateView(JsonApiView):
+    required_scopes = {"POST": ApiScope.APPEALS_WRITE}
+
+    @extend_schema(
+        operation_id="appeals_create",
+        summary="Appeal a decision on a post (the author's statement)",
+        description=(
+            "Opens an appeal against the current decision on one of this source's posts (removed or "
+            "approved, by a moderator or automatically). A moderator other than the one who decided "
+            "upholds or overturns it; the outcome arrives as an `appeal.decided` webhook event, and an "
+            "overturn also as a `post.decision` event. 201 when opened, 200 when the post already has "
+            "an open appeal (that one is returned). 409 `not_decided` for a post still waiting."
+        ),
+        request=s.AppealInputSerializer,
+        responses={
+            201: s.AppealOutputSerializer,
+            200: s.AppealOutputSerializer,
+            409: OpenApiResponse(s.ErrorSerializer, description="`not_decided`: nothing to appeal yet."),
+            **BODY_ERRORS,
+            **NOT_FOUND,
+        },
+        examples=[
+            OpenApiExample(
+                "Appeal",
+                request_only=True,
+                value={"post_external_id": "p-1001", "statement": "This is my own shop, not a scam."},
+            ),
+            INVALID_EXAMPLE,
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        serializer = s.AppealInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        appeal, created = appeal_submit(source=request_source(request), **serializer.validated_data)
+        return Response(
+            s.AppealOutputSerializer(appeal).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
         )
 
 
