@@ -64,6 +64,7 @@ class ApiScope(models.TextChoices):
     AUTHORS_WRITE = "authors:write", "Update author profiles"
     BLOCKS_WRITE = "blocks:write", "Change this source's block lists"
     APPEALS_WRITE = "appeals:write", "Submit authors' appeals against decisions"
+    AUTHORS_ERASE = "authors:erase", "Erase an author's personal data"
     READ = "read", "Read posts, scores and this source's block lists"
 
 
@@ -219,6 +220,9 @@ class Author(models.Model):
     allowlisted_reason = models.CharField(max_length=255, blank=True)
     allowlisted_reason_code = models.CharField(max_length=64, blank=True)
     allowlisted_until = models.DateTimeField(null=True, blank=True)
+    # Personal data erased on request (moderation.services.erasure): the row stays as a tombstone
+    # so the posts' decisions and counters keep their meaning.
+    erased_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 

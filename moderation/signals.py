@@ -25,3 +25,8 @@ decisions_undone = Signal()
 # `event_type`, `key` (unique per occurrence, e.g. the audit entry's id: a repeat is one event)
 # and `data` (the JSON body's data); `post` when the event concerns one post.
 platform_event = Signal()
+
+# author_erased: sent by moderation.services.erasure.author_erase inside its transaction with
+# `source_slug`, `author_external_id` (as it was before erasure) and `post_ids`, so derived copies
+# of the author's data (labelled examples, dataset files) are removed too.
+author_erased = Signal()

@@ -11,6 +11,7 @@ urlpatterns = [
     path("posts/<int:post_id>/release/", detail.release, name="release"),
     path("decisions/<int:decision_id>/undo/", detail.undo_decision, name="decision_undo"),
     path("authors/<int:author_id>/", authors.author, name="author"),
+    path("authors/<int:author_id>/erase/", authors.author_erase_view, name="author_erase"),
     path("appeals/", appeals.appeals, name="appeals"),
     path("appeals/<int:appeal_id>/", appeals.appeal, name="appeal"),
     path("bulk/", actions.bulk, name="bulk"),

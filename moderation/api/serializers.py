@@ -238,6 +238,10 @@ class AuthorInputSerializer(AuthorProfileInputSerializer):
     pass
 
 
+class ErasureInputSerializer(InputSerializer):
+    author_external_id = external_id_field()
+
+
 class AppealInputSerializer(InputSerializer):
     post_external_id = external_id_field()
     statement = StrictCharField(required=False, allow_blank=True, default="", max_length=5000)
@@ -492,3 +496,11 @@ class AppealOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = Appeal
         fields = ["id", "post_external_id", "appealed_status", "statement", "status", "created_at", "resolved_at"]
+
+
+class AuthorErasedSerializer(serializers.ModelSerializer):
+    erased_post_count = serializers.IntegerField(source="post_count", help_text="Posts now tombstones.")
+
+    class Meta:
+        model = Author
+        fields = ["erased_at", "erased_post_count"]

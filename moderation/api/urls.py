@@ -8,6 +8,7 @@ urlpatterns = [
     path("posts/<path:external_id>", views.PostDetailView.as_view(), name="api-post-detail"),
     path("reports", views.ReportCreateView.as_view(), name="api-reports"),
     path("appeals", views.AppealCreateView.as_view(), name="api-appeals"),
+    path("erasures", views.AuthorEraseView.as_view(), name="api-erasures"),
     path("authors/<path:external_id>", views.AuthorUpsertView.as_view(), name="api-author"),
     path("blocklist/domains", views.DomainBlocklistView.as_view(), name="api-blocklist-domains"),
     path("blocklist/domains/<str:name>", views.DomainBlocklistDetailView.as_view(), name="api-blocklist-domain"),

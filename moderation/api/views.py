@@ -25,13 +25,14 @@ from moderation.api.filters import DomainFilter, IpFilter
 from moderation.api.pagination import IdCursorPagination
 from moderation.api.parsers import StrictJSONParser
 from moderation.errors import NotFound
-from moderation.models import ApiScope, BlockKind, Post, PostStatus, SourceBlock
+from moderation.models import ApiScope, Author, BlockKind, Post, PostStatus, SourceBlock
 from moderation.selectors.blocklists import source_blocks
 from moderation.selectors.posts import post_get_for_source
 from moderation.services.appeals import appeal_submit
 from moderation.services.authors import author_upsert
 from moderation.services.blocklists import source_block_add, source_block_remove
 from moderation.services.content_hash import content_differs
+from moderation.services.erasure import author_erase
 from moderation.services.ingest import post_ingest, posts_ingest_batch
 from moderation.services.reports import report_create
 from scoring.models import Score
@@ -484,6 +485,40 @@ class AuthorUpsertView(JsonApiView):
         return Response(
             s.AuthorOutputSerializer(author).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
         )
+
+
+class AuthorEraseView(JsonApiView):
+    required_scopes = {"POST": ApiScope.AUTHORS_ERASE}
+
+    @extend_schema(
+        operation_id="authors_erase",
+        summary="Erase an author's personal data (a data subject's request)",
+        description=(
+            "Erases the profile, every post's text, link, preview, journey and IP address (the posts "
+            "stay as tombstones with their id, status and decision), report details, decision notes and "
+            "appeal statements on those posts, and the author's rows in labelled examples and dataset "
+            "files. The author's external id is replaced: a later post with the same id starts a new "
+            "author. 200 with what was erased; 404 for an unknown (or another source's, or an already "
+            "erased) author."
+        ),
+        request=s.ErasureInputSerializer,
+        responses={
+            200: s.AuthorErasedSerializer,
+            **BODY_ERRORS,
+            **NOT_FOUND,
+        },
+        examples=[OpenApiExample("Erasure", request_only=True, value={"author_external_id": "u-77"}), INVALID_EXAMPLE],
+    )
+    def post(self, request: Request) -> Response:
+        source = request_source(request)
+        serializer = s.ErasureInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        external_id = serializer.validated_data["author_external_id"]
+        author = Author.objects.filter(source=source, external_id=external_id, erased_at__isnull=True).first()
+        if author is None:
+            raise NotFound("No author with this external_id.", code="author_not_found")
+        erased = author_erase(author=author, actor=None, via=f"api:{source.slug}")
+        return Response(s.AuthorErasedSerializer(erased).data)
 
 
 class _SourceBlocklistView(generics.GenericAPIView):
