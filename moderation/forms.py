@@ -28,8 +28,10 @@ class EnforcementForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.imposing = imposing
         codes = [(r.code, r.label) for r in ReasonCode.objects.filter(is_active=True)]
-        self.fields["reason_code"].choices = [("", "Choose a reason…"), *codes]
-        self.fields["reason_code"].required = imposing
+        reason_field = self.fields["reason_code"]
+        assert isinstance(reason_field, forms.ChoiceField)
+        reason_field.choices = [("", "Choose a reason…"), *codes]
+        reason_field.required = imposing
         if not imposing:
             del self.fields["expires_at"]
 
