@@ -145,3 +145,5 @@ def test_the_appeals_queue_and_review_page(mod_client, moderator, peer):
     assert done.status_code == 302
     appeal.refresh_from_db()
     assert appeal.status == AppealStatus.UPHELD and appeal.resolution_note == "still spam"
+    metrics = mod_client.get(reverse("moderation:metrics")).content.decode()
+    assert 'data-figures-for="mod"' in metrics and 'data-figures-for="automatic"' in metrics
