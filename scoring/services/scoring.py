@@ -201,8 +201,7 @@ def _final(item: _Item) -> float:
 def _actions(items: Sequence[_Item], policy: DecisionPolicy, report_counts: Sequence[int]) -> list[Action]:
     """The policy's action for each item, in ONE policy_actions call: the same rule as
     policy_decide, without its per-post numpy overhead (8 % of the worker's CPU as a call per
-    post, py-spy). A short-circuited post is removed whatever the policy says; a moderator's
-    enforcement (suspension, trust) then adjusts the action (scoring.services.enforcement)."""
+    post, py-spy). A short-circuited post is removed whatever the policy says."""
     strongest = [
         strongest_sub_score((o.text_prob, o.preview_prob, o.link_prob, o.behaviour_prob))
         if (o := item.output) is not None
@@ -215,15 +214,23 @@ def _actions(items: Sequence[_Item], policy: DecisionPolicy, report_counts: Sequ
         report_counts=np.asarray(report_counts, dtype=np.float64),
         strongest_sub_scores=np.asarray(strongest, dtype=np.float64),
     )
+    return [
+        Action.REMOVE if item.reason is not None else Action(str(action))
+        for item, action in zip(items, decided, strict=True)
+    ]
+
+
+def _enforce(items: Sequence[_Item], actions: Sequence[Action]) -> list[Action]:
+    """The policy's actions as a moderator's enforcement (suspension, trust) changes them
+    (scoring.services.enforcement), from the rows loaded with the posts: no query."""
     now = timezone.now()
-    actions: list[Action] = []
-    for item, policy_action in zip(items, decided, strict=True):
-        action = Action.REMOVE if item.reason is not None else Action(str(policy_action))
-        action, why = enforced_action(post=item.post, action=action, short_circuited=item.reason is not None, now=now)
+    enforced: list[Action] = []
+    for item, action in zip(items, actions, strict=True):
+        final, why = enforced_action(post=item.post, action=action, short_circuited=item.reason is not None, now=now)
         if why:
             item.extra["enforcement"] = why  # kept in the Score's features: the evidence page shows it
-        actions.append(action)
-    return actions
+        enforced.append(final)
+    return enforced
 
 
 def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_ms: float) -> Score:
@@ -287,7 +294,10 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
                 continue
             report_count = max(int(row["report_count"]), int(item.features.behaviour["report_count"]))
             to_score.append((item, current, report_count))
-        actions = _actions([i for i, _, _ in to_score], policy, [r for _, _, r in to_score]) if to_score else []
+        scored_items = [i for i, _, _ in to_score]
+        actions = (
+            _enforce(scored_items, _actions(scored_items, policy, [r for _, _, r in to_score])) if to_score else []
+        )
         for (item, current, _), action in zip(to_score, actions, strict=True):
             post = item.post
             latency_ms = (time.perf_counter() - started) * 1000.0
