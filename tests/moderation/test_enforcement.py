@@ -23,7 +23,7 @@ from scoring.features.url import registrable_domain
 from scoring.models import Action, Score, WebhookDelivery
 from scoring.services.scoring import score_posts
 from tests.moderation.dashboard_fixtures import *  # noqa: F403
-from tests.scoring.pipeline_support import FakeClient, make_author, make_link, make_post, make_source
+from tests.scoring.pipeline_support import FakeClient, make_author, make_ip, make_link, make_post, make_source
 
 pytestmark = pytest.mark.django_db
 
@@ -195,3 +195,13 @@ def test_the_enforcement_form_lifts_without_a_reason(mod_client, moderator):
     assert response.status_code == 302
     domain.refresh_from_db()
     assert domain.status == ListStatus.UNKNOWN and domain.status_until is None
+
+
+def test_the_post_page_links_to_the_forms_and_no_confirm_is_left(mod_client):
+    post = make_post(text="hi", link=make_link(domain="page-links.example"), ip=make_ip("192.0.2.44"))
+    page = mod_client.get(reverse("moderation:post_detail", args=[post.pk])).content.decode()
+    for action in ('data-enforce="suspend"', 'data-enforce="block-domain"', 'data-enforce="allow-domain"'):
+        assert action in page
+    assert 'data-enforce="block-ip"' in page and 'data-enforce="allow-ip"' in page
+    assert "data-confirm=" not in page
+    assert reverse("moderation:author", args=[post.author_id]) in page
