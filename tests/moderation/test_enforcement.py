@@ -205,3 +205,34 @@ def test_the_post_page_links_to_the_forms_and_no_confirm_is_left(mod_client):
     assert 'data-enforce="block-ip"' in page and 'data-enforce="allow-ip"' in page
     assert "data-confirm=" not in page
     assert reverse("moderation:author", args=[post.author_id]) in page
+
+
+def _queries(client, url) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url).status_code == 200
+    return len(captured)
+
+
+def test_the_author_and_appeals_pages_cost_the_same_queries_for_more_rows(mod_client, moderator):
+    from moderation.services.appeals import appeal_submit
+    from moderation.services.decisions import decision_record
+
+    source = make_source()
+    author = make_author(source, email_domain="mail.example")
+    shared = make_ip("192.0.2.50")
+
+    def grow(n: int) -> None:
+        for _ in range(n):
+            post = make_post(author=author, text="x", link=make_link(), ip=shared)
+            make_post(author=make_author(source, email_domain="mail.example"), text="y", ip=shared)
+            decision_record(post=post, moderator=moderator, label="spam", reason_code="scam", note="n")
+            appeal_submit(source=source, post_external_id=post.external_id, statement="s")
+
+    grow(2)
+    author_url, appeals_url = reverse("moderation:author", args=[author.pk]), reverse("moderation:appeals")
+    few = (_queries(mod_client, author_url), _queries(mod_client, appeals_url))
+    grow(6)
+    assert (_queries(mod_client, author_url), _queries(mod_client, appeals_url)) == few
