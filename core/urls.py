@@ -172,7 +172,17 @@ def url_parts(url: str) -> UrlParts:
         return UrlParts(
             normalized, scheme, host, ext.subdomain, ext.domain, ext.suffix, registrable, False, path, query
         )
-    # No public suffix (localhost, an intranet name) or the host is a suffix itself.
+    labels = host.split(".")
+    if not ext.suffix and len(labels) > 2:
+        # A suffix the public list does not know (`.example`, an intranet's `.corp`): the last two
+        # labels are the registrable domain, so a block of `evil.example` covers
+        # `login.evil.example` as it would under a listed suffix.
+        registrable = ".".join(labels[-2:])
+        return UrlParts(
+            normalized, scheme, host, ".".join(labels[:-2]), labels[-2], "", registrable, False, path, query
+        )
+    # One or two labels without a public suffix (localhost, evil.example), or the host is a
+    # suffix itself (co.uk): the host is its own registrable domain.
     return UrlParts(normalized, scheme, host, "", host, ext.suffix, host, False, path, query)
 
 

@@ -9,7 +9,9 @@ class FeedbackConfig(AppConfig):
     def ready(self) -> None:
         # Registers the task names the services publish by (core.tasks.task_named).
         import feedback.tasks  # noqa: F401
+        from feedback.services.erasure import on_author_erased
         from feedback.services.labels import on_decision_recorded
-        from moderation.signals import decision_recorded
+        from moderation.signals import author_erased, decision_recorded
 
         decision_recorded.connect(on_decision_recorded, dispatch_uid="feedback.label_from_decision")
+        author_erased.connect(on_author_erased, dispatch_uid="feedback.erase_examples")

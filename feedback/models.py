@@ -306,3 +306,22 @@ class EvaluationSuite(ImmutableModel):
 
     def __str__(self) -> str:
         return f"suite {self.name} ({self.row_count} rows)"
+
+
+class DatasetErasure(models.Model):
+    """Rows taken out of a frozen dataset version because their author's data was erased on
+    request. The version's row stays as it was (immutable, with its original content hash); its
+    files are rewritten without those rows and this record says how many went and what the
+    data file hashes to now, so `dataset_verify` still detects any other change."""
+
+    dataset = models.ForeignKey(DatasetVersion, on_delete=models.CASCADE, related_name="erasures")
+    examples_removed = models.PositiveIntegerField()
+    content_sha256 = models.CharField(max_length=64, help_text="SHA-256 of data.jsonl after the removal.")
+    reason = models.CharField(max_length=255, default="author's data erased on request")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.examples_removed} rows erased from dataset v{self.dataset.version}"

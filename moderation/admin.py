@@ -17,6 +17,7 @@ from moderation import admin_users  # noqa: F401  (registers the role-limited us
 from moderation.models import (
     ApiKey,
     ApiScope,
+    Appeal,
     AuditLog,
     Author,
     BulkAction,
@@ -164,7 +165,9 @@ class GlobalListStatusAdmin(admin.ModelAdmin):
     change goes through moderation.services.blocklists and is audited with the user."""
 
     form = GlobalListStatusForm
-    readonly_fields = ["first_seen_at", "status_changed_at"]
+    # A reason code and an expiry are set from the dashboard's enforcement form; a change here
+    # sets the status without an expiry.
+    readonly_fields = ["first_seen_at", "status_changed_at", "status_reason_code", "status_until"]
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         status, reason = obj.status, obj.status_reason
@@ -239,7 +242,32 @@ class AuthorAdmin(admin.ModelAdmin):
     search_fields = ["external_id", "username", "email_domain"]
     list_select_related = ["source"]
     raw_id_fields = ["source"]
-    readonly_fields = ["created_at", "updated_at"]
+    # Enforcement goes through the dashboard's form (reason, expiry, audit, webhook); erasure
+    # through the action below.
+    readonly_fields = [
+        "created_at",
+        "updated_at",
+        "suspended_at",
+        "suspended_reason",
+        "suspended_reason_code",
+        "suspended_until",
+        "allowlisted_at",
+        "allowlisted_reason",
+        "allowlisted_reason_code",
+        "allowlisted_until",
+        "erased_at",
+    ]
+    actions = ["erase_personal_data"]
+
+    @admin.action(description="Erase the personal data of the selected authors (on their request)")
+    def erase_personal_data(self, request: HttpRequest, queryset: QuerySet[Author]) -> None:
+        from moderation.services.erasure import author_erase
+
+        erased = 0
+        for author in queryset.filter(erased_at__isnull=True):
+            author_erase(author=author, actor=request.user, via="admin")
+            erased += 1
+        self.message_user(request, f"Erased the personal data of {erased} author(s).")
 
 
 class ReportInline(admin.TabularInline):
@@ -287,6 +315,17 @@ class ReasonCodeAdmin(admin.ModelAdmin):
     list_filter = ["applies_to", "is_active"]
     search_fields = ["code", "label"]
     list_editable = ["is_active", "ordering"]
+
+
+@admin.register(Appeal)
+class AppealAdmin(ReadOnlyAdmin):
+    """Appeals arrive through the API and are reviewed on the dashboard's appeals page."""
+
+    list_display = ["pk", "post", "appealed_status", "status", "decision", "resolved_by", "created_at", "resolved_at"]
+    list_filter = ["status", "appealed_status"]
+    search_fields = ["post__external_id"]
+    list_select_related = ["post", "decision", "resolved_by"]
+    raw_id_fields = ["post", "decision", "resolved_by", "source"]
 
 
 @admin.register(Decision)

@@ -40,6 +40,13 @@ class Source(models.Model):
         default=UnvalidatedLanguageAction.QUEUE,
         help_text="Posts in a language the text model was not validated on (settings.TEXT_VALIDATED_LANGUAGES).",
     )
+    suspended_author_posts = models.CharField(
+        max_length=10,
+        choices=[("", "As the setting says"), ("queue", "Hold for review"), ("remove", "Remove")],
+        blank=True,
+        default="",
+        help_text="What happens to a suspended author's new posts; empty follows SUSPENDED_AUTHOR_POSTS.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
@@ -69,6 +76,8 @@ class ApiScope(models.TextChoices):
     REPORTS_WRITE = "reports:write", "Send reports"
     AUTHORS_WRITE = "authors:write", "Update author profiles"
     BLOCKS_WRITE = "blocks:write", "Change this source's block lists"
+    APPEALS_WRITE = "appeals:write", "Submit authors' appeals against decisions"
+    AUTHORS_ERASE = "authors:erase", "Erase an author's personal data"
     READ = "read", "Read posts, scores and this source's block lists"
 
 
@@ -112,8 +121,12 @@ class Domain(models.Model):
     # The global status, set by moderators only (dashboard, admin). A source's own blocks are
     # SourceBlock rows and never change it.
     status = models.CharField(max_length=10, choices=ListStatus.choices, default=ListStatus.UNKNOWN)
-    status_reason = models.CharField(max_length=255, blank=True)
+    status_reason = models.CharField(max_length=255, blank=True, help_text="The moderator's note.")
+    status_reason_code = models.CharField(max_length=64, blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
+    # A block or allow entry stops applying at this time (checked when read:
+    # moderation.enforcement_state); empty: until lifted.
+    status_until = models.DateTimeField(null=True, blank=True)
     first_seen_at = models.DateTimeField(default=timezone.now)
     post_count = models.PositiveIntegerField(default=0)
     spam_count = models.PositiveIntegerField(default=0)
@@ -144,8 +157,12 @@ class Link(models.Model):
 class IpAddress(models.Model):
     address = models.GenericIPAddressField(unique=True)
     status = models.CharField(max_length=10, choices=ListStatus.choices, default=ListStatus.UNKNOWN)
-    status_reason = models.CharField(max_length=255, blank=True)
+    status_reason = models.CharField(max_length=255, blank=True, help_text="The moderator's note.")
+    status_reason_code = models.CharField(max_length=64, blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
+    # A block or allow entry stops applying at this time (checked when read:
+    # moderation.enforcement_state); empty: until lifted.
+    status_until = models.DateTimeField(null=True, blank=True)
     first_seen_at = models.DateTimeField(default=timezone.now)
     post_count = models.PositiveIntegerField(default=0)
     spam_count = models.PositiveIntegerField(default=0)
@@ -207,7 +224,18 @@ class Author(models.Model):
     post_count = models.PositiveIntegerField(default=0)
     spam_count = models.PositiveIntegerField(default=0)
     suspended_at = models.DateTimeField(null=True, blank=True)
-    suspended_reason = models.CharField(max_length=255, blank=True)
+    suspended_reason = models.CharField(max_length=255, blank=True, help_text="The moderator's note.")
+    suspended_reason_code = models.CharField(max_length=64, blank=True)
+    suspended_until = models.DateTimeField(null=True, blank=True, help_text="Empty: until lifted.")
+    # A trusted author: the models never remove their posts automatically (a strong signal still
+    # queues them for a human). moderation.enforcement_state reads both states with expiry.
+    allowlisted_at = models.DateTimeField(null=True, blank=True)
+    allowlisted_reason = models.CharField(max_length=255, blank=True)
+    allowlisted_reason_code = models.CharField(max_length=64, blank=True)
+    allowlisted_until = models.DateTimeField(null=True, blank=True)
+    # Personal data erased on request (moderation.services.erasure): the row stays as a tombstone
+    # so the posts' decisions and counters keep their meaning.
+    erased_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -443,3 +471,39 @@ class AuditLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.target_type}:{self.target_id}"
+
+
+class AppealStatus(models.TextChoices):
+    PENDING = "pending", "Waiting for review"
+    UPHELD = "upheld", "Decision upheld"
+    OVERTURNED = "overturned", "Decision overturned"
+
+
+class Appeal(models.Model):
+    """An author's appeal against a decision on their post, sent by the platform. A moderator
+    other than the one who decided upholds or overturns it (moderation.services.appeals)."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="+", db_index=False)
+    post = models.ForeignKey(Post, on_delete=models.CASCADE, related_name="appeals")
+    # The moderator's decision appealed against; empty when the post's status was automatic.
+    decision = models.ForeignKey(Decision, null=True, blank=True, on_delete=models.SET_NULL, related_name="appeals")
+    appealed_status = models.CharField(max_length=20, choices=PostStatus.choices)
+    statement = models.TextField(blank=True, help_text="The author's statement, as the platform sent it.")
+    status = models.CharField(max_length=12, choices=AppealStatus.choices, default=AppealStatus.PENDING)
+    created_at = models.DateTimeField(default=timezone.now)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolution_reason_code = models.CharField(max_length=64, blank=True)
+    resolution_note = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            # One open appeal per post: the platform sending it again gets the same one back.
+            models.UniqueConstraint(fields=["post"], condition=Q(status="pending"), name="appeal_one_pending_per_post")
+        ]
+        indexes = [models.Index(fields=["status", "created_at"], name="appeal_status_idx")]
+
+    def __str__(self) -> str:
+        return f"appeal #{self.pk} on post {self.post_id}"

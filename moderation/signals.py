@@ -18,3 +18,15 @@ decision_recorded = Signal()
 # whose status was restored, source loaded), so derived data can be withdrawn and the platform
 # told.
 decisions_undone = Signal()
+
+# platform_event: something the platform should hear about that is not a post's decision: an
+# enforcement (author suspended or trusted, a domain or IP blocked or trusted, or lifted) or an
+# appeal's outcome. Sent inside the change's transaction with `sources` (the Sources to tell),
+# `event_type`, `key` (unique per occurrence, e.g. the audit entry's id: a repeat is one event)
+# and `data` (the JSON body's data); `post` when the event concerns one post.
+platform_event = Signal()
+
+# author_erased: sent by moderation.services.erasure.author_erase inside its transaction with
+# `source_slug`, `author_external_id` (as it was before erasure) and `post_ids`, so derived copies
+# of the author's data (labelled examples, dataset files) are removed too.
+author_erased = Signal()

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from moderation.views import actions, audit, detail, metrics, queue
+from moderation.views import actions, appeals, audit, authors, detail, metrics, queue
 
 app_name = "moderation"
 urlpatterns = [
@@ -10,6 +10,10 @@ urlpatterns = [
     path("posts/<int:post_id>/decide/", detail.decide, name="decide"),
     path("posts/<int:post_id>/release/", detail.release, name="release"),
     path("decisions/<int:decision_id>/undo/", detail.undo_decision, name="decision_undo"),
+    path("authors/<int:author_id>/", authors.author, name="author"),
+    path("authors/<int:author_id>/erase/", authors.author_erase_view, name="author_erase"),
+    path("appeals/", appeals.appeals, name="appeals"),
+    path("appeals/<int:appeal_id>/", appeals.appeal, name="appeal"),
     path("bulk/", actions.bulk, name="bulk"),
     path("bulk/<int:pk>/undo/", actions.undo, name="bulk_undo"),
     path("cluster/<str:kind>/<int:pk>/", actions.cluster, name="cluster"),

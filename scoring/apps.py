@@ -8,8 +8,15 @@ class ScoringConfig(AppConfig):
     def ready(self) -> None:
         # Registers the task names the services publish by (core.tasks.task_named).
         import scoring.tasks  # noqa: F401
-        from moderation.signals import decision_recorded, decisions_undone
-        from scoring.webhooks_receivers import on_decision_recorded, on_decisions_undone
+        from moderation.signals import author_erased, decision_recorded, decisions_undone, platform_event
+        from scoring.webhooks_receivers import (
+            on_author_erased,
+            on_decision_recorded,
+            on_decisions_undone,
+            on_platform_event,
+        )
 
         decision_recorded.connect(on_decision_recorded, dispatch_uid="scoring.decision_webhook")
         decisions_undone.connect(on_decisions_undone, dispatch_uid="scoring.undo_webhook")
+        platform_event.connect(on_platform_event, dispatch_uid="scoring.platform_event_webhook")
+        author_erased.connect(on_author_erased, dispatch_uid="scoring.erase_score_features")

@@ -91,7 +91,10 @@ class WebhookDelivery(models.Model):
         FAILED = "failed", "Failed (gave up)"
 
     source = models.ForeignKey("moderation.Source", on_delete=models.CASCADE, related_name="webhook_deliveries")
-    post = models.ForeignKey("moderation.Post", on_delete=models.CASCADE, related_name="webhook_deliveries")
+    # Empty for events about an author, a domain or an IP (enforcement), which concern no post.
+    post = models.ForeignKey(
+        "moderation.Post", null=True, blank=True, on_delete=models.CASCADE, related_name="webhook_deliveries"
+    )
     event_id = models.CharField(max_length=64, unique=True)
     event_type = models.CharField(max_length=64)
     payload = RowJSONField()

@@ -1,4 +1,5 @@
-"""Moderator decisions -> decision webhooks. moderation.services.decisions sends
+"""Moderator decisions -> decision webhooks; enforcement and appeals -> their events; an author's
+erasure -> their Score rows' features. moderation.services.decisions sends
 moderation.signals.decision_recorded inside its transaction (bulk undo sends decisions_undone);
 the delivery row is written in that transaction and sent after commit, so a webhook never
 announces a rolled-back decision. Connected in scoring.apps.ScoringConfig.ready."""
@@ -11,8 +12,8 @@ from typing import Any
 
 from django.db import transaction
 
-from moderation.models import BulkAction, Decision, Post
-from scoring.services.webhooks import webhook_enqueue_for_decision, webhooks_enqueue_for_undo
+from moderation.models import BulkAction, Decision, Post, Source
+from scoring.services.webhooks import webhook_enqueue_event, webhook_enqueue_for_decision, webhooks_enqueue_for_undo
 
 logger = logging.getLogger(__name__)
 
@@ -42,3 +43,29 @@ def on_decisions_undone(
         logger.exception(
             "scoring.webhook_enqueue_failed bulk_action_id=%s (undo)", bulk_action.pk if bulk_action else None
         )
+
+
+def on_platform_event(
+    sender: Any,
+    *,
+    sources: Sequence[Source],
+    event_type: str,
+    key: str,
+    data: dict[str, Any],
+    post: Post | None = None,
+    **kwargs: Any,
+) -> None:
+    # Same savepoint rule: the enforcement or the appeal stands even if its webhook row fails.
+    try:
+        with transaction.atomic():
+            webhook_enqueue_event(sources=sources, event_type=event_type, key=key, data=data, post=post)
+    except Exception:
+        logger.exception("scoring.webhook_enqueue_failed event_type=%s key=%s", event_type, key)
+
+
+def on_author_erased(sender: Any, *, post_ids: Sequence[int], **kwargs: Any) -> None:
+    """The author's profile lives on in their posts' Score rows as feature values (account age,
+    followers, ...): those go with the erasure. The scores, actions and model versions stay."""
+    from scoring.models import Score
+
+    Score.objects.filter(post_id__in=list(post_ids)).update(features={}, contributions={})

@@ -21,6 +21,7 @@ from django.db import models
 from rest_framework.test import APIClient
 
 from moderation.models import (
+    Appeal,
     Author,
     BlockKind,
     Domain,
@@ -44,6 +45,8 @@ from tests.test_security_matrix import API, METHODS, Route
 pytestmark = pytest.mark.django_db
 
 B_POST, B_FRESH, B_AUTHOR = "tenant-b-post", "tenant-b-fresh", "tenant-b-author"
+B_DECIDED = "tenant-b-decided"  # removed automatically: appealable, by B only
+B_OTHER_AUTHOR = "tenant-b-other-author"  # A never posts as this one: its erasure must 404
 B_DOMAIN, B_IP = "tenant-b-shop.com", "198.51.100.77"
 B_BLOCKED_DOMAIN = "tenant-b-blocked.example"
 # B's content: A never sends any of it, so none of it may come back to A.
@@ -72,6 +75,8 @@ BODIES: dict[tuple[str, str], Any] = {
     ("api-posts", "post"): _b_aimed_post,
     ("api-posts-batch", "post"): lambda: {"posts": [_b_aimed_post()]},
     ("api-reports", "post"): lambda: {"post_external_id": B_POST, "reporter_id": "a-reporter", "reason": "spam"},
+    ("api-appeals", "post"): lambda: {"post_external_id": B_DECIDED, "statement": "a's appeal"},
+    ("api-erasures", "post"): lambda: {"author_external_id": B_OTHER_AUTHOR},
     ("api-author", "put"): lambda: {"username": "hijacked", "verified": True, "spam_report_count": 99},
     ("api-blocklist-domains", "post"): lambda: {"domain": B_DOMAIN, "reason": "a's block"},
     ("api-blocklist-ips", "post"): lambda: {"address": B_IP, "reason": "a's block"},
@@ -104,6 +109,7 @@ def _snapshot(source: Source) -> dict[str, Any]:
         "blocks": _rows(SourceBlock.objects.filter(source=source)),
         "scores": _rows(Score.objects.filter(post__source=source)),
         "webhooks": _rows(WebhookDelivery.objects.filter(source=source)),
+        "appeals": _rows(Appeal.objects.filter(source=source)),
         "source": _rows(Source.objects.filter(pk=source.pk)),
         "global_domains": _rows(Domain.objects.filter(status=ListStatus.BLOCK)),
         "global_ips": _rows(IpAddress.objects.filter(status=ListStatus.BLOCK)),
@@ -123,6 +129,9 @@ def _tenant_b() -> Source:
         source=source, author=author, link=link, ip=ip, external_id=B_POST, text="tenant-b-text", status="queued"
     )
     make_post(source=source, author=author, link=link, ip=ip, external_id=B_FRESH, text="tenant-b-text again")
+    make_post(source=source, author=author, external_id=B_DECIDED, text="tenant-b-text gone", status="auto_removed")
+    other = make_author(source, external_id=B_OTHER_AUTHOR, username="tenant-b-username other")
+    make_post(source=source, author=other, external_id="tenant-b-other-post", text="tenant-b-text other")
     Report.objects.create(post=post, reporter_id="b-reporter", reason="spam", details="tenant-b-details")
     ScoreFactory(post=post)
     WebhookDelivery.objects.create(

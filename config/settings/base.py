@@ -275,6 +275,9 @@ DASHBOARD_KEY_REASONS = {
     "spam": env("DASHBOARD_KEY_REASON_SPAM", default="commercial-spam"),
     "ham": env("DASHBOARD_KEY_REASON_HAM", default="legitimate"),
 }
+# A suspended author's new posts are never approved automatically: "queue" holds them for a
+# moderator, "remove" removes them. A source may choose otherwise (Source.suspended_author_posts).
+SUSPENDED_AUTHOR_POSTS = env.str("SUSPENDED_AUTHOR_POSTS", default="queue")
 SCORING_BATCH_SIZE = env.int("SCORING_BATCH_SIZE", default=64)
 SCORING_CLAIM_TTL_S = env.int("SCORING_CLAIM_TTL_S", default=90)  # > the task's hard time limit
 SCORING_SWEEP_AFTER_S = env.float("SCORING_SWEEP_AFTER_S", default=300.0)

@@ -139,7 +139,7 @@ def _flat(row: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
-def _write_parquet(rows: Sequence[dict[str, Any]], path: Path) -> None:
+def write_parquet(rows: Sequence[dict[str, Any]], path: Path) -> None:
     flat = [_flat(r) for r in rows]
     schema = pa.schema(
         [
@@ -152,7 +152,7 @@ def _write_parquet(rows: Sequence[dict[str, Any]], path: Path) -> None:
     pq.write_table(table, path)
 
 
-def _write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
+def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
     with path.open("w", newline="", encoding="utf-8") as fh:
         # For people (spreadsheets): formula-like text gets a leading quote; data.jsonl is exact.
         writer = csv_dict_writer(fh, fieldnames=COLUMNS)
@@ -211,8 +211,8 @@ def _write_files(rows: Sequence[dict[str, Any]], target: Path, manifest_base: di
     target.mkdir(parents=True)
     jsonl = canonical_jsonl(rows)
     (target / "data.jsonl").write_bytes(jsonl)
-    _write_parquet(rows, target / "data.parquet")
-    _write_csv(rows, target / "data.csv")
+    write_parquet(rows, target / "data.parquet")
+    write_csv(rows, target / "data.csv")
     manifest = dict(manifest_base)
     manifest["files"] = {
         name: {"sha256": _sha256_file(target / name), "bytes": (target / name).stat().st_size} for name in FILES
@@ -322,9 +322,13 @@ def dataset_verify(*, dataset: DatasetVersion) -> bytes:
         raise NotFound(f"Dataset v{dataset.version} has no data file at {path}.", code="dataset_missing")
     data = path.read_bytes()
     actual = hashlib.sha256(data).hexdigest()
-    if actual != dataset.content_sha256:
+    # Rows erased on request (feedback.services.erasure) change the file on purpose; the latest
+    # erasure record holds the hash it must have now.
+    latest_erasure = dataset.erasures.order_by("-created_at", "-id").first()
+    expected = latest_erasure.content_sha256 if latest_erasure is not None else dataset.content_sha256
+    if actual != expected:
         raise ApplicationError(
-            f"Dataset v{dataset.version} was modified on disk: sha256 {actual} != manifest {dataset.content_sha256}.",
+            f"Dataset v{dataset.version} was modified on disk: sha256 {actual} != manifest {expected}.",
             code="dataset_tampered",
         )
     return data

@@ -29,7 +29,7 @@ from moderation.api.fields import (
     StrictCharField,
 )
 from moderation.links import InvalidUrl, link_identity
-from moderation.models import Author, Decision, Post, Report, SourceBlock
+from moderation.models import Appeal, Author, Decision, Post, Report, SourceBlock
 from moderation.services.blocklists import BlockRefused, block_domain_value
 from scoring.api import Score
 
@@ -236,6 +236,15 @@ class ReportInputSerializer(InputSerializer):
 
 class AuthorInputSerializer(AuthorProfileInputSerializer):
     pass
+
+
+class ErasureInputSerializer(InputSerializer):
+    author_external_id = external_id_field()
+
+
+class AppealInputSerializer(InputSerializer):
+    post_external_id = external_id_field()
+    statement = StrictCharField(required=False, allow_blank=True, default="", max_length=5000)
 
 
 class DomainBlockInputSerializer(InputSerializer):
@@ -477,3 +486,23 @@ class ConflictErrorBodySerializer(ErrorBodySerializer):
 
 class ConflictErrorSerializer(serializers.Serializer):
     error = ConflictErrorBodySerializer()
+
+
+class AppealOutputSerializer(serializers.ModelSerializer):
+    post_external_id = serializers.CharField(source="post.external_id")
+    status = serializers.ChoiceField(
+        choices=["pending", "upheld", "overturned"], help_text="pending until a moderator reviews it."
+    )
+    appealed_status = serializers.CharField(help_text="The post's status when the appeal arrived.")
+
+    class Meta:
+        model = Appeal
+        fields = ["id", "post_external_id", "appealed_status", "statement", "status", "created_at", "resolved_at"]
+
+
+class AuthorErasedSerializer(serializers.ModelSerializer):
+    erased_post_count = serializers.IntegerField(source="post_count", help_text="Posts now tombstones.")
+
+    class Meta:
+        model = Author
+        fields = ["erased_at", "erased_post_count"]

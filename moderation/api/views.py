@@ -23,12 +23,14 @@ from moderation.api.fields import unicode_problem
 from moderation.api.filters import DomainFilter, IpFilter
 from moderation.api.pagination import IdCursorPagination
 from moderation.api.parsers import StrictJSONParser
-from moderation.models import ApiScope, BlockKind, Post, PostStatus, SourceBlock
+from moderation.models import ApiScope, Author, BlockKind, Post, PostStatus, SourceBlock
 from moderation.selectors.blocklists import source_blocks
 from moderation.selectors.posts import post_get_for_source
+from moderation.services.appeals import appeal_submit
 from moderation.services.authors import author_upsert
 from moderation.services.blocklists import source_block_add, source_block_remove
 from moderation.services.content_hash import content_differs
+from moderation.services.erasure import author_erase
 from moderation.services.ingest import post_ingest, posts_ingest_batch
 from moderation.services.reports import report_create
 from scoring import api as scoring_api
@@ -397,6 +399,45 @@ class ReportCreateView(JsonApiView):
         )
 
 
+class AppealCreateView(JsonApiView):
+    required_scopes = {"POST": ApiScope.APPEALS_WRITE}
+
+    @extend_schema(
+        operation_id="appeals_create",
+        summary="Appeal a decision on a post (the author's statement)",
+        description=(
+            "Opens an appeal against the current decision on one of this source's posts (removed or "
+            "approved, by a moderator or automatically). A moderator other than the one who decided "
+            "upholds or overturns it; the outcome arrives as an `appeal.decided` webhook event, and an "
+            "overturn also as a `post.decision` event. 201 when opened, 200 when the post already has "
+            "an open appeal (that one is returned). 409 `not_decided` for a post still waiting."
+        ),
+        request=s.AppealInputSerializer,
+        responses={
+            201: s.AppealOutputSerializer,
+            200: s.AppealOutputSerializer,
+            409: OpenApiResponse(s.ErrorSerializer, description="`not_decided`: nothing to appeal yet."),
+            **BODY_ERRORS,
+            **NOT_FOUND,
+        },
+        examples=[
+            OpenApiExample(
+                "Appeal",
+                request_only=True,
+                value={"post_external_id": "p-1001", "statement": "This is my own shop, not a scam."},
+            ),
+            INVALID_EXAMPLE,
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        serializer = s.AppealInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        appeal, created = appeal_submit(source=request_source(request), **serializer.validated_data)
+        return Response(
+            s.AppealOutputSerializer(appeal).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
+
+
 class AuthorUpsertView(JsonApiView):
     required_scopes = {"PUT": ApiScope.AUTHORS_WRITE}
 
@@ -427,6 +468,40 @@ class AuthorUpsertView(JsonApiView):
         return Response(
             s.AuthorOutputSerializer(author).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
         )
+
+
+class AuthorEraseView(JsonApiView):
+    required_scopes = {"POST": ApiScope.AUTHORS_ERASE}
+
+    @extend_schema(
+        operation_id="authors_erase",
+        summary="Erase an author's personal data (a data subject's request)",
+        description=(
+            "Erases the profile, every post's text, link, preview, journey and IP address (the posts "
+            "stay as tombstones with their id, status and decision), report details, decision notes and "
+            "appeal statements on those posts, and the author's rows in labelled examples and dataset "
+            "files. The author's external id is replaced: a later post with the same id starts a new "
+            "author. 200 with what was erased; 404 for an unknown (or another source's, or an already "
+            "erased) author."
+        ),
+        request=s.ErasureInputSerializer,
+        responses={
+            200: s.AuthorErasedSerializer,
+            **BODY_ERRORS,
+            **NOT_FOUND,
+        },
+        examples=[OpenApiExample("Erasure", request_only=True, value={"author_external_id": "u-77"}), INVALID_EXAMPLE],
+    )
+    def post(self, request: Request) -> Response:
+        source = request_source(request)
+        serializer = s.ErasureInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        external_id = serializer.validated_data["author_external_id"]
+        author = Author.objects.filter(source=source, external_id=external_id, erased_at__isnull=True).first()
+        if author is None:
+            raise NotFound("No author with this external_id.", code="author_not_found")
+        erased = author_erase(author=author, actor=None, via=f"api:{source.slug}")
+        return Response(s.AuthorErasedSerializer(erased).data)
 
 
 class _SourceBlocklistView(generics.GenericAPIView):

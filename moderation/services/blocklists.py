@@ -12,6 +12,7 @@ would decide every post under it. IP blocks are single addresses; ranges are ref
 from __future__ import annotations
 
 import ipaddress
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -19,7 +20,7 @@ from django.utils import timezone
 
 from core.errors import ApplicationError, NotFound
 from core.urls import InvalidUrl, url_parts
-from moderation.models import BlockKind, Domain, IpAddress, ListStatus, Source, SourceBlock
+from moderation.models import AuditLog, BlockKind, Domain, IpAddress, ListStatus, Source, SourceBlock
 from moderation.services.audit import audit_record
 
 
@@ -100,23 +101,44 @@ def source_block_remove(*, source: Source, kind: BlockKind, value: str) -> None:
 
 def _state(row: Domain | IpAddress) -> dict[str, Any]:
     # The name goes in the payload: target_id is the pk, a domain name may not fit that column.
-    return {"name": str(row), "status": row.status, "reason": row.status_reason}
+    return {
+        "name": str(row),
+        "status": row.status,
+        "reason_code": row.status_reason_code,
+        "reason": row.status_reason,
+        "until": row.status_until.isoformat() if row.status_until else None,
+    }
 
 
-def list_status_set(*, row: Domain | IpAddress, status: str, reason: str, actor: Any) -> bool:
-    """Set a row's global list status and audit it; False (and no audit entry) when unchanged.
-    The caller holds the row (select_for_update) inside its transaction."""
-    if row.status == status and row.status_reason == reason:
-        return False
+def list_status_set(
+    *,
+    row: Domain | IpAddress,
+    status: str,
+    reason: str,
+    actor: Any,
+    reason_code: str = "",
+    until: datetime | None = None,
+) -> AuditLog | None:
+    """Set a row's global list status (with its reason and expiry) and audit it; the audit entry,
+    or None when nothing changed. The caller holds the row (select_for_update) inside its
+    transaction."""
+    if (row.status, row.status_reason, row.status_reason_code, row.status_until) == (
+        status,
+        reason,
+        reason_code,
+        until,
+    ):
+        return None
     kind = "domain" if isinstance(row, Domain) else "ip"
     action = {ListStatus.BLOCK: "block", ListStatus.ALLOW: "allow"}.get(ListStatus(status), "unblock")
     before = _state(row)
     row.status = status
     row.status_reason = reason
+    row.status_reason_code = reason_code
+    row.status_until = until
     row.status_changed_at = timezone.now()
-    row.save(update_fields=["status", "status_reason", "status_changed_at"])
-    audit_record(actor=actor, action=f"{kind}.{action}", target=row, before=before, after=_state(row))
-    return True
+    row.save(update_fields=["status", "status_reason", "status_reason_code", "status_until", "status_changed_at"])
+    return audit_record(actor=actor, action=f"{kind}.{action}", target=row, before=before, after=_state(row))
 
 
 @transaction.atomic

@@ -1,64 +1,184 @@
-"""Enforcement from the dashboard: block/unblock a domain or an IP, suspend/unsuspend an
-author. Each is one audited action with the before/after state. Domain and IP blocks from here
-are global (every source's posts) and go through moderation.services.blocklists."""
+"""Enforcement from the dashboard: suspend an author, trust (allow-list) an author, block or
+trust a domain or an IP, and lift any of them. Each takes a reason (a ReasonCode code and a
+note) and an optional expiry, writes one audit entry with the before/after state, and tells the
+platform by signed webhook (moderation.signals.platform_event; scoring delivers it). Domain and
+IP entries from here are global (every source's posts) and go through
+moderation.services.blocklists; an author's go to the author's own source only.
+
+What an entry does to scoring is in scoring.services.enforcement; when it applies (its expiry)
+in moderation.enforcement_state."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from moderation.models import Author, Domain, IpAddress
+from core.errors import ApplicationError
+from moderation.models import Author, Domain, IpAddress, ListStatus, ReasonCode, Source
 from moderation.services import blocklists
 from moderation.services.audit import audit_record
+from moderation.signals import platform_event
+
+EVENT_ENFORCEMENT = "enforcement"
 
 
-def domain_block(*, domain: Domain, actor: Any, reason: str = "") -> None:
-    blocklists.domain_block(name=domain.name, reason=reason[:255], actor=actor)
-    domain.refresh_from_db(fields=["status", "status_reason", "status_changed_at"])
+class EnforcementRefused(ApplicationError):
+    code = "enforcement_refused"
+    status_code = 400
 
 
-def domain_unblock(*, domain: Domain, actor: Any, reason: str = "") -> None:
-    blocklists.domain_unblock(name=domain.name, actor=actor)
-    domain.refresh_from_db(fields=["status", "status_reason", "status_changed_at"])
+@dataclass(frozen=True, slots=True)
+class EnforcementReason:
+    """Why, as the form asks it: a reason code (required to impose, optional to lift), a free
+    note and, to impose, when it stops applying (None: until lifted)."""
+
+    code: str = ""
+    note: str = ""
+    until: datetime | None = None
 
 
-def ip_block(*, ip: IpAddress, actor: Any, reason: str = "") -> None:
-    blocklists.ip_block(address=ip.address, reason=reason[:255], actor=actor)
-    ip.refresh_from_db(fields=["status", "status_reason", "status_changed_at"])
+def _checked(reason: EnforcementReason, *, imposing: bool) -> EnforcementReason:
+    fields: dict[str, list[str]] = {}
+    if imposing and not reason.code:
+        fields["reason_code"] = ["Choose a reason."]
+    elif reason.code and not ReasonCode.objects.filter(code=reason.code, is_active=True).exists():
+        fields["reason_code"] = ["Unknown reason."]
+    if imposing and reason.until is not None and reason.until <= timezone.now():
+        fields["expires_at"] = ["The expiry must be in the future."]
+    if fields:
+        raise EnforcementRefused("Check the reason and the expiry.", fields=fields)
+    return EnforcementReason(code=reason.code, note=reason.note.strip()[:255], until=reason.until if imposing else None)
 
 
-def ip_unblock(*, ip: IpAddress, actor: Any, reason: str = "") -> None:
-    blocklists.ip_unblock(address=ip.address, actor=actor)
-    ip.refresh_from_db(fields=["status", "status_reason", "status_changed_at"])
+def _tell(*, sources: list[Source], key: str, data: dict[str, Any]) -> None:
+    platform_event.send(sender=Author, sources=sources, event_type=EVENT_ENFORCEMENT, key=key, data=data)
 
 
-def _author_state(author: Author) -> dict[str, Any]:
+def _event(
+    *, target: dict[str, Any], action: str, reason: EnforcementReason, actor: Any, at: datetime
+) -> dict[str, Any]:
     return {
-        "suspended_at": author.suspended_at.isoformat() if author.suspended_at else None,
-        "suspended_reason": author.suspended_reason,
+        "target": target,
+        "action": action,
+        "reason_code": reason.code,
+        "note": reason.note,
+        "expires_at": reason.until.isoformat() if reason.until else None,
+        "at": at.isoformat(),
+        "by": getattr(actor, "username", "") or "",
     }
 
 
-@transaction.atomic
-def author_suspend(*, author: Author, actor: Any, reason: str = "") -> None:
-    locked = Author.objects.select_for_update().get(pk=author.pk)
-    before = _author_state(locked)
-    locked.suspended_at = locked.suspended_at or timezone.now()
-    locked.suspended_reason = reason[:255]
-    locked.save(update_fields=["suspended_at", "suspended_reason", "updated_at"])
-    audit_record(actor=actor, action="author.suspend", target=locked, before=before, after=_author_state(locked))
-    author.suspended_at, author.suspended_reason = locked.suspended_at, locked.suspended_reason
+# --- authors ----------------------------------------------------------------------------------
+
+
+def _author_state(author: Author) -> dict[str, Any]:
+    def iso(value: datetime | None) -> str | None:
+        return value.isoformat() if value else None
+
+    return {
+        "suspended_at": iso(author.suspended_at),
+        "suspended_reason_code": author.suspended_reason_code,
+        "suspended_reason": author.suspended_reason,
+        "suspended_until": iso(author.suspended_until),
+        "allowlisted_at": iso(author.allowlisted_at),
+        "allowlisted_reason_code": author.allowlisted_reason_code,
+        "allowlisted_reason": author.allowlisted_reason,
+        "allowlisted_until": iso(author.allowlisted_until),
+    }
+
+
+_AUTHOR_FIELDS = {
+    "suspend": ("suspended_at", "suspended_reason_code", "suspended_reason", "suspended_until"),
+    "allowlist": ("allowlisted_at", "allowlisted_reason_code", "allowlisted_reason", "allowlisted_until"),
+}
 
 
 @transaction.atomic
-def author_unsuspend(*, author: Author, actor: Any, reason: str = "") -> None:
-    locked = Author.objects.select_for_update().get(pk=author.pk)
+def _author_set(*, author: Author, actor: Any, what: str, impose: bool, reason: EnforcementReason) -> Author:
+    reason = _checked(reason, imposing=impose)
+    locked = Author.objects.select_for_update(of=("self",)).select_related("source").get(pk=author.pk)
     before = _author_state(locked)
-    locked.suspended_at = None
-    locked.suspended_reason = ""
-    locked.save(update_fields=["suspended_at", "suspended_reason", "updated_at"])
-    after = {**_author_state(locked), "reason": reason[:255]}
-    audit_record(actor=actor, action="author.unsuspend", target=locked, before=before, after=after)
-    author.suspended_at, author.suspended_reason = None, ""
+    now = timezone.now()
+    at_field, code_field, note_field, until_field = _AUTHOR_FIELDS[what]
+    if impose:
+        setattr(locked, at_field, getattr(locked, at_field) or now)
+        values = (reason.code, reason.note, reason.until)
+    else:
+        setattr(locked, at_field, None)
+        values = ("", "", None)
+    for field, value in zip((code_field, note_field, until_field), values, strict=True):
+        setattr(locked, field, value)
+    locked.save(update_fields=[*_AUTHOR_FIELDS[what], "updated_at"])
+    action = what if impose else f"un{what}"
+    entry = audit_record(
+        actor=actor,
+        action=f"author.{action}",
+        target=locked,
+        before=before,
+        after={**_author_state(locked), **({} if impose else {"reason_code": reason.code, "note": reason.note})},
+    )
+    target = {"type": "author", "external_id": locked.external_id}
+    _tell(
+        sources=[locked.source],
+        key=str(entry.pk),
+        data=_event(target=target, action=action, reason=reason, actor=actor, at=now),
+    )
+    for field in _AUTHOR_FIELDS[what]:
+        setattr(author, field, getattr(locked, field))
+    return locked
+
+
+def author_suspend(*, author: Author, actor: Any, reason: EnforcementReason) -> Author:
+    """Suspend: the author's new posts are held for review or removed (never auto-approved)."""
+    return _author_set(author=author, actor=actor, what="suspend", impose=True, reason=reason)
+
+
+def author_unsuspend(*, author: Author, actor: Any, reason: EnforcementReason | None = None) -> Author:
+    return _author_set(author=author, actor=actor, what="suspend", impose=False, reason=reason or EnforcementReason())
+
+
+def author_allowlist(*, author: Author, actor: Any, reason: EnforcementReason) -> Author:
+    """Trust: the models never remove the author's posts automatically (they queue instead)."""
+    return _author_set(author=author, actor=actor, what="allowlist", impose=True, reason=reason)
+
+
+def author_unallowlist(*, author: Author, actor: Any, reason: EnforcementReason | None = None) -> Author:
+    return _author_set(author=author, actor=actor, what="allowlist", impose=False, reason=reason or EnforcementReason())
+
+
+# --- domains and IPs (global) -------------------------------------------------------------------
+
+_LIST_ACTIONS = {ListStatus.BLOCK: "block", ListStatus.ALLOW: "allow", ListStatus.UNKNOWN: "unlist"}
+
+
+@transaction.atomic
+def list_entry_set(
+    *, row: Domain | IpAddress, status: str, actor: Any, reason: EnforcementReason
+) -> Domain | IpAddress:
+    """Block, trust (allow) or lift (unknown) a domain or an IP for every source."""
+    imposing = status != ListStatus.UNKNOWN
+    reason = _checked(reason, imposing=imposing)
+    model = type(row)
+    locked = model.objects.select_for_update().get(pk=row.pk)
+    entry = blocklists.list_status_set(
+        row=locked,
+        status=status,
+        reason=reason.note,
+        reason_code=reason.code,
+        until=reason.until,
+        actor=actor,
+    )
+    row.refresh_from_db(fields=["status", "status_reason", "status_reason_code", "status_changed_at", "status_until"])
+    if entry is not None:
+        kind = "domain" if isinstance(row, Domain) else "ip"
+        target = {"type": kind, "value": str(row)}
+        data = _event(
+            target=target, action=_LIST_ACTIONS[ListStatus(status)], reason=reason, actor=actor, at=timezone.now()
+        )
+        # A global entry decides every source's posts, so every platform hears of it.
+        _tell(sources=list(Source.objects.exclude(callback_url="")), key=str(entry.pk), data=data)
+    return row

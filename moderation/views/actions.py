@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from django.contrib import messages
 from django.db.models import Model
@@ -14,7 +16,8 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_http_methods, require_POST
 
 from core.errors import ApplicationError
-from moderation.models import Author, BulkAction, Domain, IpAddress, Label, ReasonCode
+from moderation.forms import EnforcementForm
+from moderation.models import Author, BulkAction, Domain, IpAddress, Label, ListStatus, ReasonCode
 from moderation.permissions import CAN_MODERATE, role_required
 from moderation.selectors.thresholds import live_thresholds
 from moderation.services import enforcement
@@ -27,7 +30,8 @@ from moderation.services.bulk import (
     cluster_preview_count,
     cluster_queryset,
 )
-from moderation.views.common import redirect_next
+from moderation.services.enforcement import EnforcementReason
+from moderation.views.common import redirect_next, safe_next
 
 CLUSTER_MODELS = {"author": Author, "domain": Domain, "ip": IpAddress}
 
@@ -131,28 +135,93 @@ def undo(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect_next(request, reverse("moderation:queue"))
 
 
-ENFORCEMENT: dict[tuple[str, str], tuple[type[Model], str, Callable[..., None], str]] = {
-    ("domain", "block"): (Domain, "domain", enforcement.domain_block, "Domain {} blocked."),
-    ("domain", "unblock"): (Domain, "domain", enforcement.domain_unblock, "Domain {} unblocked."),
-    ("ip", "block"): (IpAddress, "ip", enforcement.ip_block, "IP {} blocked."),
-    ("ip", "unblock"): (IpAddress, "ip", enforcement.ip_unblock, "IP {} unblocked."),
-    ("author", "suspend"): (Author, "author", enforcement.author_suspend, "Author {} suspended."),
-    ("author", "unsuspend"): (Author, "author", enforcement.author_unsuspend, "Author {} unsuspended."),
+@dataclass(frozen=True, slots=True)
+class _Enforcement:
+    model: type[Model]
+    title: str  # "Suspend @{}"
+    done: str  # "Author {} suspended."
+    imposing: bool
+    run: Callable[[Any, Any, EnforcementReason], Any]  # (target, actor, reason)
+
+
+def _list(status: str) -> Callable[[Any, Any, EnforcementReason], Any]:
+    return lambda row, actor, reason: enforcement.list_entry_set(row=row, status=status, actor=actor, reason=reason)
+
+
+ENFORCEMENT: dict[tuple[str, str], _Enforcement] = {
+    ("author", "suspend"): _Enforcement(
+        Author,
+        "Suspend @{}",
+        "Author {} suspended.",
+        True,
+        lambda a, actor, reason: enforcement.author_suspend(author=a, actor=actor, reason=reason),
+    ),
+    ("author", "unsuspend"): _Enforcement(
+        Author,
+        "Lift the suspension of @{}",
+        "Author {} unsuspended.",
+        False,
+        lambda a, actor, reason: enforcement.author_unsuspend(author=a, actor=actor, reason=reason),
+    ),
+    ("author", "allowlist"): _Enforcement(
+        Author,
+        "Trust @{}",
+        "Author {} trusted: never removed automatically.",
+        True,
+        lambda a, actor, reason: enforcement.author_allowlist(author=a, actor=actor, reason=reason),
+    ),
+    ("author", "unallowlist"): _Enforcement(
+        Author,
+        "Stop trusting @{}",
+        "Author {} no longer trusted.",
+        False,
+        lambda a, actor, reason: enforcement.author_unallowlist(author=a, actor=actor, reason=reason),
+    ),
+    ("domain", "block"): _Enforcement(
+        Domain, "Block {} and its subdomains", "Domain {} blocked.", True, _list(ListStatus.BLOCK)
+    ),
+    ("domain", "allow"): _Enforcement(
+        Domain, "Trust {} and its subdomains", "Domain {} trusted.", True, _list(ListStatus.ALLOW)
+    ),
+    ("domain", "unblock"): _Enforcement(
+        Domain, "Take {} off the lists", "Domain {} unlisted.", False, _list(ListStatus.UNKNOWN)
+    ),
+    ("ip", "block"): _Enforcement(IpAddress, "Block IP {}", "IP {} blocked.", True, _list(ListStatus.BLOCK)),
+    ("ip", "allow"): _Enforcement(IpAddress, "Trust IP {}", "IP {} trusted.", True, _list(ListStatus.ALLOW)),
+    ("ip", "unblock"): _Enforcement(
+        IpAddress, "Take IP {} off the lists", "IP {} unlisted.", False, _list(ListStatus.UNKNOWN)
+    ),
 }
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @role_required(CAN_MODERATE)
 def enforce(request: HttpRequest, kind: str, pk: int, action: str) -> HttpResponse:
+    """GET: the form (reason code, note, expiry). POST: act, audited and sent to the platform."""
     entry = ENFORCEMENT.get((kind, action))
     if entry is None:
         return HttpResponseBadRequest("Unknown action.")
-    model, kwarg, service, text = entry
-    target = get_object_or_404(model, pk=pk)
-    try:
-        service(**{kwarg: target, "actor": request.user, "reason": request.POST.get("reason", "")})
-    except ApplicationError as exc:
-        messages.error(request, exc.message)
-    else:
-        messages.success(request, text.format(target))
-    return redirect_next(request, reverse("moderation:queue"))
+    target = get_object_or_404(entry.model, pk=pk)
+    form = EnforcementForm(request.POST if request.method == "POST" else None, imposing=entry.imposing)
+    if request.method == "POST" and form.is_valid():
+        try:
+            entry.run(target, request.user, form.reason())
+        except ApplicationError as exc:
+            for field, errors in (exc.fields or {}).items():
+                form.add_error(field if field in form.fields else None, errors)
+            if not exc.fields:
+                form.add_error(None, exc.message)
+        else:
+            messages.success(request, entry.done.format(target))
+            return redirect_next(request, reverse("moderation:queue"))
+    status = 400 if request.method == "POST" else 200
+    context = {
+        "form": form,
+        "kind": kind,
+        "action": action,
+        "target": target,
+        "title": entry.title.format(target),
+        "imposing": entry.imposing,
+        "next": safe_next(request, reverse("moderation:queue")),
+    }
+    return render(request, "moderation/enforce.html", context, status=status)

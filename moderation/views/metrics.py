@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from moderation.permissions import CAN_VIEW_METRICS, role_required
 from moderation.selectors import metrics as m
+from moderation.selectors.appeals import appeal_figures
 from moderation.services.priority import sla_seconds
 from moderation.views.charts import Series, bar_chart, line_chart
 
@@ -114,6 +115,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
             "moderators": m.decisions_per_moderator(since=since),
             "agreement": agreement,
             "latency": latency,
+            "appeal_figures": appeal_figures(),
         },
     )
 

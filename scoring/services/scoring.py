@@ -29,6 +29,7 @@ from moderation.services.priority import posts_priority_refresh
 from moderation.services.score_rows import posts_lock_for_scoring, posts_score_fields_write, spam_counters_add
 from scoring.features.extract import PostFeatures, posts_with_features
 from scoring.models import Action, DecisionPolicy, Score
+from scoring.services.enforcement import enforced_action
 from scoring.services.inference import (
     ScoringClient,
     ScoringInput,
@@ -225,6 +226,19 @@ def _actions(
     ]
 
 
+def _enforce(items: Sequence[_Item], actions: Sequence[Action]) -> list[Action]:
+    """The policy's actions as a moderator's enforcement (suspension, trust) changes them
+    (scoring.services.enforcement), from the rows loaded with the posts: no query."""
+    now = timezone.now()
+    enforced: list[Action] = []
+    for item, action in zip(items, actions, strict=True):
+        final, why = enforced_action(post=item.post, action=action, short_circuited=item.reason is not None, now=now)
+        if why:
+            item.extra["enforcement"] = why  # kept in the Score's features: the evidence page shows it
+        enforced.append(final)
+    return enforced
+
+
 def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_ms: float, routing_reason: str) -> Score:
     out = item.output
     return Score(
@@ -288,9 +302,12 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
                 continue
             report_count = max(int(row["report_count"]), int(item.features.behaviour["report_count"]))
             to_score.append((item, current, report_count))
-        routing = [language_routing_reason(i.post) for i, _, _ in to_score]
+        scored_items = [i for i, _, _ in to_score]
+        routing = [language_routing_reason(i.post) for i in scored_items]
         actions = (
-            _actions([i for i, _, _ in to_score], policy, [r for _, _, r in to_score], routing) if to_score else []
+            _enforce(scored_items, _actions(scored_items, policy, [r for _, _, r in to_score], routing))
+            if to_score
+            else []
         )
         for (item, current, _), action, reason in zip(to_score, actions, routing, strict=True):
             post = item.post

@@ -7,6 +7,9 @@ statement as the features. Another source's blocks never decide a post."""
 
 from __future__ import annotations
 
+from django.utils import timezone
+
+from moderation.enforcement_state import list_status
 from moderation.models import ListStatus, Post
 from scoring.features.extract import SourceBlockHits
 
@@ -19,15 +22,17 @@ def _with_reason(what: str, reason: str) -> str:
 
 def short_circuit_reason(post: Post, source_blocks: SourceBlockHits) -> str | None:
     """Why the post is removed without a model call, or None. Reads only rows that
-    scoring.features.extract already loaded with the post (no query)."""
+    scoring.features.extract already loaded with the post (no query). A global block past its
+    expiry no longer applies."""
+    now = timezone.now()
     link = post.link
     if link is not None:
-        if link.domain.status == ListStatus.BLOCK:
+        if list_status(link.domain, now=now) == ListStatus.BLOCK:
             return _with_reason(f"blocked domain {link.domain.name}", link.domain.status_reason)
         if source_blocks.domain is not None:
             return _with_reason(f"blocked domain {link.domain.name} (this source's list)", source_blocks.domain)
     if post.ip is not None:
-        if post.ip.status == ListStatus.BLOCK:
+        if list_status(post.ip, now=now) == ListStatus.BLOCK:
             return _with_reason(f"blocked IP {post.ip.address}", post.ip.status_reason)
         if source_blocks.ip is not None:
             return _with_reason(f"blocked IP {post.ip.address} (this source's list)", source_blocks.ip)

@@ -15,6 +15,11 @@ An undone decision (moderation.services.bulk.bulk_undo) sends the same event typ
 restored status - whatever it is, `queued` included - and `data.undo` set, so a platform that
 hid a post on the moderator's word shows it again.
 
+Besides decisions, two event types concern no single decision: `enforcement` (an author
+suspended or trusted, a domain or IP blocked or trusted, or any of them lifted; `data` names the
+target, the action, the reason code and note and the expiry) and `appeal.decided` (an appeal
+upheld or overturned). Both are signed and delivered the same way (webhook_enqueue_event).
+
 Delivery never blocks scoring: rows are written in the scoring transaction, the HTTP POST
 happens in the deliver_webhook task after commit, with short timeouts and backoff.
 
@@ -43,7 +48,7 @@ from django.utils import timezone
 from core.metrics import WEBHOOK_FAILURES
 from core.tasks import task_named
 from core.webhook_targets import UnsafeWebhookTarget, WebhookTarget, webhook_target
-from moderation.models import BulkAction, Decision, Post, PostStatus
+from moderation.models import BulkAction, Decision, Post, PostStatus, Source
 from scoring.models import WebhookDelivery
 
 logger = logging.getLogger(__name__)
@@ -190,6 +195,29 @@ def webhook_enqueue_for_decision(post: Post, *, decision: Decision | None = None
     if created:
         _deliver_on_commit([delivery.pk])
     return delivery
+
+
+EVENT_ENFORCEMENT = "enforcement"
+EVENT_APPEAL = "appeal.decided"
+
+
+def webhook_enqueue_event(
+    *, sources: Iterable[Source], event_type: str, key: str, data: dict[str, Any], post: Post | None = None
+) -> list[WebhookDelivery]:
+    """One signed event to each of `sources` that has a callback URL: an enforcement (suspend,
+    block, allow and their lifting) or an appeal's outcome. `key` identifies the occurrence (an
+    audit entry's id): enqueueing it twice sends one event per source. Call inside the
+    transaction that made the change."""
+    rows = []
+    for source in sources:
+        if not source.callback_url:
+            continue
+        event_id = "evt_" + hashlib.sha256(f"{event_type}:{key}:{source.pk}".encode()).hexdigest()[:32]
+        payload = {"id": event_id, "type": event_type, "created": timezone.now().isoformat(), "data": data}
+        rows.append(
+            WebhookDelivery(source_id=source.pk, post=post, event_id=event_id, event_type=event_type, payload=payload)
+        )
+    return _enqueue_rows(rows)
 
 
 def _deliver_on_commit(delivery_ids: list[int]) -> None:

@@ -81,12 +81,6 @@
     select.addEventListener("change", () => localStorage.setItem(KEY_REASON_STORE + label, select.value));
   });
 
-  /* ---- confirmations ---- */
-  document.addEventListener("submit", (e) => {
-    const msg = e.target.dataset && e.target.dataset.confirm;
-    if (msg && !window.confirm(msg)) e.preventDefault();
-  });
-
   /* ---- flash messages fade, except undo ones ---- */
   $$(".flash").forEach((f) => { if (!f.classList.contains("flash-undo")) setTimeout(() => f.remove(), 6000); });
 

@@ -58,9 +58,19 @@ def _urls(world):
             reverse("moderation:cluster", args=["author", p.author_id]),
             {"confirm": "1", "label": "spam", "reason_code": "scam"},
         ),
-        "block_domain": ("post", reverse("moderation:enforce", args=["domain", p.link.domain_id, "block"]), {}),
-        "block_ip": ("post", reverse("moderation:enforce", args=["ip", p.ip_id, "block"]), {}),
-        "suspend": ("post", reverse("moderation:enforce", args=["author", p.author_id, "suspend"]), {}),
+        "block_domain": (
+            "post",
+            reverse("moderation:enforce", args=["domain", p.link.domain_id, "block"]),
+            {"reason_code": "phishing"},
+        ),
+        "block_ip": ("post", reverse("moderation:enforce", args=["ip", p.ip_id, "block"]), {"reason_code": "scam"}),
+        "suspend": (
+            "post",
+            reverse("moderation:enforce", args=["author", p.author_id, "suspend"]),
+            {"reason_code": "bot-activity"},
+        ),
+        "enforce_form": ("get", reverse("moderation:enforce", args=["author", p.author_id, "suspend"]), {}),
+        "author_page": ("get", reverse("moderation:author", args=[p.author_id]), {}),
         "audit": ("get", reverse("moderation:audit"), {}),
         "audit_csv": ("get", reverse("moderation:audit_csv"), {}),
         "metrics": ("get", reverse("moderation:metrics"), {}),
@@ -80,6 +90,8 @@ MODERATION_VIEWS = [
     "block_domain",
     "block_ip",
     "suspend",
+    "enforce_form",
+    "author_page",
 ]
 READ_VIEWS = ["audit", "audit_csv", "metrics"]
 
@@ -307,7 +319,9 @@ def test_cluster_preview_and_confirm(mod_client):
 def test_audit_filter_and_csv(mod_client, moderator):
     post = PostFactory()
     mod_client.post(reverse("moderation:decide", args=[post.pk]), {"label": "spam", "reason_code": "scam"})
-    mod_client.post(reverse("moderation:enforce", args=["domain", post.link.domain_id, "block"]))
+    mod_client.post(
+        reverse("moderation:enforce", args=["domain", post.link.domain_id, "block"]), {"reason_code": "scam"}
+    )
     page = mod_client.get(reverse("moderation:audit"), {"action": "domain."}).content.decode()
     assert 'data-audit-action="domain.block"' in page and 'data-audit-action="post.decide"' not in page
     response = mod_client.get(reverse("moderation:audit_csv"))

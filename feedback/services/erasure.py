@@ -1,0 +1,86 @@
+"""An author's data erased on request leaves the training data too: the labelled examples made
+from their posts are deleted (LabelledExample allows deletion for exactly this), later
+snapshots therefore leave them out, and every frozen dataset version that held them gets its
+files rewritten without those rows and a DatasetErasure record of the exclusion.
+
+Runs inside the erasure's transaction (moderation.signals.author_erased); the files are
+replaced after commit, each written beside the old one and renamed over it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+
+from feedback.models import DatasetErasure, DatasetMember, DatasetVersion, LabelledExample
+from feedback.services import datasets
+
+logger = logging.getLogger(__name__)
+
+
+def examples_erase(*, source_slug: str, author_external_id: str, post_ids: Sequence[int]) -> int:
+    """Delete the author's examples and take them out of every dataset version. Returns how
+    many examples were deleted."""
+    examples = LabelledExample.objects.filter(
+        Q(post_id__in=list(post_ids)) | Q(source_slug=source_slug, author_external_id=author_external_id)
+    )
+    example_ids = set(examples.values_list("pk", flat=True))
+    if not example_ids:
+        return 0
+    rewrites: list[tuple[Path, list[dict[str, Any]]]] = []
+    for dataset in DatasetVersion.objects.filter(members__example_id__in=example_ids).distinct():
+        rows = [row for row in _current_rows(dataset) if row.get("example_id") not in example_ids]
+        digest = hashlib.sha256(datasets.canonical_jsonl(rows)).hexdigest()
+        removed = DatasetMember.objects.filter(dataset=dataset, example_id__in=example_ids).delete()[0]
+        DatasetErasure.objects.create(dataset=dataset, examples_removed=removed, content_sha256=digest)
+        rewrites.append((datasets.dataset_dir(dataset), rows))
+    examples.delete()
+    transaction.on_commit(lambda: _rewrite_all(rewrites))
+    return len(example_ids)
+
+
+def _current_rows(dataset: DatasetVersion) -> list[dict[str, Any]]:
+    path = datasets.dataset_dir(dataset) / "data.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line]
+
+
+def _rewrite_all(rewrites: list[tuple[Path, list[dict[str, Any]]]]) -> None:
+    for directory, rows in rewrites:
+        if directory.exists():
+            _rewrite(directory, rows)
+
+
+def _rewrite(directory: Path, rows: list[dict[str, Any]]) -> None:
+    """data.jsonl, data.parquet and data.csv without the erased rows; manifest.json notes it."""
+    writers = {
+        "data.jsonl": lambda path: path.write_bytes(datasets.canonical_jsonl(rows)),
+        "data.parquet": lambda path: datasets.write_parquet(rows, path),
+        "data.csv": lambda path: datasets.write_csv(rows, path),
+    }
+    for name, write in writers.items():
+        staging = directory / f".{name}.erasing"
+        write(staging)
+        os.replace(staging, directory / name)
+    manifest_path = directory / "manifest.json"
+    if manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text("utf-8"))
+        manifest.setdefault("erasures", []).append({"rows_now": len(rows)})
+        manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    logger.info("feedback.dataset_rows_erased path=%s rows_now=%s", directory, len(rows))
+
+
+def on_author_erased(
+    sender: Any, *, source_slug: str, author_external_id: str, post_ids: Sequence[int], **kwargs: Any
+) -> None:
+    """Signal receiver. Unlike a label, an erasure must not half-happen: a failure here rolls
+    the whole erasure back."""
+    examples_erase(source_slug=source_slug, author_external_id=author_external_id, post_ids=post_ids)

@@ -1,0 +1,179 @@
+"""Erasure on request: after it, nothing of the author is readable through the API, the
+dashboard, the exports (audit CSV, dataset files) or the training data, and the database holds
+none of it either; frozen dataset versions record the exclusion and still verify."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.urls import reverse
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from feedback.models import DatasetErasure, LabelledExample
+from feedback.services.datasets import dataset_dir, dataset_load, dataset_snapshot, dataset_verify
+from moderation.models import ApiScope, AuditLog, Author, Post, PostStatus, Report
+from moderation.services.appeals import appeal_submit
+from moderation.services.decisions import decision_record
+from moderation.services.enforcement import EnforcementReason, author_suspend
+from moderation.services.ingest import post_ingest
+from tests.factories import create_api_key
+from tests.moderation.dashboard_factories import UserFactory
+from tests.moderation.dashboard_fixtures import *  # noqa: F403
+from tests.moderation.dashboard_fixtures import client_for
+from tests.scoring.pipeline_support import make_source
+
+pytestmark = pytest.mark.django_db
+
+SECRETS = (
+    "victim-ext-77",
+    "Vyctoria Uniquename",
+    "victim-mail.example",
+    "VICTIMTEXT",
+    "VICTIMPATH",
+    "VICTIMPREVIEW",
+    "VICTIMREPORT",
+    "VICTIMNOTE",
+    "VICTIMSTATEMENT",
+    "VICTIMSUSPEND",
+    "203.0.113.99",
+)
+
+
+@pytest.fixture(autouse=True)
+def artifacts(settings: Any, tmp_path: Path) -> Path:
+    settings.ARTIFACTS_DIR = tmp_path / "artifacts"
+    return settings.ARTIFACTS_DIR
+
+
+def _leaks(text: str) -> list[str]:
+    return [secret for secret in SECRETS if secret in text]
+
+
+def _victim(source, moderator) -> list[Post]:
+    posts = []
+    for n in range(2):
+        post, _ = post_ingest(
+            source=source,
+            payload={
+                "external_id": f"victim-post-{n}",
+                "text": f"VICTIMTEXT number {n}",
+                "url": f"https://victim-site.example/VICTIMPATH/{n}",
+                "preview": {"text": "VICTIMPREVIEW page"},
+                "created_at": timezone.now(),
+                "ip": "203.0.113.99",
+                "author": {
+                    "external_id": "victim-ext-77",
+                    "username": "Vyctoria Uniquename",
+                    "email_domain": "victim-mail.example",
+                },
+            },
+        )
+        posts.append(post)
+    Report.objects.create(post=posts[0], reporter_id="someone", reason="spam", details="VICTIMREPORT says")
+    decision_record(post=posts[0], moderator=moderator, label="spam", reason_code="scam", note="VICTIMNOTE")
+    appeal_submit(source=source, post_external_id=posts[0].external_id, statement="VICTIMSTATEMENT please")
+    author_suspend(author=posts[0].author, actor=moderator, reason=EnforcementReason("scam", "VICTIMSUSPEND"))
+    return posts
+
+
+def test_nothing_of_an_erased_author_stays_readable(moderator, django_capture_on_commit_callbacks):
+    source = make_source()
+    admin = UserFactory(username="boss", role="admin")
+    posts = _victim(source, moderator)
+    bystander_post, _ = post_ingest(
+        source=source,
+        payload={
+            "external_id": "other-1",
+            "text": "unrelated words",
+            "created_at": timezone.now(),
+            "author": {"external_id": "someone-else"},
+        },
+    )
+    decision_record(post=bystander_post, moderator=moderator, label="ham", reason_code="legitimate")
+    frozen = dataset_snapshot(created_by=admin, name="before erasure")
+    assert _leaks((dataset_dir(frozen) / "data.csv").read_text())  # the fixture does hold the data
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Api-Key {create_api_key(source)}")
+    author = Author.objects.get(external_id="victim-ext-77")
+
+    with django_capture_on_commit_callbacks(execute=True):  # the dataset files are rewritten after commit
+        response = api.post("/api/v1/erasures", {"author_external_id": "victim-ext-77"}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["erased_post_count"] == 2
+    again = api.post("/api/v1/erasures", {"author_external_id": "victim-ext-77"}, format="json")
+    assert again.status_code == 404
+
+    # The API: the posts are tombstones, their status and decision kept.
+    for post in posts:
+        body = api.get(f"/api/v1/posts/{post.external_id}")
+        assert body.status_code == 200 and _leaks(body.content.decode()) == []
+    assert Post.objects.get(pk=posts[0].pk).status == PostStatus.REMOVED
+    # The dashboard: post, author, queue, appeals, audit pages and the audit CSV.
+    pages = [
+        reverse("moderation:post_detail", args=[posts[0].pk]),
+        reverse("moderation:post_detail", args=[posts[1].pk]),
+        reverse("moderation:author", args=[author.pk]),
+        reverse("moderation:queue"),
+        reverse("moderation:appeals"),
+        reverse("moderation:appeal", args=[posts[0].appeals.get().pk]),
+        reverse("moderation:audit"),
+    ]
+    client = client_for(admin)
+    for url in pages:
+        page = client.get(url)
+        assert page.status_code == 200 and _leaks(page.content.decode()) == [], url
+    csv_text = b"".join(client.get(reverse("moderation:audit_csv")).streaming_content).decode()
+    assert _leaks(csv_text) == []
+    assert AuditLog.objects.filter(action="author.erase", target_id=str(author.pk)).get().after["via"] == "api:" + (
+        source.slug
+    )
+    # Training data: the examples are gone, the frozen version's files were rewritten and it
+    # records the exclusion (and still verifies); a later snapshot leaves the author out.
+    assert not LabelledExample.objects.filter(post_id__in=[p.pk for p in posts]).exists()
+    (erasure,) = DatasetErasure.objects.filter(dataset=frozen)
+    assert erasure.examples_removed == 1
+    dataset_verify(dataset=frozen)
+    assert [row["post_external_id"] for row in dataset_load(dataset=frozen)] == ["other-1"]
+    for name in ("data.jsonl", "data.csv", "manifest.json"):
+        assert _leaks((dataset_dir(frozen) / name).read_text()) == [], name
+    assert _leaks((dataset_dir(frozen) / "data.parquet").read_bytes().decode("latin-1")) == []
+    assert json.loads((dataset_dir(frozen) / "manifest.json").read_text())["erasures"] == [{"rows_now": 1}]
+    later = dataset_snapshot(created_by=admin, name="after erasure")
+    assert later.example_count == 1 and _leaks((dataset_dir(later) / "data.csv").read_text()) == []
+    # And the database holds none of it, in any table of the three apps.
+    for app in ("moderation", "scoring", "feedback"):
+        for model in apps.get_app_config(app).get_models():
+            rows = json.dumps(list(model.objects.values()), default=str)
+            assert _leaks(rows) == [], model.__name__
+
+
+def test_erasure_from_the_dashboard_is_for_admins_and_needs_a_confirmation(moderator):
+    source = make_source()
+    posts = _victim(source, moderator)
+    author = posts[0].author
+    url = reverse("moderation:author_erase", args=[author.pk])
+    assert client_for(moderator).post(url, {"confirm": "on"}).status_code == 403
+    admin = client_for(UserFactory(username="boss", role="admin"))
+    assert admin.post(url, {}).status_code == 400
+    author.refresh_from_db()
+    assert author.erased_at is None
+    assert admin.post(url, {"confirm": "on"}).status_code == 302
+    author.refresh_from_db()
+    assert author.erased_at is not None and author.username == "" and author.external_id == f"erased-{author.pk}"
+    assert Post.objects.get(pk=posts[1].pk).text == ""
+    entry = AuditLog.objects.get(action="author.erase")
+    assert entry.actor.username == "boss" and entry.after["via"] == "dashboard"
+
+
+def test_the_erasure_scope_is_required():
+    source = make_source()
+    api = APIClient()
+    scopes = [s for s in ApiScope.values if s != ApiScope.AUTHORS_ERASE]
+    api.credentials(HTTP_AUTHORIZATION=f"Api-Key {create_api_key(source, scopes=scopes)}")
+    response = api.post("/api/v1/erasures", {"author_external_id": "whoever"}, format="json")
+    assert response.status_code == 403 and response.json()["error"]["code"] == "insufficient_scope"
