@@ -9,6 +9,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from core.urls import registrable_domain
 from moderation.links import link_get_or_create
 from moderation.models import AuditLog, ListStatus, Post, PostStatus
 from moderation.services.enforcement import (
@@ -19,7 +20,6 @@ from moderation.services.enforcement import (
     author_unsuspend,
     list_entry_set,
 )
-from scoring.features.url import registrable_domain
 from scoring.models import Action, Score, WebhookDelivery
 from scoring.services.scoring import score_posts
 from tests.moderation.dashboard_fixtures import *  # noqa: F403
