@@ -8,7 +8,9 @@ Which suites exist:
   every later training run so the suite stays held out.
 
 Frozen by copy (see EvaluationSuite): rows.jsonl under ARTIFACTS_DIR/suites/, hashed, re-checked
-on every load.
+on every load. The one sanctioned change is an author's data erased on request
+(feedback.services.erasure): the file loses their rows and a SuiteErasure holds the hash it must
+have from then on.
 """
 
 from __future__ import annotations
