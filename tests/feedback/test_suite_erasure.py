@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 from django.db import transaction
 
 from feedback.models import EvaluationSuite, SuiteErasure
 from feedback.services.datasets import dataset_import
 from feedback.services.erasure import examples_erase
+from feedback.services.gate import evaluate_suites
 from feedback.services.suites import SuiteTampered, suite_file, suite_for_dataset_test, suite_mark_dataset, suite_rows
 
 pytestmark = pytest.mark.django_db
@@ -74,3 +76,20 @@ def test_an_erasure_does_not_rehash_a_tampered_suite(admin_user, django_capture_
     assert not SuiteErasure.objects.exists()
     with pytest.raises(SuiteTampered):
         suite_rows(suite)
+
+
+def test_a_suite_emptied_by_erasures_stays_and_evaluation_skips_it(admin_user, django_capture_on_commit_callbacks):
+    rows = [{"source": "chirp", "author_external_id": "solo", "text": f"only {i}", "label": "spam"} for i in range(4)]
+    content = "\n".join(json.dumps(row) for row in rows).encode()
+    suite = suite_mark_dataset(
+        dataset=dataset_import(content=content, fmt="jsonl", created_by=admin_user), user=admin_user
+    )
+    _erase("solo", django_capture_on_commit_callbacks)
+    (entry,) = evaluate_suites(
+        bundle="text",
+        candidate=lambda rs: np.full(len(rs), 0.5),
+        production=None,
+        thresholds={"remove": 0.9, "approve": 0.1},
+        suites=[EvaluationSuite.objects.get(pk=suite.pk)],
+    )
+    assert entry["n"] == 0 and entry["skipped"] == "0 usable rows, 0 spam"
