@@ -276,6 +276,9 @@ class EvaluationSuite(ImmutableModel):
     Frozen by copy: the rows are written once to ARTIFACTS_DIR/<path>/rows.jsonl and
     `content_sha256` hashes that file, so editing or deleting the dataset, its examples or the
     bootstrap corpus later never changes what a suite measures (loading re-checks the hash).
+    The one planned change is an author's data erased on request: the file is rewritten without
+    their rows and a SuiteErasure records the new hash and counts, so the counts here are those
+    at freezing (the latest erasure holds the current ones).
     """
 
     name = models.CharField(max_length=120, unique=True)
@@ -285,8 +288,8 @@ class EvaluationSuite(ImmutableModel):
     )
     description = models.CharField(max_length=255, blank=True)
     content_sha256 = models.CharField(max_length=64)
-    row_count = models.PositiveIntegerField()
-    spam_count = models.PositiveIntegerField()
+    row_count = models.PositiveIntegerField(help_text="Rows when frozen.")
+    spam_count = models.PositiveIntegerField(help_text="Spam rows when frozen.")
     featured_count = models.PositiveIntegerField(
         default=0, help_text="Rows with frozen features: the tabular models are scored on these."
     )
@@ -325,3 +328,25 @@ class DatasetErasure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.examples_removed} rows erased from dataset v{self.dataset.version}"
+
+
+class SuiteErasure(models.Model):
+    """Rows taken out of an evaluation suite because their author's data was erased on request.
+    The suite's row stays as it was (immutable, with the hash and counts at freezing); its rows
+    file is rewritten without those rows and this record holds what the file hashes to now and
+    the counts left, so `suite_rows` still refuses any other change. A suite left with no rows
+    stays (its history and the runs that used it still refer to it); evaluation skips it."""
+
+    suite = models.ForeignKey(EvaluationSuite, on_delete=models.CASCADE, related_name="erasures")
+    rows_removed = models.PositiveIntegerField()
+    row_count = models.PositiveIntegerField(help_text="Rows left after the removal.")
+    spam_count = models.PositiveIntegerField(help_text="Spam rows left after the removal.")
+    content_sha256 = models.CharField(max_length=64, help_text="SHA-256 of rows.jsonl after the removal.")
+    reason = models.CharField(max_length=255, default="author's data erased on request")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.rows_removed} rows erased from suite {self.suite.name}"

@@ -1,7 +1,9 @@
 """An author's data erased on request leaves the training data too: the labelled examples made
 from their posts are deleted (LabelledExample allows deletion for exactly this), later
 snapshots therefore leave them out, and every frozen dataset version that held them gets its
-files rewritten without those rows and a DatasetErasure record of the exclusion.
+files rewritten without those rows and a DatasetErasure record of the exclusion. Evaluation
+suites hold their own frozen copy of rows: every suite holding the author's rows gets its rows
+file rewritten without them and a SuiteErasure record (the new hash and the counts left).
 
 Runs inside the erasure's transaction (moderation.signals.author_erased); the files are
 replaced after commit, each written beside the old one and renamed over it."""
@@ -19,19 +21,31 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
-from feedback.models import DatasetErasure, DatasetMember, DatasetVersion, LabelledExample
-from feedback.services import datasets
+from feedback.models import (
+    DatasetErasure,
+    DatasetMember,
+    DatasetVersion,
+    EvaluationSuite,
+    LabelledExample,
+    SuiteErasure,
+    SuiteKind,
+)
+from feedback.services import datasets, suites
 
 logger = logging.getLogger(__name__)
 
 
 def examples_erase(*, source_slug: str, author_external_id: str, post_ids: Sequence[int]) -> int:
-    """Delete the author's examples and take them out of every dataset version. Returns how
-    many examples were deleted."""
+    """Delete the author's examples and take them out of every dataset version and evaluation
+    suite. Returns how many examples were deleted."""
     examples = LabelledExample.objects.filter(
         Q(post_id__in=list(post_ids)) | Q(source_slug=source_slug, author_external_id=author_external_id)
     )
     example_ids = set(examples.values_list("pk", flat=True))
+    suite_rewrites = _suites_erase(
+        example_ids=example_ids, source_slug=source_slug, author_external_id=author_external_id
+    )
+    transaction.on_commit(lambda: _suite_rewrite_all(suite_rewrites))
     if not example_ids:
         return 0
     rewrites: list[tuple[Path, list[dict[str, Any]]]] = []
@@ -44,6 +58,53 @@ def examples_erase(*, source_slug: str, author_external_id: str, post_ids: Seque
     examples.delete()
     transaction.on_commit(lambda: _rewrite_all(rewrites))
     return len(example_ids)
+
+
+def _suites_erase(
+    *, example_ids: set[int], source_slug: str, author_external_id: str
+) -> list[tuple[Path, list[dict[str, Any]]]]:
+    """Record the removal of the author's rows from every suite holding them; returns the files
+    to rewrite after commit. Every suite but the bootstrap one is read, not only those linked to
+    the author's datasets: a suite keeps its rows when its dataset is deleted (dataset set to
+    NULL). suite_rows checks each file first, so a tampered suite stops the erasure with
+    SuiteTampered instead of being re-hashed as if it were genuine."""
+
+    def is_theirs(row: dict[str, Any]) -> bool:
+        if row.get("example_id") in example_ids:
+            return True
+        return bool(author_external_id) and (row.get("source"), row.get("author_external_id")) == (
+            source_slug,
+            author_external_id,
+        )
+
+    rewrites: list[tuple[Path, list[dict[str, Any]]]] = []
+    for suite in EvaluationSuite.objects.exclude(kind=SuiteKind.BOOTSTRAP).order_by("pk").select_for_update():
+        path = suites.suite_file(suite)
+        if not path.exists():  # nothing readable to erase
+            continue
+        rows = suites.suite_rows(suite)
+        kept = [row for row in rows if not is_theirs(row)]
+        if len(kept) == len(rows):
+            continue
+        SuiteErasure.objects.create(
+            suite=suite,
+            rows_removed=len(rows) - len(kept),
+            row_count=len(kept),
+            spam_count=sum(1 for row in kept if row.get("label") == "spam"),
+            content_sha256=hashlib.sha256(datasets.canonical_jsonl(kept)).hexdigest(),
+        )
+        rewrites.append((path, kept))
+    return rewrites
+
+
+def _suite_rewrite_all(rewrites: list[tuple[Path, list[dict[str, Any]]]]) -> None:
+    for path, rows in rewrites:
+        if not path.parent.exists():
+            continue
+        staging = path.with_name(f".{path.name}.erasing")
+        staging.write_bytes(datasets.canonical_jsonl(rows))
+        os.replace(staging, path)
+        logger.info("feedback.suite_rows_erased path=%s rows_now=%s", path, len(rows))
 
 
 def _current_rows(dataset: DatasetVersion) -> list[dict[str, Any]]:

@@ -8,7 +8,9 @@ Which suites exist:
   every later training run so the suite stays held out.
 
 Frozen by copy (see EvaluationSuite): rows.jsonl under ARTIFACTS_DIR/suites/, hashed, re-checked
-on every load.
+on every load. The one sanctioned change is an author's data erased on request
+(feedback.services.erasure): the file loses their rows and a SuiteErasure holds the hash it must
+have from then on.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -156,13 +159,24 @@ def suite_mark_dataset(*, dataset: DatasetVersion, user: Any, name: str = "") ->
     return suite
 
 
+def suite_file(suite: EvaluationSuite) -> Path:
+    return artifacts_dir() / suite.path / SUITE_FILE
+
+
+def suite_expected_sha256(suite: EvaluationSuite) -> str:
+    """The hash the rows file must have: the one at freezing, or the latest erasure's (rows
+    erased on request, feedback.services.erasure, change the file on purpose)."""
+    latest = suite.erasures.order_by("-created_at", "-id").first()
+    return latest.content_sha256 if latest is not None else suite.content_sha256
+
+
 def suite_rows(suite: EvaluationSuite) -> list[dict[str, Any]]:
     """The suite's frozen rows, after checking the file still has the recorded hash."""
-    path = artifacts_dir() / suite.path / SUITE_FILE
+    path = suite_file(suite)
     if not path.exists():
         raise SuiteTampered(f"Suite {suite.name!r} has no rows file at {path}.")
     data = path.read_bytes()
-    if hashlib.sha256(data).hexdigest() != suite.content_sha256:
+    if hashlib.sha256(data).hexdigest() != suite_expected_sha256(suite):
         raise SuiteTampered(f"Suite {suite.name!r} was modified on disk; its recorded hash no longer matches.")
     return [json.loads(line) for line in data.decode("utf-8").splitlines() if line]
 

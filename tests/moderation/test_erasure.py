@@ -1,6 +1,7 @@
 """Erasure on request: after it, nothing of the author is readable through the API, the
-dashboard, the exports (audit CSV, dataset files) or the training data, and the database holds
-none of it either; frozen dataset versions record the exclusion and still verify."""
+dashboard, the exports (audit CSV, dataset files), the training data or the evaluation suites,
+and the database holds none of it either; frozen dataset versions and suites record the
+exclusion and still verify."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from feedback.models import DatasetErasure, LabelledExample
+from feedback.models import DatasetErasure, LabelledExample, SuiteErasure
 from feedback.services.datasets import dataset_dir, dataset_load, dataset_snapshot, dataset_verify
+from feedback.services.suites import suite_file, suite_mark_dataset, suite_rows
 from moderation.models import ApiScope, AuditLog, Author, Post, PostStatus, Report
 from moderation.services.appeals import appeal_submit
 from moderation.services.decisions import decision_record
@@ -85,6 +87,7 @@ def test_nothing_of_an_erased_author_stays_readable(moderator, django_capture_on
     source = make_source()
     admin = UserFactory(username="boss", role="admin")
     posts = _victim(source, moderator)
+    lone = dataset_snapshot(created_by=admin, name="the victim alone")
     bystander_post, _ = post_ingest(
         source=source,
         payload={
@@ -97,6 +100,10 @@ def test_nothing_of_an_erased_author_stays_readable(moderator, django_capture_on
     decision_record(post=bystander_post, moderator=moderator, label="ham", reason_code="legitimate")
     frozen = dataset_snapshot(created_by=admin, name="before erasure")
     assert _leaks((dataset_dir(frozen) / "data.csv").read_text())  # the fixture does hold the data
+    marked = suite_mark_dataset(dataset=frozen, user=admin, name="held out")
+    only_theirs = suite_mark_dataset(dataset=lone, user=admin, name="only theirs")
+    for suite in (marked, only_theirs):
+        assert _leaks(suite_file(suite).read_text())  # the suites do hold the data
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Api-Key {create_api_key(source)}")
     author = Author.objects.get(external_id="victim-ext-77")
@@ -143,6 +150,16 @@ def test_nothing_of_an_erased_author_stays_readable(moderator, django_capture_on
         assert _leaks((dataset_dir(frozen) / name).read_text()) == [], name
     assert _leaks((dataset_dir(frozen) / "data.parquet").read_bytes().decode("latin-1")) == []
     assert json.loads((dataset_dir(frozen) / "manifest.json").read_text())["erasures"] == [{"rows_now": 1}]
+    # Evaluation suites: rewritten without the author's rows, the new hash recorded, still
+    # loading; the suite row keeps its counts at freezing, the erasure holds the current ones.
+    assert _leaks(suite_file(marked).read_text()) == []
+    assert [row["text"] for row in suite_rows(marked)] == ["unrelated words"]
+    (suite_erasure,) = SuiteErasure.objects.filter(suite=marked)
+    assert (suite_erasure.rows_removed, suite_erasure.row_count, suite_erasure.spam_count) == (1, 1, 0)
+    assert marked.row_count == 2
+    # A suite left with no rows stays, empty (evaluation skips it).
+    assert suite_rows(only_theirs) == [] and suite_file(only_theirs).read_text() == ""
+    assert SuiteErasure.objects.get(suite=only_theirs).row_count == 0
     later = dataset_snapshot(created_by=admin, name="after erasure")
     assert later.example_count == 1 and _leaks((dataset_dir(later) / "data.csv").read_text()) == []
     # And the database holds none of it, in any table of the three apps.
