@@ -206,7 +206,7 @@ class PostInputSerializer(InputSerializer):
     }
 )
 class BatchItemsField(serializers.ListField):
-    """The batch's items, each validated on its own (moderation.api.batch_items)."""
+    """The batch's items, each validated on its own (moderation.api.post_input)."""
 
 
 class PostBatchInputSerializer(InputSerializer):

@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from moderation.api import serializers as s
 from moderation.api.authentication import request_source
-from moderation.api.batch_items import BatchItemValidator
+from moderation.api.post_input import PostInputValidator
 from moderation.api.errors import fields_of, flatten_errors
 from moderation.api.fields import unicode_problem
 from moderation.api.filters import DomainFilter, IpFilter
@@ -195,12 +195,10 @@ class PostCreateView(JsonApiView):
     def post(self, request: Request) -> Response:
         query = s.WaitQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        serializer = s.PostInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
+        # The same validator as every batch item: one set of rules, one error shape.
+        payload = PostInputValidator().validate(request.data)
         wait_ms = query.validated_data.get("wait_ms")
-        post, created = post_ingest(
-            source=request_source(request), payload=serializer.validated_data, inline_budget_ms=wait_ms
-        )
+        post, created = post_ingest(source=request_source(request), payload=payload, inline_budget_ms=wait_ms)
         code: int = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         score = None
         if wait_ms is not None:
@@ -263,9 +261,8 @@ class PostBatchView(JsonApiView):
         items: list[Any] = envelope.validated_data["posts"]
         results: list[dict[str, Any]] = [{} for _ in items]
         valid: list[tuple[int, dict[str, Any]]] = []
-        # One validator for every item: the common item on a fast path, the others through one
-        # PostInputSerializer instance, which words the errors (moderation.api.batch_items).
-        validator = BatchItemValidator()
+        # One validator for every item, as for a single post (moderation.api.post_input).
+        validator = PostInputValidator()
         error_budget = BATCH_ERRORS_MAX
         for index, item in enumerate(items):
             try:
