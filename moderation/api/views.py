@@ -18,12 +18,12 @@ from rest_framework.views import APIView
 
 from moderation.api import serializers as s
 from moderation.api.authentication import request_source
-from moderation.api.post_input import PostInputValidator
 from moderation.api.errors import fields_of, flatten_errors
 from moderation.api.fields import unicode_problem
 from moderation.api.filters import DomainFilter, IpFilter
 from moderation.api.pagination import IdCursorPagination
 from moderation.api.parsers import StrictJSONParser
+from moderation.api.post_input import PostInputValidator
 from moderation.errors import NotFound
 from moderation.models import ApiScope, BlockKind, Post, PostStatus, SourceBlock
 from moderation.selectors.blocklists import source_blocks
