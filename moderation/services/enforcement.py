@@ -13,25 +13,19 @@ from moderation.models import Author, Domain, IpAddress
 from moderation.services import blocklists
 from moderation.services.audit import audit_record
 
-
-def domain_block(*, domain: Domain, actor: Any, reason: str = "") -> None:
-    blocklists.domain_block(name=domain.name, reason=reason[:255], actor=actor)
-    domain.refresh_from_db(fields=["status", "status_reason", "status_changed_at"])
+LIST_STATUS_FIELDS = ["status", "status_reason", "status_changed_at"]
 
 
-def domain_unblock(*, domain: Domain, actor: Any, reason: str = "") -> None:
-    blocklists.domain_unblock(name=domain.name, actor=actor)
-    domain.refresh_from_db(fields=["status", "status_reason", "status_changed_at"])
+def list_block(*, target: Domain | IpAddress, actor: Any, reason: str = "") -> None:
+    kind = blocklists.list_kind_of(target)
+    blocklists.global_block(kind=kind.kind, value=getattr(target, kind.key), reason=reason[:255], actor=actor)
+    target.refresh_from_db(fields=LIST_STATUS_FIELDS)
 
 
-def ip_block(*, ip: IpAddress, actor: Any, reason: str = "") -> None:
-    blocklists.ip_block(address=ip.address, reason=reason[:255], actor=actor)
-    ip.refresh_from_db(fields=["status", "status_reason", "status_changed_at"])
-
-
-def ip_unblock(*, ip: IpAddress, actor: Any, reason: str = "") -> None:
-    blocklists.ip_unblock(address=ip.address, actor=actor)
-    ip.refresh_from_db(fields=["status", "status_reason", "status_changed_at"])
+def list_unblock(*, target: Domain | IpAddress, actor: Any, reason: str = "") -> None:
+    kind = blocklists.list_kind_of(target)
+    blocklists.global_unblock(kind=kind.kind, value=getattr(target, kind.key), actor=actor)
+    target.refresh_from_db(fields=LIST_STATUS_FIELDS)
 
 
 def _author_state(author: Author) -> dict[str, Any]:

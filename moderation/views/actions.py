@@ -132,10 +132,10 @@ def undo(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 ENFORCEMENT: dict[tuple[str, str], tuple[type[Model], str, Callable[..., None], str]] = {
-    ("domain", "block"): (Domain, "domain", enforcement.domain_block, "Domain {} blocked."),
-    ("domain", "unblock"): (Domain, "domain", enforcement.domain_unblock, "Domain {} unblocked."),
-    ("ip", "block"): (IpAddress, "ip", enforcement.ip_block, "IP {} blocked."),
-    ("ip", "unblock"): (IpAddress, "ip", enforcement.ip_unblock, "IP {} unblocked."),
+    ("domain", "block"): (Domain, "target", enforcement.list_block, "Domain {} blocked."),
+    ("domain", "unblock"): (Domain, "target", enforcement.list_unblock, "Domain {} unblocked."),
+    ("ip", "block"): (IpAddress, "target", enforcement.list_block, "IP {} blocked."),
+    ("ip", "unblock"): (IpAddress, "target", enforcement.list_unblock, "IP {} unblocked."),
     ("author", "suspend"): (Author, "author", enforcement.author_suspend, "Author {} suspended."),
     ("author", "unsuspend"): (Author, "author", enforcement.author_unsuspend, "Author {} unsuspended."),
 }

@@ -11,7 +11,7 @@ from moderation.selectors.queue import QueueFilters, queue_queryset
 from moderation.services.bulk import Cluster, bulk_decide, bulk_undo, cluster_preview_count
 from moderation.services.claims import claim_next, claim_post, claim_release
 from moderation.services.decisions import decision_record
-from moderation.services.enforcement import author_suspend, domain_block, domain_unblock, ip_block
+from moderation.services.enforcement import author_suspend, list_block, list_unblock
 from moderation.signals import decision_recorded
 from tests.moderation.dashboard_factories import AuthorFactory, DomainFactory, LinkFactory, PostFactory, UserFactory
 from tests.moderation.dashboard_fixtures import *  # noqa: F403
@@ -134,16 +134,17 @@ def test_bulk_empty_selection(moderator):
 
 def test_enforcement_is_audited(moderator):
     domain = DomainFactory()
-    domain_block(domain=domain, actor=moderator, reason="phishing kit")
+    list_block(target=domain, actor=moderator, reason="phishing kit")
     assert domain.status == ListStatus.BLOCK
-    domain_unblock(domain=domain, actor=moderator)
+    list_unblock(target=domain, actor=moderator)
     entries = list(AuditLog.objects.filter(target_type="domain").order_by("id"))
     assert [e.action for e in entries] == ["domain.block", "domain.unblock"]
     assert entries[0].before["status"] == "unknown" and entries[0].after["status"] == "block"
     assert entries[0].actor == moderator
     link = LinkFactory()
     post = PostFactory(link=link)
-    ip_block(ip=post.ip, actor=moderator)
+    list_block(target=post.ip, actor=moderator)
+    assert post.ip.status == ListStatus.BLOCK
     author_suspend(author=post.author, actor=moderator, reason="bot")
     post.author.refresh_from_db()
     assert post.author.suspended_at is not None
