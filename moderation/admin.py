@@ -34,7 +34,7 @@ from moderation.models import (
     SourceBlock,
 )
 from moderation.services.api_keys import api_key_create, api_key_revoke, api_key_scopes_set
-from moderation.services.blocklists import BlockRefused, block_domain_value, block_ip_value, list_status_set
+from moderation.services.blocklists import BlockRefused, list_kind_of, list_status_set
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -151,10 +151,9 @@ class GlobalListStatusForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if data.get("status") == ListStatus.BLOCK:
-            is_domain = isinstance(self.instance, Domain)
-            value = data.get("name" if is_domain else "address") or str(self.instance)
+            kind = list_kind_of(self.instance)
             try:
-                block_domain_value(value) if is_domain else block_ip_value(value)
+                kind.canonical(data.get(kind.key) or str(self.instance))
             except BlockRefused as exc:
                 self.add_error("status", exc.message)
         return data

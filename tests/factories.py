@@ -152,13 +152,23 @@ class ScoreFactory(factory.django.DjangoModelFactory):
         model = Score
 
     post = factory.SubFactory(PostFactory)
-    model_set = "text:1,link:1,behaviour:1,fusion:1"
+    # As scoring stores them: the versions Triton reports per model, and their sorted model_set.
+    model_set = "behaviour_model:1,fusion_model:1,link_model:1,spam_pipeline:1,text_classifier:1,tokenizer:1"
     text_score = 0.5
     link_score = 0.5
     behaviour_score = 0.5
     final_score = 0.5
     action = Action.QUEUE
-    model_versions = factory.LazyFunction(lambda: {"text": "1", "link": "1", "behaviour": "1", "fusion": "1"})
+    model_versions = factory.LazyFunction(
+        lambda: {
+            "tokenizer": "1",
+            "text_classifier": "1",
+            "link_model": "1",
+            "behaviour_model": "1",
+            "fusion_model": "1",
+            "spam_pipeline": "1",
+        }
+    )
 
 
 class AuditLogFactory(factory.django.DjangoModelFactory):

@@ -21,7 +21,6 @@ import hypothesis
 import hypothesis.errors
 import pytest
 import schemathesis
-from django.core.cache import cache
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
@@ -41,6 +40,7 @@ from schemathesis.specs.openapi.checks import (
 
 from moderation.api.throttling import ApiKeyRateThrottle
 from tests.factories import SourceFactory, create_api_key
+from tests.redis_keys import clear_cache_keys
 
 # CI budget; a deeper local run: API_FUZZ_EXAMPLES=300 pytest tests/test_api_fuzz.py
 _BUDGET = int(os.environ.get("API_FUZZ_EXAMPLES", "60"))
@@ -109,7 +109,7 @@ def in_test_transaction() -> Iterator[None]:
 @pytest.fixture
 def no_throttling(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ApiKeyRateThrottle, "THROTTLE_RATES", {"api_key": "100000/min"})
-    cache.clear()
+    clear_cache_keys()
 
 
 def test_schema_has_operations() -> None:

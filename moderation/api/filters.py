@@ -32,15 +32,20 @@ class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
     field_class = UtcIsoDateTimeField
 
 
-class DomainFilter(django_filters.FilterSet):
-    name = django_filters.CharFilter(field_name="value", lookup_expr="icontains", help_text="Part of the domain name.")
+class _SourceBlockFilter(django_filters.FilterSet):
+    """What both block lists filter on; each adds a filter on its value."""
+
     reason = django_filters.CharFilter(field_name="reason", lookup_expr="icontains")
     blocked_after = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
     blocked_before = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
 
     class Meta:
         model = SourceBlock
-        fields = ["name", "reason", "blocked_after", "blocked_before"]
+        fields: list[str] = []
+
+
+class DomainFilter(_SourceBlockFilter):
+    name = django_filters.CharFilter(field_name="value", lookup_expr="icontains", help_text="Part of the domain name.")
 
 
 class IpAddressFilter(django_filters.Filter):
@@ -48,12 +53,5 @@ class IpAddressFilter(django_filters.Filter):
     field_class = forms.GenericIPAddressField
 
 
-class IpFilter(django_filters.FilterSet):
+class IpFilter(_SourceBlockFilter):
     address = IpAddressFilter(field_name="value", lookup_expr="exact")
-    reason = django_filters.CharFilter(field_name="reason", lookup_expr="icontains")
-    blocked_after = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    blocked_before = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
-
-    class Meta:
-        model = SourceBlock
-        fields = ["address", "reason", "blocked_after", "blocked_before"]

@@ -206,7 +206,7 @@ class PostInputSerializer(InputSerializer):
     }
 )
 class BatchItemsField(serializers.ListField):
-    """The batch's items, each validated on its own (moderation.api.batch_items)."""
+    """The batch's items, each validated on its own (moderation.api.post_input)."""
 
 
 class PostBatchInputSerializer(InputSerializer):
@@ -432,26 +432,27 @@ class AuthorOutputSerializer(serializers.ModelSerializer):
         ]
 
 
-class DomainBlockOutputSerializer(serializers.ModelSerializer):
-    """One of the calling source's own domain blocks."""
-
-    name = serializers.CharField(source="value")
+class _SourceBlockOutputSerializer(serializers.ModelSerializer):
     blocked_at = serializers.DateTimeField(source="created_at")
 
     class Meta:
         model = SourceBlock
-        fields = ["name", "reason", "blocked_at"]
+        fields: list[str] = []
 
 
-class IpBlockOutputSerializer(serializers.ModelSerializer):
-    """One of the calling source's own IP blocks."""
+def _block_output_serializer(class_name: str, *, value_name: str, noun: str) -> type[serializers.ModelSerializer]:
+    """The output of one block list: the same row, the value under the list's own name."""
+    attrs = {
+        value_name: serializers.CharField(source="value"),
+        "Meta": type("Meta", (_SourceBlockOutputSerializer.Meta,), {"fields": [value_name, "reason", "blocked_at"]}),
+        "__doc__": f"One of the calling source's own {noun} blocks.",
+        "__module__": __name__,
+    }
+    return type(class_name, (_SourceBlockOutputSerializer,), attrs)
 
-    address = serializers.CharField(source="value")
-    blocked_at = serializers.DateTimeField(source="created_at")
 
-    class Meta:
-        model = SourceBlock
-        fields = ["address", "reason", "blocked_at"]
+DomainBlockOutputSerializer = _block_output_serializer("DomainBlockOutputSerializer", value_name="name", noun="domain")
+IpBlockOutputSerializer = _block_output_serializer("IpBlockOutputSerializer", value_name="address", noun="IP")
 
 
 # --- errors (schema only: the exception handler renders them) ---------------------------------

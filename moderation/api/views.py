@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, status
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.request import Request
@@ -17,18 +18,18 @@ from rest_framework.views import APIView
 from core.errors import NotFound
 from moderation.api import serializers as s
 from moderation.api.authentication import request_source
-from moderation.api.batch_items import BatchItemValidator
 from moderation.api.errors import fields_of, flatten_errors
 from moderation.api.fields import unicode_problem
 from moderation.api.filters import DomainFilter, IpFilter
 from moderation.api.pagination import IdCursorPagination
 from moderation.api.parsers import StrictJSONParser
+from moderation.api.post_input import PostInputValidator
 from moderation.models import ApiScope, Author, BlockKind, Post, PostStatus, SourceBlock
 from moderation.selectors.blocklists import source_blocks
 from moderation.selectors.posts import post_get_for_source
 from moderation.services.appeals import appeal_submit
 from moderation.services.authors import author_upsert
-from moderation.services.blocklists import source_block_add, source_block_remove
+from moderation.services.blocklists import LIST_KINDS, source_block_add, source_block_remove
 from moderation.services.content_hash import content_differs
 from moderation.services.erasure import author_erase
 from moderation.services.ingest import post_ingest, posts_ingest_batch
@@ -180,12 +181,10 @@ class PostCreateView(JsonApiView):
     def post(self, request: Request) -> Response:
         query = s.WaitQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        serializer = s.PostInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
+        # The same validator as every batch item: one set of rules, one error shape.
+        payload = PostInputValidator().validate(request.data)
         wait_ms = query.validated_data.get("wait_ms")
-        post, created = post_ingest(
-            source=request_source(request), payload=serializer.validated_data, inline_budget_ms=wait_ms
-        )
+        post, created = post_ingest(source=request_source(request), payload=payload, inline_budget_ms=wait_ms)
         code: int = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         score = None
         if wait_ms is not None:
@@ -248,9 +247,8 @@ class PostBatchView(JsonApiView):
         items: list[Any] = envelope.validated_data["posts"]
         results: list[dict[str, Any]] = [{} for _ in items]
         valid: list[tuple[int, dict[str, Any]]] = []
-        # One validator for every item: the common item on a fast path, the others through one
-        # PostInputSerializer instance, which words the errors (moderation.api.batch_items).
-        validator = BatchItemValidator()
+        # One validator for every item, as for a single post (moderation.api.post_input).
+        validator = PostInputValidator()
         error_budget = BATCH_ERRORS_MAX
         for index, item in enumerate(items):
             try:
@@ -508,123 +506,155 @@ class _SourceBlocklistView(generics.GenericAPIView):
     """The calling source's own block list of one kind: blocks here decide that source's posts
     only, and only that source sees them (moderation.services.blocklists)."""
 
+    # A subclass names the kind, its input serializer and the input field carrying the value;
+    # a comment, not the docstring: drf-spectacular publishes the docstring.
     required_scopes = {"GET": ApiScope.READ, "POST": ApiScope.BLOCKS_WRITE}
 
     parser_classes = [StrictJSONParser]
     pagination_class = IdCursorPagination
     kind: BlockKind
+    input_serializer_class: type[s.InputSerializer]
+    input_field: str
 
     def get_queryset(self) -> QuerySet[SourceBlock]:
         if getattr(self, "swagger_fake_view", False):  # schema generation: no caller
             return SourceBlock.objects.none()
         return source_blocks(source=request_source(self.request), kind=self.kind)
 
-    def _list(self) -> Response:
+    def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
-    def _create(self, *, value: str, reason: str) -> Response:
+    def post(self, request: Request) -> Response:
+        serializer = self.input_serializer_class(data=request.data)
+        serializer.is_valid(raise_exception=True)
         block, created = source_block_add(
-            source=request_source(self.request), kind=self.kind, value=value, reason=reason
+            source=request_source(request),
+            kind=self.kind,
+            value=serializer.validated_data[self.input_field],
+            reason=serializer.validated_data["reason"],
         )
         return Response(
             self.get_serializer(block).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
         )
 
 
-class DomainBlocklistView(_SourceBlocklistView):
-    kind = BlockKind.DOMAIN
-    filterset_class = DomainFilter
-    serializer_class = s.DomainBlockOutputSerializer
+class _SourceBlockDetailView(JsonApiView):
+    # One block of the calling source's list; the URL's last segment is the value.
+    required_scopes = {"DELETE": ApiScope.BLOCKS_WRITE}
+    kind: BlockKind
+    value_max_length: int
 
-    @extend_schema(
-        operation_id="blocklist_domains_list",
-        summary="This source's blocked domains",
-        responses={200: s.DomainBlockOutputSerializer(many=True), **ERRORS, **CURSOR_NOT_FOUND},
+    def delete(self, request: Request, **kwargs: str) -> Response:
+        (value,) = kwargs.values()
+        clean = clean_path_value(value, max_length=self.value_max_length)
+        if clean is None:
+            raise NotFound(f"This {LIST_KINDS[self.kind].noun} is not on your block list.", code="not_blocked")
+        source_block_remove(source=request_source(request), kind=self.kind, value=clean)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@dataclass(frozen=True)
+class _BlocklistApi:
+    """What the API says differently about one kind of block list."""
+
+    kind: BlockKind
+    segment: str  # blocklist/<segment> and the operation ids
+    one: str  # "a domain"
+    many: str  # "domains"
+    input_serializer: type[s.InputSerializer]
+    input_field: str
+    output_serializer: type[Any]
+    filterset: type[Any]
+    path_name: str  # blocklist/<segment>/<path_name>
+    path_max_length: int
+    create_description: str
+    example: dict[str, str]
+
+
+def _blocklist_views(api: _BlocklistApi) -> tuple[type[_SourceBlocklistView], type[_SourceBlockDetailView]]:
+    """The list/create view and the delete view of one kind, with their OpenAPI operations."""
+    list_view = extend_schema_view(
+        get=extend_schema(
+            operation_id=f"blocklist_{api.segment}_list",
+            summary=f"This source's blocked {api.many}",
+            responses={200: api.output_serializer(many=True), **ERRORS, **CURSOR_NOT_FOUND},
+        ),
+        post=extend_schema(
+            operation_id=f"blocklist_{api.segment}_create",
+            summary=f"Block {api.one} for this source's posts",
+            description=api.create_description,
+            request=api.input_serializer,
+            responses={201: api.output_serializer, 200: api.output_serializer, **BODY_ERRORS},
+            examples=[OpenApiExample("Block", request_only=True, value=api.example)],
+        ),
+    )(
+        type(
+            f"{api.kind.name.title()}BlocklistView",
+            (_SourceBlocklistView,),
+            {
+                "__module__": __name__,
+                "__doc__": _SourceBlocklistView.__doc__,
+                "kind": api.kind,
+                "filterset_class": api.filterset,
+                "serializer_class": api.output_serializer,
+                "input_serializer_class": api.input_serializer,
+                "input_field": api.input_field,
+            },
+        )
     )
-    def get(self, request: Request) -> Response:
-        return self._list()
+    detail_view = extend_schema_view(
+        delete=extend_schema(
+            operation_id=f"blocklist_{api.segment}_destroy",
+            summary=f"Lift this source's block of {api.one}",
+            description="404 when this source has not blocked it.",
+            parameters=[OpenApiParameter(api.path_name, str, OpenApiParameter.PATH)],
+            responses={204: None, **ERRORS, **NOT_FOUND},
+        )
+    )(
+        type(
+            f"{api.kind.name.title()}BlocklistDetailView",
+            (_SourceBlockDetailView,),
+            {"__module__": __name__, "kind": api.kind, "value_max_length": api.path_max_length},
+        )
+    )
+    return list_view, detail_view
 
-    @extend_schema(
-        operation_id="blocklist_domains_create",
-        summary="Block a domain for this source's posts",
-        description=(
+
+DomainBlocklistView, DomainBlocklistDetailView = _blocklist_views(
+    _BlocklistApi(
+        kind=BlockKind.DOMAIN,
+        segment="domains",
+        one="a domain",
+        many="domains",
+        input_serializer=s.DomainBlockInputSerializer,
+        input_field="domain",
+        output_serializer=s.DomainBlockOutputSerializer,
+        filterset=DomainFilter,
+        path_name="name",
+        path_max_length=2048,
+        create_description=(
             "`domain` may be a host or a URL; its registrable domain is blocked (a.b.example.co.uk -> "
             "example.co.uk). This source's posts linking to it are then removed without running the "
             "models; other sources' posts are not affected. A public suffix (`com`, `co.uk`) is refused "
             "with 400. 201 when newly blocked, 200 when it already was."
         ),
-        request=s.DomainBlockInputSerializer,
-        responses={201: s.DomainBlockOutputSerializer, 200: s.DomainBlockOutputSerializer, **BODY_ERRORS},
-        examples=[
-            OpenApiExample("Block", request_only=True, value={"domain": "promo.example.com", "reason": "phishing"})
-        ],
+        example={"domain": "promo.example.com", "reason": "phishing"},
     )
-    def post(self, request: Request) -> Response:
-        serializer = s.DomainBlockInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        return self._create(value=serializer.validated_data["domain"], reason=serializer.validated_data["reason"])
-
-
-class DomainBlocklistDetailView(JsonApiView):
-    required_scopes = {"DELETE": ApiScope.BLOCKS_WRITE}
-
-    @extend_schema(
-        operation_id="blocklist_domains_destroy",
-        summary="Lift this source's block of a domain",
-        description="404 when this source has not blocked it.",
-        responses={204: None, **ERRORS, **NOT_FOUND},
+)
+IpBlocklistView, IpBlocklistDetailView = _blocklist_views(
+    _BlocklistApi(
+        kind=BlockKind.IP,
+        segment="ips",
+        one="an IP address",
+        many="IP addresses",
+        input_serializer=s.IpBlockInputSerializer,
+        input_field="address",
+        output_serializer=s.IpBlockOutputSerializer,
+        filterset=IpFilter,
+        path_name="address",
+        path_max_length=64,
+        create_description="One address; ranges are refused with 400. 201 when newly blocked, 200 when it already was.",
+        example={"address": "203.0.113.9", "reason": "spam bursts"},
     )
-    def delete(self, request: Request, name: str) -> Response:
-        clean = clean_path_value(name, max_length=2048)
-        if clean is None:
-            raise NotFound("This domain is not on your block list.", code="not_blocked")
-        source_block_remove(source=request_source(request), kind=BlockKind.DOMAIN, value=clean)
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-class IpBlocklistView(_SourceBlocklistView):
-    kind = BlockKind.IP
-    filterset_class = IpFilter
-    serializer_class = s.IpBlockOutputSerializer
-
-    @extend_schema(
-        operation_id="blocklist_ips_list",
-        summary="This source's blocked IP addresses",
-        responses={200: s.IpBlockOutputSerializer(many=True), **ERRORS, **CURSOR_NOT_FOUND},
-    )
-    def get(self, request: Request) -> Response:
-        return self._list()
-
-    @extend_schema(
-        operation_id="blocklist_ips_create",
-        summary="Block an IP address for this source's posts",
-        description="One address; ranges are refused with 400. 201 when newly blocked, 200 when it already was.",
-        request=s.IpBlockInputSerializer,
-        responses={201: s.IpBlockOutputSerializer, 200: s.IpBlockOutputSerializer, **BODY_ERRORS},
-        examples=[
-            OpenApiExample("Block", request_only=True, value={"address": "203.0.113.9", "reason": "spam bursts"})
-        ],
-    )
-    def post(self, request: Request) -> Response:
-        serializer = s.IpBlockInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        return self._create(value=serializer.validated_data["address"], reason=serializer.validated_data["reason"])
-
-
-class IpBlocklistDetailView(JsonApiView):
-    required_scopes = {"DELETE": ApiScope.BLOCKS_WRITE}
-
-    @extend_schema(
-        operation_id="blocklist_ips_destroy",
-        summary="Lift this source's block of an IP address",
-        description="404 when this source has not blocked it.",
-        parameters=[OpenApiParameter("address", str, OpenApiParameter.PATH)],
-        responses={204: None, **ERRORS, **NOT_FOUND},
-    )
-    def delete(self, request: Request, address: str) -> Response:
-        clean = clean_path_value(address, max_length=64)
-        if clean is None:
-            raise NotFound("This address is not on your block list.", code="not_blocked")
-        source_block_remove(source=request_source(request), kind=BlockKind.IP, value=clean)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+)

@@ -13,8 +13,10 @@ from moderation.models import PENDING_STATUSES, Decision, Post, PostStatus, Reas
 
 RELATED_LIMIT = 10
 TOP_CONTRIBUTIONS = 8
-# Sub-models whose contributions are shown, in this order; others follow alphabetically.
-MODEL_ORDER = ("fusion", "text", "link", "behaviour")
+# Sub-models whose contributions are shown, in this order (the final decision first, then the
+# angles it fuses); others follow alphabetically. The keys are the Triton model names that
+# scoring.triton_client stores in Score.contributions.
+MODEL_ORDER = ("fusion_model", "link_model", "behaviour_model")
 REJECT_STATUSES = (PostStatus.REMOVED, PostStatus.AUTO_REMOVED)
 
 

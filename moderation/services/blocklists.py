@@ -12,6 +12,8 @@ would decide every post under it. IP blocks are single addresses; ranges are ref
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -56,6 +58,28 @@ def _refused(message: str, *, code: str, field: str) -> BlockRefused:
     return BlockRefused(message, code=code, fields={field: [message]})
 
 
+@dataclass(frozen=True)
+class ListKind:
+    """What differs between the domain and the IP block lists; every service, serializer,
+    filter and view is written once over it."""
+
+    kind: BlockKind
+    model: type[Domain] | type[IpAddress]
+    key: str  # the row's unique value column, and the API's name for the value
+    canonical: Callable[[str], str]
+    noun: str  # in messages: "This domain is not on the block list."
+
+
+LIST_KINDS: dict[BlockKind, ListKind] = {
+    BlockKind.DOMAIN: ListKind(BlockKind.DOMAIN, Domain, "name", block_domain_value, "domain"),
+    BlockKind.IP: ListKind(BlockKind.IP, IpAddress, "address", block_ip_value, "address"),
+}
+
+
+def list_kind_of(row: Domain | IpAddress) -> ListKind:
+    return LIST_KINDS[BlockKind.DOMAIN if isinstance(row, Domain) else BlockKind.IP]
+
+
 # --- a source's own blocks (the API) -----------------------------------------------------------
 
 
@@ -66,7 +90,7 @@ def _block_state(block: SourceBlock) -> dict[str, Any]:
 def source_block_add(*, source: Source, kind: BlockKind, value: str, reason: str) -> tuple[SourceBlock, bool]:
     """Block `value` for `source`'s posts. Returns (block, created); an existing block is kept
     as it is (its reason too)."""
-    value = block_domain_value(value) if kind == BlockKind.DOMAIN else block_ip_value(value)
+    value = LIST_KINDS[kind].canonical(value)
     existing = SourceBlock.objects.filter(source=source, kind=kind, value=value).first()
     if existing is not None:
         return existing, False
@@ -83,12 +107,12 @@ def source_block_add(*, source: Source, kind: BlockKind, value: str, reason: str
 def source_block_remove(*, source: Source, kind: BlockKind, value: str) -> None:
     """Lift `source`'s block; NotFound when it has none (another source's blocks are invisible)."""
     try:
-        value = block_domain_value(value) if kind == BlockKind.DOMAIN else block_ip_value(value)
+        value = LIST_KINDS[kind].canonical(value)
     except BlockRefused:
         value = ""
     block = SourceBlock.objects.select_for_update().filter(source=source, kind=kind, value=value).first()
     if block is None:
-        raise NotFound(f"This {BlockKind(kind).label.lower()} is not on your block list.", code="not_blocked")
+        raise NotFound(f"This {LIST_KINDS[kind].noun} is not on your block list.", code="not_blocked")
     before, block_id = _block_state(block), block.pk
     block.delete()
     audit_record(
@@ -129,7 +153,6 @@ def list_status_set(
         until,
     ):
         return None
-    kind = "domain" if isinstance(row, Domain) else "ip"
     action = {ListStatus.BLOCK: "block", ListStatus.ALLOW: "allow"}.get(ListStatus(status), "unblock")
     before = _state(row)
     row.status = status
@@ -138,45 +161,29 @@ def list_status_set(
     row.status_until = until
     row.status_changed_at = timezone.now()
     row.save(update_fields=["status", "status_reason", "status_reason_code", "status_until", "status_changed_at"])
-    return audit_record(actor=actor, action=f"{kind}.{action}", target=row, before=before, after=_state(row))
+    return audit_record(
+        actor=actor, action=f"{list_kind_of(row).kind}.{action}", target=row, before=before, after=_state(row)
+    )
 
 
 @transaction.atomic
-def domain_block(*, name: str, reason: str, actor: Any) -> tuple[Domain, bool]:
-    """Block a registrable domain for every source (created if never seen). Returns (domain,
-    newly_blocked)."""
-    name = block_domain_value(name)
-    domain, _ = Domain.objects.get_or_create(name=name)
-    domain = Domain.objects.select_for_update().get(pk=domain.pk)
-    was_blocked = domain.status == ListStatus.BLOCK
-    list_status_set(row=domain, status=ListStatus.BLOCK, reason=reason, actor=actor)
-    return domain, not was_blocked
+def global_block(*, kind: BlockKind, value: str, reason: str, actor: Any) -> tuple[Domain | IpAddress, bool]:
+    """Block a registrable domain or an IP address for every source (the row is created if
+    never seen). Returns (row, newly_blocked)."""
+    spec = LIST_KINDS[kind]
+    lookup: dict[str, Any] = {spec.key: spec.canonical(value)}
+    row, _ = spec.model.objects.get_or_create(**lookup)
+    row = spec.model.objects.select_for_update().get(pk=row.pk)
+    was_blocked = row.status == ListStatus.BLOCK
+    list_status_set(row=row, status=ListStatus.BLOCK, reason=reason, actor=actor)
+    return row, not was_blocked
 
 
 @transaction.atomic
-def domain_unblock(*, name: str, actor: Any) -> Domain:
-    domain = Domain.objects.select_for_update().filter(name=name, status=ListStatus.BLOCK).first()
-    if domain is None:
-        raise NotFound("This domain is not on the block list.", code="not_blocked")
-    list_status_set(row=domain, status=ListStatus.UNKNOWN, reason="", actor=actor)
-    return domain
-
-
-@transaction.atomic
-def ip_block(*, address: str, reason: str, actor: Any) -> tuple[IpAddress, bool]:
-    """Block an IP address for every source (created if never seen). Returns (ip, newly_blocked)."""
-    address = block_ip_value(address)
-    ip, _ = IpAddress.objects.get_or_create(address=address)
-    ip = IpAddress.objects.select_for_update().get(pk=ip.pk)
-    was_blocked = ip.status == ListStatus.BLOCK
-    list_status_set(row=ip, status=ListStatus.BLOCK, reason=reason, actor=actor)
-    return ip, not was_blocked
-
-
-@transaction.atomic
-def ip_unblock(*, address: str, actor: Any) -> IpAddress:
-    ip = IpAddress.objects.select_for_update().filter(address=address, status=ListStatus.BLOCK).first()
-    if ip is None:
-        raise NotFound("This address is not on the block list.", code="not_blocked")
-    list_status_set(row=ip, status=ListStatus.UNKNOWN, reason="", actor=actor)
-    return ip
+def global_unblock(*, kind: BlockKind, value: str, actor: Any) -> Domain | IpAddress:
+    spec = LIST_KINDS[kind]
+    row = spec.model.objects.select_for_update().filter(**{spec.key: value}, status=ListStatus.BLOCK).first()
+    if row is None:
+        raise NotFound(f"This {spec.noun} is not on the block list.", code="not_blocked")
+    list_status_set(row=row, status=ListStatus.UNKNOWN, reason="", actor=actor)
+    return row

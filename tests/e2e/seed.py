@@ -35,29 +35,33 @@ TEXTS = [
     ("Recipe: lemon ricotta pancakes, takes 20 minutes", 0.22),
 ]
 
+# As the real pipeline stores contributions: Triton model names, contracts.feature_schema names.
 CONTRIB = {
-    "fusion": {
-        "text_score": 0.42,
-        "behaviour_score": 0.31,
-        "link_score": 0.18,
+    "fusion_model": {
+        "text_prob": 0.42,
+        "behaviour_prob": 0.31,
+        "link_prob": 0.18,
         "report_count": 0.12,
-        "preview_score": -0.04,
+        "preview_prob": -0.04,
+        "bias": -0.9,
     },
-    "link": {
-        "url_age_days": 0.61,
+    "link_model": {
+        "url_age_hours": 0.61,
         "domain_report_count": 0.35,
-        "url_tld": 0.22,
+        "url_tld_risky": 0.22,
         "url_subdomain_count": 0.09,
-        "url_wot_score": -0.27,
+        "url_reputation": -0.27,
         "url_post_count": 0.05,
+        "bias": -1.1,
     },
-    "behaviour": {
+    "behaviour_model": {
         "user_age_days": 0.48,
-        "journey_duration_ms": 0.37,
+        "journey_seconds": 0.37,
         "user_followers": -0.21,
         "user_spam_posts": 0.19,
         "user_verified": -0.08,
-        "email_disposable": 0.16,
+        "user_email_disposable": 0.16,
+        "bias": -1.3,
     },
 }
 

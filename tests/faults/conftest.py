@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import redis
 
+from tests.fixtures.triton import free_ports
 from tests.integration.conftest import (  # noqa: F401 - fixtures re-exported for tests/faults
     api,
     module_worker,
@@ -31,11 +32,23 @@ from tests.integration.conftest import (  # noqa: F401 - fixtures re-exported fo
     worker,
 )
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
-REDIS_SERVER = "/usr/bin/redis-server"
-# Ports of this engineer's range (8600-8699); Triton uses ephemeral ones.
-REDIS_PORT = 8650
-PG_PORT = 8651
+
+def postgres_bindir() -> Path:
+    """PostgreSQL's server programs (initdb, postgres, pg_ctl): `pg_config --bindir` first
+    (Debian keeps them off PATH, in a versioned directory), else wherever PATH has initdb."""
+    pg_config = shutil.which("pg_config")
+    if pg_config is not None:
+        found = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, check=False).stdout.strip()
+        if found and (Path(found) / "initdb").exists():
+            return Path(found)
+    initdb = shutil.which("initdb")
+    if initdb is None:
+        raise RuntimeError("PostgreSQL's initdb is neither in `pg_config --bindir` nor on PATH")
+    return Path(initdb).parent
+
+
+PG_BIN = postgres_bindir()
+REDIS_SERVER = shutil.which("redis-server") or "redis-server"
 
 
 def post_body(run: str, n: int) -> dict[str, Any]:
@@ -197,7 +210,8 @@ class PrivateRedis:
 
 @pytest.fixture
 def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
-    server = PrivateRedis(port=REDIS_PORT, workdir=tmp_path)
+    [port] = free_ports(1)
+    server = PrivateRedis(port=port, workdir=tmp_path)
     server.start()
     yield server
     server.kill()
@@ -288,7 +302,8 @@ def private_postgres() -> Iterator[PrivatePostgres]:
     datadir = root / "data"
     if os.geteuid() == 0:
         shutil.chown(root, "postgres", "postgres")
-    server = PrivatePostgres(port=PG_PORT, datadir=datadir)
+    [port] = free_ports(1)
+    server = PrivatePostgres(port=port, datadir=datadir)
     server.init()
     server.start()
     yield server

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import redis
 from django.conf import settings
 from django.db import connection
 
@@ -20,6 +19,7 @@ from feedback.services.datasets import dataset_snapshot
 from feedback.services.training import training_run_start
 from tests.feedback.test_training import label_posts
 from tests.integration.conftest import wait_until
+from tests.redis_keys import clear_broker_queues
 
 pytestmark = [pytest.mark.integration]
 REPO = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ def _db_url() -> str:
 @pytest.fixture
 def training_worker(transactional_db, artifacts_dir, tmp_path, settings):
     settings.TRITON_MODEL_REPOSITORY = tmp_path / "no-models-yet"
-    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+    clear_broker_queues()
     log_path = tmp_path / "worker.log"
     env = {
         **os.environ,
@@ -65,7 +65,7 @@ def training_worker(transactional_db, artifacts_dir, tmp_path, settings):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=30)
-        redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+        clear_broker_queues()
 
 
 def test_run_executes_on_the_training_queue_worker(training_worker, source, moderator, admin_user):

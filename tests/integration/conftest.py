@@ -17,14 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from django.conf import settings
-from django.core.cache import cache
 from django.db import connection
 
 from scoring.models import DecisionPolicy
 from scoring.services.policy import policy_active, policy_create_version
 from tests.factories import SourceFactory, create_api_key
+from tests.redis_keys import clear_cache_keys, clear_redis
 
 REPO = Path(__file__).resolve().parents[2]
 CELERY = str(Path(sys.executable).with_name("celery"))
@@ -114,9 +113,9 @@ class CeleryWorker:
 
 
 def flush_redis() -> None:
-    """Empty this engineer's broker and cache DBs: no message from an earlier run leaks in."""
-    for url in (settings.CELERY_BROKER_URL, settings.CACHES["default"]["LOCATION"]):
-        redis.Redis.from_url(url).flushdb()
+    """Empty this run's queues and cache keys: no message from an earlier run leaks in (only
+    the project's own keys: tests/redis_keys.py)."""
+    clear_redis()
 
 
 def worker_environment(triton_server: Any) -> dict[str, str]:
@@ -163,7 +162,7 @@ def module_worker(
 @pytest.fixture
 def pipeline_db(transactional_db: None, triton_settings: Any) -> None:
     """Committed data the worker can see, and this process's settings on the test Triton."""
-    cache.clear()
+    clear_cache_keys()
     policy_active()  # a flushed test database has lost the migration's v1 row: recreate it
 
 

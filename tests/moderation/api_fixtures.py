@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from django.core.cache import cache
 
 from tests.factories import SourceFactory, create_api_key
 from tests.moderation.api_helpers import ApiCaller
+from tests.redis_keys import clear_cache_keys
 
 
 @pytest.fixture
 def clean_throttle() -> Iterator[None]:
-    cache.clear()
+    clear_cache_keys()
     yield
 
 

@@ -51,7 +51,7 @@ class PostFactory(shared.PostFactory):
     received_at = factory.LazyFunction(timezone.now)
     status = PostStatus.QUEUED
     final_score = 0.5
-    model_version = "text:1,link:1,behaviour:1,fusion:1"
+    model_version = "behaviour_model:1,fusion_model:1,link_model:1,spam_pipeline:1,text_classifier:1,tokenizer:1"
 
 
 class ReportFactory(shared.ReportFactory):
@@ -66,10 +66,18 @@ class ScoreFactory(shared.ScoreFactory):
     final_score = factory.LazyAttribute(lambda o: o.post.final_score if o.post.final_score is not None else 0.5)
     action = Action.QUEUE
     latency_ms = 12.5
+    # As the real pipeline stores them: Triton model names, feature names of
+    # contracts.feature_schema, the bias last.
     contributions = factory.LazyFunction(
         lambda: {
-            "link": {"url_age": 0.8, "domain_report_count": 0.3, "url_tld": -0.2, "bias": 0.1},
-            "behaviour": {"user_age": 0.5, "journey_speed": 0.4, "user_followers": -0.3},
+            "behaviour_model": {
+                "user_age_days": 0.5,
+                "journey_steps_per_second": 0.4,
+                "user_followers": -0.3,
+                "bias": 0.0,
+            },
+            "link_model": {"url_age_hours": 0.8, "domain_report_count": 0.3, "url_tld_risky": -0.2, "bias": 0.1},
+            "fusion_model": {"behaviour_prob": 0.9, "link_prob": 0.6, "text_prob": 0.4, "bias": -1.2},
         }
     )
 

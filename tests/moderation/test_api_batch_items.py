@@ -1,5 +1,6 @@
-"""The batch items' fast validation path returns exactly what PostInputSerializer returns, and
-leaves every item the serializer rejects to the serializer (moderation.api.batch_items)."""
+"""The post validator's fast path (single posts and batch items) returns exactly what
+PostInputSerializer returns, and leaves every post the serializer rejects to the serializer
+(moderation.api.post_input)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from rest_framework.exceptions import ValidationError
 
-from moderation.api.batch_items import BatchItemValidator, _Unsure
+from moderation.api.post_input import FAST_PATH_COMPLETE, PostInputValidator, _Unsure
 from moderation.api.serializers import PostInputSerializer
 
 NOW = datetime.now(UTC)
@@ -48,7 +49,7 @@ def base_item() -> dict[str, Any]:
 
 
 def check(item: Any) -> None:
-    validator = BatchItemValidator()
+    validator = PostInputValidator()
     try:
         fast: Any = validator._fast(item)
     except _Unsure:
@@ -61,7 +62,7 @@ def check(item: Any) -> None:
 
 def test_full_item_matches_the_serializer() -> None:
     item = base_item()
-    validator = BatchItemValidator()
+    validator = PostInputValidator()
     fast = validator._fast(item)  # the common shape takes the fast path
     assert fast == PostInputSerializer().run_validation(item)
     assert fast["author"]["email_domain"] == "mail.example.com"
@@ -72,7 +73,7 @@ def test_full_item_matches_the_serializer() -> None:
 
 def test_minimal_item_gets_the_serializer_defaults() -> None:
     item = {"external_id": "p", "author": {"external_id": "u"}, "created_at": "2026-11-21T10:00:05Z"}
-    fast = BatchItemValidator()._fast(item)
+    fast = PostInputValidator()._fast(item)
     assert fast == PostInputSerializer().run_validation(item)
     assert fast == {
         "external_id": "p",
@@ -124,13 +125,27 @@ def test_anything_doubtful_goes_to_the_serializer(path: tuple[str, ...], value: 
         target = target[key]
     target[path[-1]] = value
     with pytest.raises(_Unsure):
-        BatchItemValidator()._fast(item)
+        PostInputValidator()._fast(item)
+
+
+def test_fast_path_knows_every_field_the_serializer_declares() -> None:
+    # A field added to PostInputSerializer (or its nested author, preview, journey step) turns
+    # the fast path off until moderation.api.post_input validates it too.
+    assert FAST_PATH_COMPLETE
+
+
+def test_without_the_fast_path_the_serializer_validates(monkeypatch: pytest.MonkeyPatch) -> None:
+    item = base_item()
+    fast = PostInputValidator().validate(item)
+    monkeypatch.setattr("moderation.api.post_input.FAST_PATH_COMPLETE", False)
+    monkeypatch.setattr(PostInputValidator, "_fast", lambda self, item: pytest.fail("fast path used"))
+    assert PostInputValidator().validate(item) == fast
 
 
 def test_validate_falls_back_to_the_serializer_errors() -> None:
     item = {**base_item(), "share_count": -1}
     with pytest.raises(ValidationError) as caught:
-        BatchItemValidator().validate(item)
+        PostInputValidator().validate(item)
     assert "share_count" in caught.value.detail  # type: ignore[operator]
 
 

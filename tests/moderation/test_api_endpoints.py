@@ -237,12 +237,13 @@ def test_migrations_are_applied_and_complete():
 
 
 def test_a_source_sees_and_lifts_only_its_own_blocks(api: ApiCaller, other_api: ApiCaller):
-    from moderation.services.blocklists import domain_block, ip_block
+    from moderation.models import BlockKind
+    from moderation.services.blocklists import global_block
     from tests.factories import UserFactory
 
     api.post("/api/v1/blocklist/domains", {"domain": "mine.example", "reason": "spam"})
-    domain_block(name="moderated.example", reason="phishing", actor=UserFactory())
-    ip_block(address="192.0.2.7", reason="bursts", actor=UserFactory())
+    global_block(kind=BlockKind.DOMAIN, value="moderated.example", reason="phishing", actor=UserFactory())
+    global_block(kind=BlockKind.IP, value="192.0.2.7", reason="bursts", actor=UserFactory())
 
     # Neither the global list nor another source's blocks (nor their reasons) are visible.
     assert [d["name"] for d in api.get("/api/v1/blocklist/domains").json()["results"]] == ["mine.example"]

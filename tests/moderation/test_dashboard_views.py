@@ -267,6 +267,9 @@ def test_detail_shows_evidence_and_claims(mod_client, moderator):
     html = mod_client.get(reverse("moderation:post_detail", args=[post.pk])).content.decode()
     assert "Win a free phone" in html
     assert "url_age" in html and "Behaviour" in html  # contributions and sub-scores
+    # The fused decision's explanation first, then the angles it fuses, whatever the stored order.
+    shown = [html.index(f'id="contrib-{model}"') for model in ("fusion_model", "link_model", "behaviour_model")]
+    assert shown == sorted(shown)
     assert "scam" in html
     post.refresh_from_db()
     assert post.claimed_by == moderator

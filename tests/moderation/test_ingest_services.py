@@ -14,7 +14,7 @@ from moderation.links import link_get_or_create
 from moderation.models import ALL_SCOPES, ApiKey, AuditLog, Author, BlockKind, Domain, IpAddress, Link, ListStatus, Post
 from moderation.services.api_keys import api_key_create, api_key_revoke, hash_key
 from moderation.services.authors import author_upsert
-from moderation.services.blocklists import domain_block, domain_unblock, ip_block, source_block_add, source_block_remove
+from moderation.services.blocklists import global_block, global_unblock, source_block_add, source_block_remove
 from moderation.services.ingest import post_ingest, posts_ingest_batch
 from moderation.services.reports import report_create
 from tests.factories import AuthorFactory, PostFactory, SourceFactory, UserFactory
@@ -223,11 +223,11 @@ def test_report_for_another_sources_post_is_not_found():
 
 def test_domain_block_and_unblock_are_audited():
     user = UserFactory()
-    domain, changed = domain_block(name="spam.example", reason="phishing", actor=user)
+    domain, changed = global_block(kind=BlockKind.DOMAIN, value="spam.example", reason="phishing", actor=user)
     assert changed and domain.status == ListStatus.BLOCK and domain.status_changed_at
-    _, changed_again = domain_block(name="spam.example", reason="phishing", actor=user)
+    _, changed_again = global_block(kind=BlockKind.DOMAIN, value="spam.example", reason="phishing", actor=user)
     assert not changed_again
-    domain_unblock(name="spam.example", actor=user)
+    global_unblock(kind=BlockKind.DOMAIN, value="spam.example", actor=user)
     entries = list(AuditLog.objects.order_by("id").values_list("action", "actor_id"))
     assert entries == [("domain.block", user.pk), ("domain.unblock", user.pk)]
     assert Domain.objects.get().status == ListStatus.UNKNOWN
@@ -256,9 +256,9 @@ def test_moderators_cannot_block_a_public_suffix_globally_either():
     from moderation.services.blocklists import BlockRefused
 
     with pytest.raises(BlockRefused):
-        domain_block(name="co.uk", reason="everything", actor=UserFactory())
+        global_block(kind=BlockKind.DOMAIN, value="co.uk", reason="everything", actor=UserFactory())
     with pytest.raises(BlockRefused):
-        ip_block(address="10.0.0.0/8", reason="everyone", actor=UserFactory())
+        global_block(kind=BlockKind.IP, value="10.0.0.0/8", reason="everyone", actor=UserFactory())
     assert not AuditLog.objects.exists()
 
 

@@ -9,13 +9,16 @@ from typing import Any
 
 from django.utils import timezone
 
+from contracts.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
 from moderation.models import Author, Domain, IpAddress, Link, Post, Source
 from scoring.services.inference import ScoringInput, ScoringOutput, TritonUnavailable
+from scoring.triton_client import ALL_MODELS
 
 _seq = itertools.count(1)
 
-MODEL_VERSIONS = {"text": "1", "link": "1", "behaviour": "1", "fusion": "1"}
-MODEL_SET = "behaviour:1,fusion:1,link:1,text:1"
+# What Triton reports (scoring.triton_client.ALL_MODELS) and the model_set scoring derives from it.
+MODEL_VERSIONS = {name: "1" for name in ALL_MODELS}
+MODEL_SET = "behaviour_model:1,fusion_model:1,link_model:1,spam_pipeline:1,text_classifier:1,tokenizer:1"
 
 
 def make_source(**kwargs: Any) -> Source:
@@ -105,11 +108,20 @@ class FakeClient:
                     link_prob=p,
                     behaviour_prob=p,
                     final_prob=p,
-                    contributions={"fusion": {"text_prob": p - 0.5}},
+                    contributions=fake_contributions(p),
                     model_versions=dict(MODEL_VERSIONS),
                 )
             )
         return outputs
+
+
+def fake_contributions(p: float) -> dict[str, dict[str, float]]:
+    """Shaped as scoring.triton_client parses them: per tree model, every feature it reads in
+    order, then the bias; the text probability carries the whole fused margin here."""
+    rows = {"link_model": LINK_FEATURES, "behaviour_model": BEHAVIOUR_FEATURES, "fusion_model": FUSION_FEATURES}
+    out = {model: {**dict.fromkeys(names, 0.0), "bias": 0.0} for model, names in rows.items()}
+    out["fusion_model"]["text_prob"] = p - 0.5
+    return out
 
 
 def down_client() -> FakeClient:

@@ -42,8 +42,8 @@ def test_thresholds_move_posts_through_the_state_machine():
     score = Score.objects.get(post=spam)
     assert score.model_set == MODEL_SET and score.revision == 0
     assert score.final_score == 0.95 and score.text_score == 0.95
-    assert score.model_versions["text"] == "1"
-    assert score.contributions["fusion"]["text_prob"] == pytest.approx(0.45)
+    assert score.model_versions["text_classifier"] == "1"
+    assert score.contributions["fusion_model"]["text_prob"] == pytest.approx(0.45)
     assert score.policy is not None and score.policy.version == 1
     assert set(score.features) >= {"link", "behaviour"}
     assert score.latency_ms > 0
