@@ -52,9 +52,13 @@ install: $(DEV_STAMP)
 
 # After editing a requirements/*.in file: re-resolve every lock, each constrained by the one
 # below it (runtime <- training <- local <- dev), so all of them agree on every version.
+# --strip-extras keeps the locks usable as constraints (-c), which may not carry extras; the
+# installed lines of tritonclient get theirs back, since pip's hash-checking mode refuses
+# nvidia-pytriton's `tritonclient[grpc,http]~=2.50` unless an installed line names those extras.
 lock: install
 	cd requirements && for lock in runtime training local dev; do \
 		$(PIP_COMPILE) --output-file $$lock.txt $$lock.in || exit 1; \
+		sed -i 's/^tritonclient==/tritonclient[grpc,http]==/' $$lock.txt; \
 	done
 
 run: install-run
