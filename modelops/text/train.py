@@ -282,6 +282,16 @@ def current_model_dir(text_dir: Path) -> Path:
     raise FileNotFoundError(f"no current text model under {text_dir}; run train_text_model")
 
 
+def trained_model_dir(text_dir: Path, model_dir: str | Path | None = None) -> Path:
+    """`model_dir`, or the current text model under text_dir, checked to hold a trained
+    checkpoint; FileNotFoundError says which is missing (the commands that post-process a
+    trained model share this)."""
+    path = Path(model_dir) if model_dir else current_model_dir(text_dir)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"{path} holds no trained checkpoint")
+    return path
+
+
 def run_training(
     splits: SmsSplits,
     config: TrainConfig,

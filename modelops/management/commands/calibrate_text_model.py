@@ -26,12 +26,12 @@ from modelops.text.card import write_model_card
 from modelops.text.data import load_sms_splits
 from modelops.text.metrics import spam_metrics
 from modelops.text.train import (
-    current_model_dir,
     load_base,
     new_version,
     predict_proba,
     read_metrics,
     set_current,
+    trained_model_dir,
     write_metrics,
 )
 
@@ -61,11 +61,9 @@ class Command(BaseCommand):
 
         text_dir = Path(settings.ARTIFACTS_DIR) / "text"
         try:
-            source = Path(options["model_dir"]) if options["model_dir"] else current_model_dir(text_dir)
+            source = trained_model_dir(text_dir, options["model_dir"])
         except FileNotFoundError as exc:
             raise CommandError(str(exc)) from exc
-        if not (source / "config.json").is_file():
-            raise CommandError(f"{source} holds no trained checkpoint")
         metrics = read_metrics(source)
         max_length = int(metrics["hyperparameters"]["max_length"])
         splits = load_sms_splits(seed=int(metrics["data"]["seed"]))

@@ -16,7 +16,7 @@ from modelops.text.data import load_sms_splits
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from modelops.text.export import run_export, update_artifact
-from modelops.text.train import current_model_dir, read_metrics
+from modelops.text.train import read_metrics, trained_model_dir
 
 
 class Command(BaseCommand):
@@ -32,11 +32,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         text_dir = Path(settings.ARTIFACTS_DIR) / "text"
         try:
-            model_dir = Path(options["model_dir"]) if options["model_dir"] else current_model_dir(text_dir)
+            model_dir = trained_model_dir(text_dir, options["model_dir"])
         except FileNotFoundError as exc:
             raise CommandError(str(exc)) from exc
-        if not (model_dir / "config.json").is_file():
-            raise CommandError(f"{model_dir} holds no trained checkpoint")
         metrics = read_metrics(model_dir)
         max_length = int(metrics["hyperparameters"]["max_length"])
         splits = load_sms_splits(seed=int(metrics["data"]["seed"]))
