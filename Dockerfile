@@ -45,6 +45,7 @@ COPY config/ config/
 COPY core/ core/
 COPY contracts/ contracts/
 COPY moderation/ moderation/
+COPY dashboard/ dashboard/
 COPY scoring/ scoring/
 COPY modelops/ modelops/
 COPY feedback/ feedback/

@@ -207,8 +207,8 @@ def main() -> None:
     from django.db import connection
     from django.test import Client
 
+    from dashboard.selectors.queue import QueueFilters, queue_queryset
     from moderation.models import Post
-    from moderation.selectors.queue import QueueFilters, queue_queryset
 
     load_timings: dict[str, float] = {}
     call_command("migrate", verbosity=0)  # also brings a reused database up to date
@@ -242,7 +242,7 @@ def main() -> None:
     scenarios["queue first page"] = timed(client, "/dashboard/", n, key="queue first page")
 
     # deep pages: follow cursors 40 pages (2,000 rows) down, timing each hop
-    from moderation.selectors.queue import queue_page
+    from dashboard.selectors.queue import queue_page
 
     cursor = None
     deep_urls = []

@@ -77,7 +77,7 @@ class QueueCollector(Collector):
             "moderation_unscored_oldest_age_seconds", "Age of the oldest post still waiting for its first score."
         )
         try:
-            from moderation.selectors.metrics import unscored_oldest_age_s
+            from dashboard.selectors.metrics import unscored_oldest_age_s
 
             age.add_metric([], unscored_oldest_age_s())
         except Exception as exc:

@@ -19,7 +19,7 @@ urlpatterns = [
         csp_update({"style-src": ["'unsafe-inline'"]})(SpectacularSwaggerSplitView.as_view(url_name="api-schema")),
         name="api-docs",
     ),
-    path("dashboard/", include("moderation.urls")),
+    path("dashboard/", include("dashboard.urls")),
     path("dashboard/ml/", include("feedback.urls")),
     path("", include("scoring.urls")),
 ]

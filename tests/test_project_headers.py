@@ -12,7 +12,7 @@ import pytest
 from django.test import Client, override_settings
 from django.urls import reverse
 
-from tests.moderation.dashboard_factories import UserFactory
+from tests.dashboard.dashboard_factories import UserFactory
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,7 +29,7 @@ def csp(response: Any) -> dict[str, list[str]]:
     return {d.split()[0]: d.split()[1:] for d in (p.strip() for p in header.split(";")) if d}
 
 
-@pytest.mark.parametrize("page", ["moderation:queue", "moderation:audit", "moderation:metrics", "feedback:datasets"])
+@pytest.mark.parametrize("page", ["dashboard:queue", "dashboard:audit", "dashboard:metrics", "feedback:datasets"])
 def test_dashboard_pages_send_a_self_only_csp_and_the_other_headers(admin_client: Client, page: str) -> None:
     response = admin_client.get(reverse(page))
     assert response.status_code == 200

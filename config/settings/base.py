@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "axes",  # login throttling and lockout (dashboard and admin logins)
     "csp",
     "moderation",
+    "dashboard",
     "scoring",
     "modelops",
     "feedback",

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from moderation.models import Post, PostStatus
 from moderation.services.priority import posts_report_weight_refresh
-from tests.moderation.dashboard_factories import (
+from tests.dashboard.dashboard_factories import (
     AuthorFactory,
     DomainFactory,
     IpFactory,

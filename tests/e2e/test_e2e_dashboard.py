@@ -9,8 +9,8 @@ from collections.abc import Callable
 import pytest
 
 from moderation.models import AuditLog, BulkAction, Decision, Post, PostStatus
+from tests.dashboard.dashboard_factories import UserFactory
 from tests.e2e.seed import seed_world
-from tests.moderation.dashboard_factories import UserFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -9,9 +9,9 @@ import pytest
 from moderation.models import Appeal, AppealStatus, AuditLog, Author, PostStatus
 from moderation.services.appeals import appeal_submit
 from moderation.services.decisions import decision_record
+from tests.dashboard.dashboard_factories import UserFactory
 from tests.e2e.seed import seed_world
 from tests.e2e.test_e2e_dashboard import login
-from tests.moderation.dashboard_factories import UserFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -7,9 +7,9 @@ import pytest
 
 from moderation.models import BulkAction, Decision, Post, PostStatus
 from moderation.services.decisions import decision_record
+from tests.dashboard.dashboard_factories import UserFactory
 from tests.e2e.seed import seed_world
 from tests.e2e.test_e2e_dashboard import current_id, login, wait_for
-from tests.moderation.dashboard_factories import UserFactory
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

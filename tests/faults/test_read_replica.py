@@ -23,12 +23,12 @@ import pytest
 import requests
 from django.contrib.auth.models import Group
 
+from tests.dashboard.dashboard_factories import UserFactory
 from tests.factories import create_api_key
 from tests.faults.conftest import PG_BIN, PrivatePostgres, as_postgres, post_body
 from tests.faults.test_faults import WEB_PORT, copy_test_database, start_web
 from tests.fixtures.triton import free_ports
 from tests.integration.conftest import wait_until, worker_environment
-from tests.moderation.dashboard_factories import UserFactory
 
 pytestmark = pytest.mark.integration
 

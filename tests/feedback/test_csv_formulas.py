@@ -55,7 +55,7 @@ def test_the_audit_csv_neutralises_tab_and_carriage_return(admin_user: Any) -> N
         AuditLog.objects.create(actor=user, action=text, target_type="post", target_id="1")
     client = Client()
     client.force_login(user)
-    response = client.get(reverse("moderation:audit_csv"))
+    response = client.get(reverse("dashboard:audit_csv"))
     assert response.status_code == 200
     rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
     cells = {cell for row in rows[1:] for cell in row}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -184,6 +185,10 @@ def test_blocklists_require_a_key(db, clean_throttle):
 
 def test_throttle_per_key_answers_429_with_retry_after(api: ApiCaller, other_api: ApiCaller, monkeypatch):
     monkeypatch.setattr(ApiKeyRateThrottle, "THROTTLE_RATES", {"api_key": "3/min"})
+    # The window is fixed (minute n), so a real clock crossing a minute boundary mid-test would
+    # open a fresh budget; hold the clock in the middle of one window.
+    now = (time.time() // 60) * 60 + 30
+    monkeypatch.setattr(ApiKeyRateThrottle, "timer", lambda self: now)
     for n in range(3):
         assert api.post("/api/v1/posts", post_payload(f"t{n}")).status_code == 201
     limited = api.post("/api/v1/posts", post_payload("t3"))

@@ -9,16 +9,16 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from core.errors import Conflict, Forbidden
+from dashboard.selectors.appeals import AUTOMATIC, appeal_figures
 from feedback.selectors import effective_examples
 from moderation.models import ApiScope, Appeal, AppealStatus, AuditLog, PostStatus
-from moderation.selectors.appeals import AUTOMATIC, appeal_figures
 from moderation.services.appeals import appeal_resolve, appeal_submit
 from moderation.services.decisions import decision_record
 from scoring.models import WebhookDelivery
+from tests.dashboard.dashboard_factories import UserFactory
+from tests.dashboard.dashboard_fixtures import *  # noqa: F403
+from tests.dashboard.dashboard_fixtures import client_for
 from tests.factories import create_api_key
-from tests.moderation.dashboard_factories import UserFactory
-from tests.moderation.dashboard_fixtures import *  # noqa: F403
-from tests.moderation.dashboard_fixtures import client_for
 from tests.scoring.pipeline_support import make_post, make_source
 
 pytestmark = pytest.mark.django_db
@@ -132,18 +132,18 @@ def test_the_appeals_queue_and_review_page(mod_client, moderator, peer):
     post = make_post(source=make_source(), text="the original words")
     decision_record(post=post, moderator=moderator, label="spam", reason_code="scam")
     appeal, _ = appeal_submit(source=post.source, post_external_id=post.external_id, statement="please look again")
-    queue = mod_client.get(reverse("moderation:appeals")).content.decode()
+    queue = mod_client.get(reverse("dashboard:appeals")).content.decode()
     assert f'data-appeal="{appeal.pk}"' in queue and "please look again" in queue
-    own = mod_client.get(reverse("moderation:appeal", args=[appeal.pk])).content.decode()
+    own = mod_client.get(reverse("dashboard:appeal", args=[appeal.pk])).content.decode()
     assert "data-own-decision" in own and "data-appeal-form" not in own and "the original words" in own
-    refused = mod_client.post(reverse("moderation:appeal", args=[appeal.pk]), {"outcome": "overturn"})
+    refused = mod_client.post(reverse("dashboard:appeal", args=[appeal.pk]), {"outcome": "overturn"})
     assert refused.status_code == 400
     peer_client = client_for(peer)
-    page = peer_client.get(reverse("moderation:appeal", args=[appeal.pk])).content.decode()
+    page = peer_client.get(reverse("dashboard:appeal", args=[appeal.pk])).content.decode()
     assert "data-appeal-form" in page and "scam" in page
-    done = peer_client.post(reverse("moderation:appeal", args=[appeal.pk]), {"outcome": "uphold", "note": "still spam"})
+    done = peer_client.post(reverse("dashboard:appeal", args=[appeal.pk]), {"outcome": "uphold", "note": "still spam"})
     assert done.status_code == 302
     appeal.refresh_from_db()
     assert appeal.status == AppealStatus.UPHELD and appeal.resolution_note == "still spam"
-    metrics = mod_client.get(reverse("moderation:metrics")).content.decode()
+    metrics = mod_client.get(reverse("dashboard:metrics")).content.decode()
     assert 'data-figures-for="mod"' in metrics and 'data-figures-for="automatic"' in metrics

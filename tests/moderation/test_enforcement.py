@@ -22,7 +22,7 @@ from moderation.services.enforcement import (
 )
 from scoring.models import Action, Score, WebhookDelivery
 from scoring.services.scoring import score_posts
-from tests.moderation.dashboard_fixtures import *  # noqa: F403
+from tests.dashboard.dashboard_fixtures import *  # noqa: F403
 from tests.scoring.pipeline_support import FakeClient, make_author, make_ip, make_link, make_post, make_source
 
 pytestmark = pytest.mark.django_db
@@ -168,7 +168,7 @@ def test_enforcement_is_audited_and_sent_to_the_platform_signed(moderator, djang
 
 def test_the_enforcement_form_replaces_the_confirm(mod_client):
     author = make_author(make_source())
-    url = reverse("moderation:enforce", args=["author", author.pk, "suspend"])
+    url = reverse("dashboard:enforce", args=["author", author.pk, "suspend"])
     page = mod_client.get(url, {"next": "/dashboard/"})
     body = page.content.decode()
     assert page.status_code == 200
@@ -191,7 +191,7 @@ def test_the_enforcement_form_replaces_the_confirm(mod_client):
 def test_the_enforcement_form_lifts_without_a_reason(mod_client, moderator):
     domain = make_link(domain="lift-me.example").domain
     list_entry_set(row=domain, status=ListStatus.BLOCK, actor=moderator, reason=EnforcementReason("phishing"))
-    response = mod_client.post(reverse("moderation:enforce", args=["domain", domain.pk, "unblock"]), {})
+    response = mod_client.post(reverse("dashboard:enforce", args=["domain", domain.pk, "unblock"]), {})
     assert response.status_code == 302
     domain.refresh_from_db()
     assert domain.status == ListStatus.UNKNOWN and domain.status_until is None
@@ -199,12 +199,12 @@ def test_the_enforcement_form_lifts_without_a_reason(mod_client, moderator):
 
 def test_the_post_page_links_to_the_forms_and_no_confirm_is_left(mod_client):
     post = make_post(text="hi", link=make_link(domain="page-links.example"), ip=make_ip("192.0.2.44"))
-    page = mod_client.get(reverse("moderation:post_detail", args=[post.pk])).content.decode()
+    page = mod_client.get(reverse("dashboard:post_detail", args=[post.pk])).content.decode()
     for action in ('data-enforce="suspend"', 'data-enforce="block-domain"', 'data-enforce="allow-domain"'):
         assert action in page
     assert 'data-enforce="block-ip"' in page and 'data-enforce="allow-ip"' in page
     assert "data-confirm=" not in page
-    assert reverse("moderation:author", args=[post.author_id]) in page
+    assert reverse("dashboard:author", args=[post.author_id]) in page
 
 
 def _queries(client, url) -> int:
@@ -232,7 +232,7 @@ def test_the_author_and_appeals_pages_cost_the_same_queries_for_more_rows(mod_cl
             appeal_submit(source=source, post_external_id=post.external_id, statement="s")
 
     grow(2)
-    author_url, appeals_url = reverse("moderation:author", args=[author.pk]), reverse("moderation:appeals")
+    author_url, appeals_url = reverse("dashboard:author", args=[author.pk]), reverse("dashboard:appeals")
     few = (_queries(mod_client, author_url), _queries(mod_client, appeals_url))
     grow(6)
     assert (_queries(mod_client, author_url), _queries(mod_client, appeals_url)) == few

@@ -23,10 +23,10 @@ from moderation.services.appeals import appeal_submit
 from moderation.services.decisions import decision_record
 from moderation.services.enforcement import EnforcementReason, author_suspend
 from moderation.services.ingest import post_ingest
+from tests.dashboard.dashboard_factories import UserFactory
+from tests.dashboard.dashboard_fixtures import *  # noqa: F403
+from tests.dashboard.dashboard_fixtures import client_for
 from tests.factories import create_api_key
-from tests.moderation.dashboard_factories import UserFactory
-from tests.moderation.dashboard_fixtures import *  # noqa: F403
-from tests.moderation.dashboard_fixtures import client_for
 from tests.scoring.pipeline_support import make_source
 
 pytestmark = pytest.mark.django_db
@@ -122,19 +122,19 @@ def test_nothing_of_an_erased_author_stays_readable(moderator, django_capture_on
     assert Post.objects.get(pk=posts[0].pk).status == PostStatus.REMOVED
     # The dashboard: post, author, queue, appeals, audit pages and the audit CSV.
     pages = [
-        reverse("moderation:post_detail", args=[posts[0].pk]),
-        reverse("moderation:post_detail", args=[posts[1].pk]),
-        reverse("moderation:author", args=[author.pk]),
-        reverse("moderation:queue"),
-        reverse("moderation:appeals"),
-        reverse("moderation:appeal", args=[posts[0].appeals.get().pk]),
-        reverse("moderation:audit"),
+        reverse("dashboard:post_detail", args=[posts[0].pk]),
+        reverse("dashboard:post_detail", args=[posts[1].pk]),
+        reverse("dashboard:author", args=[author.pk]),
+        reverse("dashboard:queue"),
+        reverse("dashboard:appeals"),
+        reverse("dashboard:appeal", args=[posts[0].appeals.get().pk]),
+        reverse("dashboard:audit"),
     ]
     client = client_for(admin)
     for url in pages:
         page = client.get(url)
         assert page.status_code == 200 and _leaks(page.content.decode()) == [], url
-    csv_text = b"".join(client.get(reverse("moderation:audit_csv")).streaming_content).decode()
+    csv_text = b"".join(client.get(reverse("dashboard:audit_csv")).streaming_content).decode()
     assert _leaks(csv_text) == []
     assert AuditLog.objects.filter(action="author.erase", target_id=str(author.pk)).get().after["via"] == "api:" + (
         source.slug
@@ -173,7 +173,7 @@ def test_erasure_from_the_dashboard_is_for_admins_and_needs_a_confirmation(moder
     source = make_source()
     posts = _victim(source, moderator)
     author = posts[0].author
-    url = reverse("moderation:author_erase", args=[author.pk])
+    url = reverse("dashboard:author_erase", args=[author.pk])
     assert client_for(moderator).post(url, {"confirm": "on"}).status_code == 403
     admin = client_for(UserFactory(username="boss", role="admin"))
     assert admin.post(url, {}).status_code == 400

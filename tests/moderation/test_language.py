@@ -13,9 +13,9 @@ from modelops.text.data import load_sms_splits
 from moderation.language import UNDETERMINED, detect_language, post_language
 from moderation.models import Post
 from moderation.services.ingest import post_ingest, posts_ingest_batch
+from tests.dashboard.dashboard_factories import PostFactory, ScoreFactory
+from tests.dashboard.dashboard_fixtures import *  # noqa: F403
 from tests.factories import SourceFactory
-from tests.moderation.dashboard_factories import PostFactory, ScoreFactory
-from tests.moderation.dashboard_fixtures import *  # noqa: F403
 
 SPAM_BY_LANGUAGE = {
     "es": "¡Felicidades! Has ganado un iPhone gratis. Haz clic aquí para reclamar tu premio ahora mismo",
@@ -85,9 +85,9 @@ def test_queue_filters_by_language_and_shows_it_with_the_routing_reason(mod_clie
     spanish = PostFactory(text=SPAM_BY_LANGUAGE["es"], language="es", final_score=0.1)
     ScoreFactory(post=spanish, routing_reason="language not validated: es")
     english = PostFactory(text="see you at lunch", language="en", final_score=0.5)
-    html = mod_client.get(reverse("moderation:queue"), {"language": "es"}).content.decode()
+    html = mod_client.get(reverse("dashboard:queue"), {"language": "es"}).content.decode()
     assert f'data-post-id="{spanish.pk}"' in html
     assert f'data-post-id="{english.pk}"' not in html
     assert "language not validated: es" in html
-    detail = mod_client.get(reverse("moderation:post_detail", args=[spanish.pk])).content.decode()
+    detail = mod_client.get(reverse("dashboard:post_detail", args=[spanish.pk])).content.decode()
     assert "language es" in detail and "language not validated: es" in detail

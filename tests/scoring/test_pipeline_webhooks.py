@@ -18,7 +18,7 @@ from scoring.services.webhooks import (
     webhook_deliver,
     webhook_enqueue_for_decision,
 )
-from tests.moderation.dashboard_factories import UserFactory
+from tests.dashboard.dashboard_factories import UserFactory
 from tests.scoring.pipeline_support import FakeClient, make_post, make_source
 from tests.scoring.webhook_receiver import start_receiver
 

@@ -1,0 +1,363 @@
+"""The review queue with filters, a sort choice and keyset pagination. For status=queued each sort
+matches an index, so a page is an index range scan however deep the queue is:
+
+- priority (default): the stored Post.priority (harm + waited / SLA, moderation.services.priority),
+  partial index post_priority_idx;
+- score: final score desc, reports desc, age asc (post_queue_idx);
+- age: oldest first (post_status_received_idx).
+
+The Reported view lists posts with reports that no moderator has decided, heaviest reports
+first (post_reported_idx). Other statuses list newest first."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from django.db import connection
+from django.db.models import Count, Q, QuerySet
+from django.http import QueryDict
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from dashboard.selectors.query_values import query_date, query_float, query_ip, query_text
+from moderation.models import Post, PostStatus, Report
+from moderation.services.claims import claimable_q
+from moderation.services.decisions import DECIDED_STATUSES
+from moderation.services.priority import effective_priority, sla_seconds
+
+SCORE_ORDER = ("-final_score", "-report_count", "received_at", "id")
+PRIORITY_ORDER = ("-priority", "id")
+AGE_ORDER = ("received_at", "id")
+REPORTED_ORDER = ("-report_weight", "id")
+# Any other status (reviewing what was auto-removed, approved...) lists newest first, which
+# post_status_received_idx (status, received_at) and the received_at index serve.
+RECENT_ORDER = ("-received_at", "-id")
+SORTS = {"priority": PRIORITY_ORDER, "score": SCORE_ORDER, "age": AGE_ORDER}
+SORT_CHOICES = [("priority", "Priority"), ("score", "Score"), ("age", "Oldest first")]
+QUEUE_ORDER = PRIORITY_ORDER  # the default
+
+
+def queue_order(filters: QueueFilters) -> tuple[str, ...]:
+    if filters.view == "reported":
+        return REPORTED_ORDER
+    if filters.status == PostStatus.QUEUED:
+        return SORTS.get(filters.sort, PRIORITY_ORDER)
+    return RECENT_ORDER
+
+
+PAGE_SIZE = 50
+STATUS_CHOICES = [(s.value, s.label) for s in PostStatus] + [("all", "All statuses")]
+_DATETIME_FIELDS = frozenset({"received_at"})
+_INT_FIELDS = frozenset({"id", "report_count"})
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """The sort key of the last row of a page, for the order it was made in."""
+
+    order: tuple[str, ...]
+    values: tuple[Any, ...]
+
+    def encode(self) -> str:
+        raw = json.dumps(
+            [",".join(self.order), *[v.isoformat() if isinstance(v, datetime) else v for v in self.values]]
+        )
+        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, value: str, *, order: tuple[str, ...]) -> Cursor | None:
+        """None for a malformed cursor or one made for another order (the first page is shown)."""
+        try:
+            raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).decode()
+            key, *values = json.loads(raw)
+            if key != ",".join(order) or len(values) != len(order):
+                return None
+            parsed: list[Any] = []
+            for name, v in zip((f.lstrip("-") for f in order), values, strict=True):
+                if name in _DATETIME_FIELDS:
+                    when = parse_datetime(v)
+                    if when is None:
+                        return None
+                    parsed.append(when)
+                elif name in _INT_FIELDS:
+                    parsed.append(int(v))
+                else:
+                    parsed.append(None if v is None else float(v))
+            return cls(order, tuple(parsed))
+        except (ValueError, TypeError, AttributeError, binascii.Error, UnicodeDecodeError):
+            return None
+
+    @classmethod
+    def after(cls, post: Post, *, order: tuple[str, ...]) -> Cursor:
+        return cls(order, tuple(getattr(post, f.lstrip("-")) for f in order))
+
+
+@dataclass
+class QueueFilters:
+    status: str = PostStatus.QUEUED
+    score_min: float | None = None
+    score_max: float | None = None
+    has_reports: bool = False
+    domain: str = ""
+    author: str = ""
+    ip: str = ""
+    source: str = ""
+    model_version: str = ""
+    language: str = ""
+    date_from: date | None = None
+    date_to: date | None = None
+    q: str = ""
+    sort: str = "priority"
+    view: str = ""  # "" (the queue) or "reported"
+    errors: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_query(cls, params: QueryDict) -> QueueFilters:
+        """The filters of a query string; a value that is not valid is left out and described
+        in ``errors`` (dashboard.selectors.query_values)."""
+        f = cls()
+        errors = f.errors
+        status = params.get("status", PostStatus.QUEUED)
+        f.status = status if status in dict(STATUS_CHOICES) else PostStatus.QUEUED
+        f.score_min = query_float(params, "score_min", errors)
+        f.score_max = query_float(params, "score_max", errors)
+        f.has_reports = params.get("has_reports") in ("1", "on", "true")
+        f.domain = query_text(params, "domain", errors, max_length=253).lower()
+        f.author = query_text(params, "author", errors, max_length=255)
+        f.ip = query_ip(params, "ip", errors)
+        f.source = query_text(params, "source", errors, max_length=60)
+        f.model_version = query_text(params, "model_version", errors, max_length=120)
+        f.date_from = query_date(params, "date_from", errors)
+        f.date_to = query_date(params, "date_to", errors)
+        f.language = query_text(params, "language", errors, max_length=8).lower()
+        f.q = query_text(params, "q", errors, max_length=200)
+        sort = params.get("sort", "priority")
+        f.sort = sort if sort in SORTS else "priority"
+        f.view = "reported" if params.get("view") == "reported" else ""
+        return f
+
+    def as_query(self) -> dict[str, str]:
+        """The non-default filters, for building links that keep them."""
+        out: dict[str, str] = {}
+        if self.status != PostStatus.QUEUED:
+            out["status"] = self.status
+        for key in ("score_min", "score_max", "date_from", "date_to"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = str(value)
+        if self.has_reports:
+            out["has_reports"] = "1"
+        for key in ("domain", "author", "ip", "source", "model_version", "language", "q", "view"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        if self.sort != "priority":
+            out["sort"] = self.sort
+        return out
+
+    @property
+    def active(self) -> bool:
+        return bool(self.as_query())
+
+
+def queue_queryset(*, filters: QueueFilters, user: Any = None, with_text: bool = True) -> QuerySet[Post]:
+    """Filtered, ordered posts; `user` hides items claimed by other moderators."""
+    qs = Post.objects.all()
+    if filters.view == "reported":
+        # Reported and not yet decided by a moderator, whatever the models made of it.
+        qs = qs.filter(report_count__gt=0).exclude(status__in=DECIDED_STATUSES)
+    elif filters.status != "all":
+        qs = qs.filter(status=filters.status)
+    if filters.score_min is not None:
+        qs = qs.filter(final_score__gte=filters.score_min)
+    if filters.score_max is not None:
+        qs = qs.filter(final_score__lte=filters.score_max)
+    if filters.has_reports:
+        qs = qs.filter(report_count__gt=0)
+    if filters.domain:
+        qs = qs.filter(link__domain__name=filters.domain)
+    if filters.author:
+        qs = qs.filter(Q(author__username=filters.author) | Q(author__external_id=filters.author))
+    if filters.ip:
+        qs = qs.filter(ip__address=filters.ip)
+    if filters.source:
+        qs = qs.filter(source__slug=filters.source)
+    if filters.model_version:
+        qs = qs.filter(model_version=filters.model_version)
+    if filters.language:
+        qs = qs.filter(language=filters.language)
+    tz = timezone.get_current_timezone()
+    if filters.date_from:
+        qs = qs.filter(received_at__gte=datetime.combine(filters.date_from, datetime.min.time(), tz))
+    if filters.date_to:
+        qs = qs.filter(received_at__lt=datetime.combine(filters.date_to, datetime.max.time(), tz))
+    if filters.q and with_text:
+        qs = qs.filter(text__icontains=filters.q)
+    if user is not None:
+        qs = qs.filter(claimable_q(user=user))
+    return qs.order_by(*queue_order(filters))
+
+
+def _after_cursor_q(cursor: Cursor) -> Q:
+    """Rows strictly after the cursor in its order. Only final_score is nullable (DESC sorts NULL
+    scores first in PostgreSQL)."""
+    fields = [(f.lstrip("-"), f.startswith("-")) for f in cursor.order]
+    if fields[0][0] == "final_score":
+        score = cursor.values[0]
+        rest = _lexicographic_after(fields[1:], cursor.values[1:])
+        if score is None:
+            return Q(final_score__isnull=False) | Q(final_score__isnull=True) & rest
+        # The redundant lte bound lets PostgreSQL start the index scan at the cursor.
+        return Q(final_score__lte=score) & (Q(final_score__lt=score) | Q(final_score=score) & rest)
+    name, desc = fields[0]
+    first = cursor.values[0]
+    # The redundant bound on the leading column lets PostgreSQL start the index scan there.
+    bound = Q(**{f"{name}__{'lte' if desc else 'gte'}": first})
+    return bound & _lexicographic_after(fields, cursor.values)
+
+
+def _lexicographic_after(fields: list[tuple[str, bool]], values: tuple[Any, ...]) -> Q:
+    name, desc = fields[0]
+    strictly = Q(**{f"{name}__{'lt' if desc else 'gt'}": values[0]})
+    if len(fields) == 1:
+        return strictly
+    return strictly | Q(**{name: values[0]}) & _lexicographic_after(fields[1:], values[1:])
+
+
+@dataclass
+class QueueRow:
+    post: Post
+    text_score: float | None = None
+    link_score: float | None = None
+    behaviour_score: float | None = None
+    routing_reason: str = ""
+    report_reasons: list[tuple[str, int]] = field(default_factory=list)
+    due_at: datetime | None = None  # received_at + SLA, for a pending post
+    priority: float | None = None  # harm + waited / SLA, for a queued post
+
+    @property
+    def sla_breached(self) -> bool:
+        return self.due_at is not None and self.due_at <= timezone.now()
+
+    @property
+    def sla_seconds_left(self) -> float | None:
+        return None if self.due_at is None else (self.due_at - timezone.now()).total_seconds()
+
+
+@dataclass
+class QueuePage:
+    rows: list[QueueRow]
+    next_cursor: str | None
+    filters: QueueFilters
+
+
+def _latest_scores(post_ids: list[int]) -> dict[int, Any]:
+    from scoring.api import Score
+
+    if not post_ids:
+        return {}
+    # A post has one score per model set and revision, so this stays a handful of rows per
+    # post; the first per post in this order is its latest.
+    scores = (
+        Score.objects.filter(post_id__in=post_ids)
+        .order_by("post_id", "-created_at", "-id")
+        .only("post_id", "text_score", "link_score", "behaviour_score", "routing_reason")
+    )
+    latest: dict[int, Any] = {}
+    for score in scores:
+        latest.setdefault(score.post_id, score)
+    return latest
+
+
+def _report_reasons(post_ids: list[int]) -> dict[int, list[tuple[str, int]]]:
+    """post id -> [(reason, count)], most frequent first; skipped when no row has reports."""
+    if not post_ids:
+        return {}
+    out: dict[int, list[tuple[str, int]]] = {}
+    rows = Report.objects.filter(post_id__in=post_ids).values("post_id", "reason").annotate(n=Count("id"))
+    for r in rows.order_by("post_id", "-n", "reason"):
+        out.setdefault(r["post_id"], []).append((r["reason"], r["n"]))
+    return out
+
+
+TEXT_WINDOW = 5000
+
+
+def _text_search_window(
+    *, qs: QuerySet[Post], filters: QueueFilters, user: Any, cursor: Cursor | None, limit: int
+) -> list[Post] | None:
+    """Text search, first within the next TEXT_WINDOW rows of the queue order.
+
+    A common term fills a page within the first rows of the index scan; the trigram index
+    (post_text_trgm_idx) serves rare terms, but the planner cannot tell the two apart and
+    picks the trigram bitmap for both, which for a common term means sorting tens of
+    thousands of matches. So: scan a bounded window in index order first; when it holds a
+    full page, that page is exact (every earlier row was examined). Otherwise the caller
+    runs the trigram query."""
+    if not filters.q or connection.vendor != "postgresql":
+        return None
+    window = queue_queryset(filters=filters, user=user, with_text=False)
+    if cursor is not None:
+        window = window.filter(_after_cursor_q(cursor))
+    columns = ("pk", "text", "final_score", "report_count", "received_at", "priority", "report_weight")
+    window_sql, window_params = window.values(*columns)[:TEXT_WINDOW].query.sql_with_params()
+    pattern = f"%{connection.ops.prep_for_like_query(filters.q)}%"
+    # The same order as queue_order, in SQL over the window's columns (DESC puts NULL first).
+    order_sql = ", ".join(f"{f.lstrip('-')} DESC NULLS FIRST" if f.startswith("-") else f for f in queue_order(filters))
+    # The text filter runs on the materialized window, so no plan can swap in a trigram scan.
+    with connection.cursor() as cur:
+        cur.execute(
+            f"WITH w(id, text, final_score, report_count, received_at, priority, report_weight) AS MATERIALIZED ({window_sql}) "  # noqa: S608, E501
+            "SELECT id FROM w WHERE UPPER(text::text) LIKE UPPER(%s)"
+            f" ORDER BY {order_sql} LIMIT %s",
+            [*window_params, pattern, limit],
+        )
+        ids = [row[0] for row in cur.fetchall()]
+    if len(ids) < limit:
+        return None
+    posts = list(qs.filter(pk__in=ids)[:limit])
+    return posts if len(posts) == limit else None
+
+
+def queue_page(
+    *, filters: QueueFilters, user: Any = None, cursor: str | None = None, page_size: int = PAGE_SIZE
+) -> QueuePage:
+    """One page of the queue: 3 queries (posts with their author/link/domain, latest scores,
+    report reasons)."""
+    order = queue_order(filters)
+    qs = queue_queryset(filters=filters, user=user).select_related("author", "link__domain", "source")
+    qs = qs.defer("preview_text", "preview_description", "journey")
+    decoded = Cursor.decode(cursor, order=order) if cursor else None
+    if decoded is not None:
+        qs = qs.filter(_after_cursor_q(decoded))
+    posts = _text_search_window(qs=qs, filters=filters, user=user, cursor=decoded, limit=page_size + 1)
+    if posts is None:
+        posts = list(qs[: page_size + 1])
+    has_more = len(posts) > page_size
+    posts = posts[:page_size]
+    scores = _latest_scores([p.pk for p in posts])
+    reasons = _report_reasons([p.pk for p in posts if p.report_count])
+    sla = timedelta(seconds=sla_seconds())
+    now = timezone.now()
+    rows = []
+    for p in posts:
+        s = scores.get(p.pk)
+        pending = p.status in (PostStatus.QUEUED, PostStatus.RECEIVED)
+        rows.append(
+            QueueRow(
+                post=p,
+                text_score=s.text_score if s else None,
+                link_score=s.link_score if s else None,
+                behaviour_score=s.behaviour_score if s else None,
+                report_reasons=reasons.get(p.pk, []),
+                due_at=p.received_at + sla if pending else None,
+                priority=effective_priority(stored=p.priority, now=now) if p.status == PostStatus.QUEUED else None,
+                routing_reason=s.routing_reason if s else "",
+            )
+        )
+    next_cursor = Cursor.after(posts[-1], order=order).encode() if has_more and posts else None
+    return QueuePage(rows=rows, next_cursor=next_cursor, filters=filters)
