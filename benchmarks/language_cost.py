@@ -1,7 +1,8 @@
 """Language detection at ingest (moderation.language): its cost per post and what it answers.
 
 Cost: detect_language timed per call (after one warm-up call, which loads the model) on the
-SMS test split (the benchmarks' post texts), on 10,000-character posts (the ingest maximum; only
+SMS test split (the benchmarks' post texts), detect_languages per post on batches of 64 of them
+(what batch ingest calls), on 10,000-character posts (the ingest maximum; only
 LANGUAGE_MAX_CHARS are read) and on the multilingual sentences below; p50/p99/max in ms, wall clock and
 the calling thread's CPU (the machine is shared: wall-clock tails include waiting for a core).
 Answers: how often English SMS (all 4,533 texts of the collection) is called another language
@@ -64,7 +65,7 @@ def main() -> None:
     from faker import Faker
 
     from modelops.text.data import load_sms_splits
-    from moderation.language import detect_language
+    from moderation.language import detect_language, detect_languages
 
     splits = load_sms_splits()
     started = time.perf_counter()
@@ -74,6 +75,10 @@ def main() -> None:
     rng = random.Random(3)
     long_posts = [" ".join(rng.choice(splits.test.texts) for _ in range(200))[:10_000] for _ in range(200)]
     _, report["posts_10000_chars"] = timed(detect_language, long_posts)
+    # Batch ingest detects a request's posts together: cost per post of a 64-post batch.
+    batches = [splits.test.texts[i : i + 64] for i in range(0, len(splits.test.texts) - 63, 64)]
+    _, per_batch = timed(detect_languages, batches)  # type: ignore[arg-type]
+    report["sms_batches_of_64_per_post"] = {k: round(v / 64, 4) for k, v in per_batch.items()}
     english = splits.train.texts + splits.validation.texts + splits.test.texts
     answers = Counter(detect_language(t) for t in english)
     report["english_sms"] = {

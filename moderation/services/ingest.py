@@ -22,7 +22,7 @@ from core.counters import counters_add, upsert_counting
 from core.errors import PostContentConflict
 from core.json_rows import insert_rows
 from core.metrics import POSTS_INGESTED
-from moderation.language import post_language
+from moderation.language import post_languages
 from moderation.links import link_identity, url_hash
 from moderation.models import Domain, IpAddress, Link, Post, PostStatus, Source
 from moderation.services.authors import authors_upsert_counting_posts
@@ -118,7 +118,13 @@ def _journey_json(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _build_post(
-    *, source: Source, payload: Mapping[str, Any], author_id: int, link: Link | None, ip_id: int | None
+    *,
+    source: Source,
+    payload: Mapping[str, Any],
+    author_id: int,
+    link: Link | None,
+    ip_id: int | None,
+    language: str,
 ) -> Post:
     preview = payload.get("preview") or {}
     text = payload.get("text", "")
@@ -127,9 +133,7 @@ def _build_post(
         external_id=payload["external_id"],
         author_id=author_id,
         text=text,
-        # Detected here, in the one place every new post passes, on the text already in
-        # memory: no query, and about 0.05 ms for an SMS-length text (moderation.language).
-        language=post_language(text=text, preview_text=preview.get("text", "")),
+        language=language,
         url=link.url if link else "",
         link=link,
         preview_title=preview.get("title", ""),
@@ -168,8 +172,8 @@ def _stored_posts_sql() -> str:
     `source_id = %s AND external_id IN (...)`, the planner chose on the source's estimated row
     count: for a source that was small (or absent) when the table was last analyzed, it read
     every post of the source through the unique index's first column and filtered the ids
-    (1.8 ms per batch at 8,000 posts in the source, growing with it; EXPLAIN ANALYZE, session
-    8). A LATERAL subquery with LIMIT 1 cannot be flattened into that plan, and its equality
+    (1.8 ms per batch at 8,000 posts in the source, growing with it; EXPLAIN ANALYZE). A
+    LATERAL subquery with LIMIT 1 cannot be flattened into that plan, and its equality
     on both columns is always the unique index's full key. One text for every batch size,
     prepared once per connection."""
     table = connection.ops.quote_name(Post._meta.db_table)
@@ -317,6 +321,9 @@ def _posts_create(
     author_posts = Counter(p["author"]["external_id"] for p in payloads)
     ip_posts = Counter(p["ip"] for p in payloads if p.get("ip"))
     addresses = sorted(ip_posts)
+    # Detected where every new post passes, on the texts already in memory, all of them
+    # together and before the transaction (moderation.language): no query.
+    languages = post_languages([(p.get("text", ""), (p.get("preview") or {}).get("text", "")) for p in payloads])
     with transaction.atomic():
         authors = authors_upsert_counting_posts(source=source, profiles=profiles, new_posts=author_posts)
         links = _links_upsert_counting(url_posts=Counter(p["url"] for p in payloads if p.get("url")))
@@ -330,8 +337,9 @@ def _posts_create(
                 author_id=authors[payload["author"]["external_id"]],
                 link=links[payload["url"]] if payload.get("url") else None,
                 ip_id=ips[payload["ip"]] if payload.get("ip") else None,
+                language=language,
             )
-            for payload in payloads
+            for payload, language in zip(payloads, languages, strict=True)
         ]
         insert_rows(posts)  # bulk_create's effect, one JSON parameter (json_rows)
         if inline_budget_ms is not None:  # last statement before the commit: the hold is taken

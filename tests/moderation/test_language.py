@@ -5,12 +5,22 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import numpy as np
 import pytest
 from django.urls import reverse
 from django.utils import timezone
+from faker import Faker
 
-from modelops.text.data import load_sms_splits
-from moderation.language import UNDETERMINED, detect_language, post_language
+from modelops.text.data import load_sms_splits, read_sms_collection
+from moderation import language
+from moderation.language import (
+    BATCH_MIN,
+    UNDETERMINED,
+    detect_language,
+    detect_languages,
+    post_language,
+    post_languages,
+)
 from moderation.models import Post
 from moderation.services.ingest import post_ingest, posts_ingest_batch
 from tests.dashboard.dashboard_factories import PostFactory, ScoreFactory
@@ -53,6 +63,51 @@ def test_only_the_first_max_chars_are_read(settings):
     assert detect_language(english + SPAM_BY_LANGUAGE["ru"] * 20) == "en"
 
 
+def _many_scripts() -> list[str]:
+    """The SMS collection, Faker prose in a dozen languages and scripts, and odd inputs."""
+    texts = [text for text, _ in read_sms_collection()]
+    for locale in ("es_ES", "ru_RU", "zh_CN", "ja_JP", "ar_AA", "de_DE", "pl_PL", "vi_VN", "uk_UA", "el_GR", "hi_IN"):
+        fake = Faker(locale)
+        fake.seed_instance(7)
+        texts += [fake.text(max_nb_chars=400) for _ in range(20)]
+    return [
+        *texts,
+        "",
+        "   ",
+        "A",
+        "ÀÉÎ",
+        "\ud800 lone",
+        "CALL NOW FREE PRIZE",
+        "x" * 300,
+        "😀😀 ok",
+        "\x00\x01",
+        *SPAM_BY_LANGUAGE.values(),
+    ]
+
+
+def test_batched_ngram_counts_are_py3langids_own():
+    # The batch path counts n-grams in numpy; the counts must be exactly those of py3langid's
+    # automaton, text by text, or the two paths could disagree on a post's language.
+    model = language._model(("en", "es", "ru", "zh"))
+    texts = [language._bytes(text[:300]) for text in _many_scripts()]
+    found = model.ngrams.count(texts)
+    mine = np.zeros((len(texts), model.identifier.nb_numfeats), dtype=np.int64)
+    mine[found.texts, found.features] = found.counts
+    for i, data in enumerate(texts):
+        assert np.array_equal(mine[i], model.identifier.instance2fv(data)), texts[i]
+    assert found.lengths.tolist() == [len(data) for data in texts]
+
+
+def test_a_batch_detects_what_each_text_alone_does():
+    texts = _many_scripts()
+    assert detect_languages(texts) == [detect_language(text) for text in texts]
+    assert {"es", "ru", "zh", "ja", "ar", "de", "pl", "vi", "uk", "en"} <= set(detect_languages(texts))
+    small = texts[-(BATCH_MIN - 1) :]  # below BATCH_MIN: one at a time, same answers
+    assert detect_languages(small) == [detect_language(text) for text in small]
+    pairs = [(" ", SPAM_BY_LANGUAGE["es"]), ("Are you coming to the meeting tomorrow at noon?", "Hola")] * BATCH_MIN
+    assert post_languages(pairs) == [post_language(text=t, preview_text=p) for t, p in pairs]
+
+
 def _payload(external_id: str, text: str) -> dict:
     now = timezone.now()
     return {
@@ -73,11 +128,12 @@ def test_ingest_stores_the_language_single_and_batch():
         payloads=[
             _payload("two", SPAM_BY_LANGUAGE["ru"]),
             _payload("three", "Are you free for lunch tomorrow? I was thinking about the new place near the station."),
+            *(_payload(f"zh-{n}", SPAM_BY_LANGUAGE["zh"]) for n in range(BATCH_MIN)),  # the batched path
         ],
     )
     assert Post.objects.get(pk=post.pk).language == "es"
     stored = dict(Post.objects.filter(pk__in=[p.pk for p, _ in results]).values_list("external_id", "language"))
-    assert stored == {"two": "ru", "three": "en"}
+    assert stored == {"two": "ru", "three": "en", **{f"zh-{n}": "zh" for n in range(BATCH_MIN)}}
 
 
 @pytest.mark.django_db
