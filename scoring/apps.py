@@ -9,6 +9,7 @@ class ScoringConfig(AppConfig):
         # Registers the task names the services publish by (core.tasks.task_named).
         import scoring.tasks  # noqa: F401
         from moderation.signals import author_erased, decision_recorded, decisions_undone, platform_event
+        from scoring import checks  # noqa: F401  (registers the deployment checks)
         from scoring.webhooks_receivers import (
             on_author_erased,
             on_decision_recorded,

@@ -70,6 +70,16 @@ def test_check_deploy_flags_a_debug_production() -> None:
     assert "security.W018" in result.stderr + result.stdout
 
 
+def test_check_deploy_flags_private_webhook_targets() -> None:
+    """A production that lets webhooks reach private addresses is flagged (scoring.W001)."""
+    result = _run(
+        ["manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        {**PRODUCTION_ENV, "WEBHOOK_ALLOW_PRIVATE_TARGETS": "true"},
+    )
+    assert result.returncode != 0
+    assert "scoring.W001" in result.stderr + result.stdout
+
+
 def test_local_defaults_need_no_service() -> None:
     """Embedded defaults: SQLite, and Redis URLs that `make run` points at its private Redis."""
     code = (
