@@ -11,14 +11,15 @@ POST /api/v1/posts?wait_ms=50 at --sync-rate requests/s, client-side p50/p99 and
 (200/201 scored inline, 202 not).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/mod_faults \\
-    CACHE_URL=redis://127.0.0.1:6379/13 CELERY_BROKER_URL=redis://127.0.0.1:6379/14 \\
     python benchmarks/e2e_load.py --rates 10,20,40,80 --seconds 10
 
 Triton: the models in --text/--tabular (default $ARTIFACTS_DIR or var/models, {text,tabular}/current) are
 published into a PRIVATE repository (--repository, default /tmp/faults-repo; `manage.py
 publish_models --repository ... --no-load`) and served by a private tritonserver on
---triton-port-base .. +2. The worker is benchmarks/e2e_pipeline.py's (same flags). Loopback
-only; every loop is bounded in count and time. Never part of the test suite."""
+--triton-port-base .. +2. The worker is benchmarks/e2e_pipeline.py's (same flags), and so is the
+private redis-server that serves as broker and cache (the environment's Redis URLs are not
+used, nothing in a shared Redis is touched). Loopback only; every loop is bounded in count and
+time. Never part of the test suite."""
 
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ from e2e_pipeline import (  # noqa: E402 - benchmarks/ is on sys.path
     percentile,
     session_cpu_s,
     start_worker,
+    use_private_redis,
 )
 
 
@@ -324,12 +326,12 @@ def main() -> None:
             "TRITON_LOG_DIR": str(args.repository.parent / f"{args.repository.name}-log"),
         }
     )
+    workdir = Path(tempfile.mkdtemp(prefix="e2e-load-"))
+    use_private_redis(workdir)
     import django
 
     django.setup()
-    import redis
     import requests
-    from django.conf import settings
     from django.core.management import call_command
     from django.db.models import Max, Min
 
@@ -338,16 +340,8 @@ def main() -> None:
     from moderation.services.api_keys import api_key_create
 
     call_command("migrate", verbosity=0)
-    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
-    # The cache db too: scoring keeps per-post "done" markers and claims there keyed by post id,
-    # and a benchmark database dropped and created again reuses the ids (its posts would be
-    # skipped as already scored until the markers expire).
-    from django.core.cache import cache
-
-    cache.clear()
     env = dict(os.environ)
     env.update({"SCORING_BATCH_SIZE": str(args.batch_size), "PYTHONUNBUFFERED": "1"})
-    workdir = Path(tempfile.mkdtemp(prefix="e2e-load-"))
     if not args.no_publish:
         print(f"publishing {args.text} + {args.tabular} into {args.repository}", flush=True)
         publish_models(args, env)

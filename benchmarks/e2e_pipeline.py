@@ -5,7 +5,6 @@ first and then times the worker draining the backlog (scoring capacity; the late
 include the wait in the backlog and are not meaningful).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/mod_pipeline \\
-    CELERY_BROKER_URL=redis://127.0.0.1:6379/6 CACHE_URL=redis://127.0.0.1:6379/5 \\
     python benchmarks/e2e_pipeline.py --posts 300 --batch-size 16 --concurrency 2
 
 Triton: with --triton-url HOST:GRPC_PORT the worker uses that server (e.g. the real models of
@@ -15,7 +14,10 @@ default, the tiny test models (modelops/tiny.py).
 Ingest goes through the full Django/DRF stack (API key auth, validation, ingest service,
 enqueue on commit) with django.test.Client in this process, one POST per post, as fast as
 it can or at --rate posts/s. The database's posts are not deleted (each run uses its own
-source); the broker DB is flushed before the run. Never part of the test suite."""
+source). Broker and cache are a private redis-server started for the run
+(benchmarks/private_redis.py), so they start empty and no shared Redis database is touched:
+REDIS_URL, CACHE_URL and CELERY_BROKER_URL are set for this run. Never part of the test
+suite."""
 
 from __future__ import annotations
 
@@ -35,7 +37,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+
+from private_redis import start_private_redis  # noqa: E402 - benchmarks/ is on sys.path
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -179,6 +184,13 @@ def payload(i: int, run: str) -> dict[str, Any]:
     }
 
 
+def use_private_redis(workdir: Path) -> None:
+    """Broker and cache on a private redis-server, for this process and the worker and web
+    processes it starts with its environment: call it before django.setup()."""
+    url = start_private_redis(workdir)
+    os.environ.update({"REDIS_URL": f"{url}/0", "CACHE_URL": f"{url}/0", "CELERY_BROKER_URL": f"{url}/1"})
+
+
 def add_debug_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--debug",
@@ -221,11 +233,12 @@ def main() -> None:
     add_debug_flag(parser)
     args = parser.parse_args()
     apply_debug_flag(args)
+    workdir = Path(tempfile.mkdtemp(prefix="e2e-bench-"))
+    use_private_redis(workdir)
 
     import django
 
     django.setup()
-    import redis
     from django.conf import settings
     from django.core.management import call_command
     from django.db.models import Max, Min
@@ -238,15 +251,7 @@ def main() -> None:
     from scoring.models import Score
 
     call_command("migrate", verbosity=0)
-    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
-    # The cache db too: scoring keeps per-post "done" markers and claims there keyed by post id,
-    # and a benchmark database dropped and created again reuses the ids (its posts would be
-    # skipped as already scored until the markers expire).
-    from django.core.cache import cache
 
-    cache.clear()
-
-    workdir = Path(tempfile.mkdtemp(prefix="e2e-bench-"))
     triton_config = None
     triton_url = args.triton_url
     if not triton_url:

@@ -105,16 +105,11 @@ def main() -> None:
 
     modes = {"single": single, "batch": batch} | ({"inline": inline} if args.inline else {})
     out: dict[str, Any] = {}
-    # No worker consumes here: the publishes are stubbed (single posts: the score_waiting kick,
+    # No worker consumes here: the score_batch publishes are stubbed (single posts: the kick,
     # whose mark then stays for its TTL as if the kick were pending; inline checks that do not
-    # decide: score_post; batches: score_posts) so nothing piles up in the broker; their cost is
-    # in e2e_load's figures.
-    with (
-        mock.patch("scoring.tasks.score_post.delay"),
-        mock.patch("scoring.tasks.score_post.apply_async"),
-        mock.patch("scoring.tasks.score_posts.delay"),
-        mock.patch("scoring.tasks.score_waiting.delay"),
-    ):
+    # decide: the post's own; batches: one per chunk) so nothing piles up in the broker; their
+    # cost is in e2e_load's figures.
+    with mock.patch("scoring.tasks.score_batch.delay"):
         for name, fn in modes.items():
             run = uuid.uuid4().hex[:8]
             client = client_for(run)

@@ -2,18 +2,20 @@
 from the scoring itself (the reason one-post-per-request ingest publishes one kick per burst,
 scoring.workqueue, not one message per post).
 
-A real Celery worker (the flags of benchmarks/e2e_pipeline.py) drains --messages score_post
-messages for posts that are already scored: the task body is then one Redis MGET (the done
-markers) and, when the marker has expired, one primary-key SELECT. The worker's CPU over the
+A real Celery worker (the flags of benchmarks/e2e_pipeline.py) drains --messages score_batch
+messages of one post each, for posts that are already scored: the task body is then one Redis
+MGET (the done markers) and, when the marker has expired, one primary-key SELECT. The worker's CPU over the
 drain (its process session: the main process and the pool) divided by the messages is
 Celery's and kombu's per-message machinery plus that small body. Each --pools entry is
 measured in turn with a fresh worker, prefork (the deployed pool) first as the baseline.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db with scored posts> \\
-    CACHE_URL=redis://127.0.0.1:6379/13 CELERY_BROKER_URL=redis://127.0.0.1:6379/14 \\
+    CACHE_URL=redis://127.0.0.1:6379/13 \\
     python benchmarks/task_overhead.py --messages 2000 --pools prefork,threads,solo
 
-The broker database is flushed first. Prints a table and writes JSON. Never part of the tests."""
+The broker is a private redis-server started for the run (benchmarks/private_redis.py), so its
+queue starts empty and no shared Redis database is touched; the cache is the environment's
+(nothing is deleted there). Prints a table and writes JSON. Never part of the tests."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
 from e2e_pipeline import session_cpu_s, start_worker  # noqa: E402 - benchmarks/ is on sys.path
+from private_redis import start_private_redis  # noqa: E402
 
 
 def measure(pool: str, concurrency: int, post_ids: list[int], broker: Any, log_path: Path) -> dict[str, Any]:
@@ -44,7 +48,7 @@ def measure(pool: str, concurrency: int, post_ids: list[int], broker: Any, log_p
         started = time.perf_counter()
         publish_cpu = time.process_time()
         for post_id in post_ids:
-            tasks.score_post.delay(post_id)
+            tasks.score_batch.delay([post_id])
         publish_cpu = time.process_time() - publish_cpu
         deadline = time.monotonic() + 600
         while broker.llen("celery") > 0:
@@ -75,6 +79,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=2, help="pool size (solo ignores it)")
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "task_overhead.json")
     args = parser.parse_args()
+    log_dir = Path(tempfile.mkdtemp(prefix="task-overhead-"))
+    os.environ["CELERY_BROKER_URL"] = f"{start_private_redis(log_dir)}/0"  # before django.setup()
 
     import django
 
@@ -90,8 +96,6 @@ def main() -> None:
     if len(post_ids) < args.messages:
         raise SystemExit(f"the database has {len(post_ids)} scored posts; run e2e_load.py on it first")
     broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    broker.flushdb()
-    log_dir = Path(os.environ.get("TMPDIR", "/tmp"))
     rows = [
         measure(pool, args.concurrency, post_ids, broker, log_dir / f"task-overhead-{pool}.log")
         for pool in args.pools.split(",")

@@ -13,5 +13,5 @@ from celery import current_app
 
 def task_named(name: str) -> Any:
     """The registered task ``name`` (its ``delay``/``apply_async`` are the task's own, so a test
-    that patches ``scoring.tasks.score_post.delay`` patches this one too)."""
+    that patches ``scoring.tasks.score_batch.delay`` patches this one too)."""
     return current_app.tasks[name]

@@ -16,7 +16,7 @@ transaction per batch (scoring.services.scoring.persist)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from scoring.models import Action, DecisionPolicy, Score
 
@@ -36,21 +36,26 @@ __all__ = [
     "warm_up",
 ]
 
-TaskName = Literal["score_post", "score_posts", "rescore_post"]
+TaskName = Literal["score_batch", "rescore_post"]
 
 
-def task_publish(*, name: TaskName, post_id: int | Sequence[int], **kwargs: Any) -> None:
-    """Publish one scoring task now (callers wrap it in transaction.on_commit): score_post and
-    rescore_post take one post id, score_posts a list of them."""
-    from scoring import tasks
+def task_publish(*, name: TaskName, post_id: int | Sequence[int], after_report: bool = False) -> None:
+    """Publish one scoring task now (callers wrap it in transaction.on_commit): score_batch
+    scores a list of posts (one post id: a list of one; `after_report`: that post has a new
+    report), rescore_post re-scores one scored post."""
+    from scoring import tasks, workqueue
 
-    task = {"score_post": tasks.score_post, "score_posts": tasks.score_posts, "rescore_post": tasks.rescore_post}[name]
-    task.delay(list(post_id) if isinstance(post_id, Sequence) else post_id, **kwargs)
+    if name == "score_batch":
+        post_ids = list(post_id) if isinstance(post_id, Sequence) else [post_id]
+        workqueue.publish_batch(post_ids, after_report=after_report)
+    else:
+        tasks.rescore_post.delay(post_id)
 
 
 def score_kick() -> bool:
-    """Ask a worker to score the waiting posts: publishes one score_waiting message unless one is
-    pending already (scoring.workqueue). True when a message was published."""
+    """Ask a worker to score the waiting posts: publishes one score_batch message without ids
+    (a kick) unless one is pending already (scoring.workqueue). True when a message was
+    published."""
     from scoring import workqueue
 
     return workqueue.score_kick()

@@ -1,9 +1,10 @@
 """The scoring work queue: the one place that owns how a post waiting in `received` gets scored
 exactly once, with its Redis keys and invariants. Every path that scores a post uses it: the
-batch tasks (score_post, score_posts, score_waiting, scoring.services.batching), the inline
-pre-publish check (scoring.services.inline) and the sweeper (scoring.tasks.sweep_stuck_posts).
+one scoring task (scoring.tasks.score_batch, scoring.services.batching), the inline pre-publish
+check (scoring.services.inline) and the sweeper (scoring.tasks.sweep_stuck_posts).
 
-- enqueue: the kick policy (score_kick, kick_taken) and publishing a held post's task;
+- enqueue: publishing the one scoring task (publish_batch), the kick policy (score_kick,
+  kick_taken) and publishing a held post's task (publish_post);
 - lease: per-post claims (claim_post, claim_posts, claim_waiting, hold_for_inline /
   inline_hold), the batch fill (waiting_posts, fill_candidates) and poison filtering;
 - completion: release_posts (compare-and-delete of the claims, done markers, the inline pending
@@ -12,11 +13,14 @@ pre-publish check (scoring.services.inline) and the sweeper (scoring.tasks.sweep
 State of one post (PostgreSQL status, Redis keys):
 
     ingest --> received ----------------------------------------------------------+
-      |  on commit: task score_posts(ids) | kick (scoring:kick, SET NX) | inline hold  |
+      |  on commit: score_batch(ids) (batch ingest), a kick (score_batch() when   |
+      |  scoring:kick is SET NX) or an inline hold (its check publishes           |
+      |  score_batch([post]) when it does not decide)                             |
       v                                                                           |
     [claimed] scoring:claim:<db>:<post> = holder token (SET NX EX, TTL)           |
       |        a batch's lease, or the inline hold (also listed in                |
       |        scoring:inline:pending:<db> until the check ends)                  |
+      |        a task given a post someone else holds retries (PostClaimed)       |
       +-- scored (one transaction) --> auto_removed | queued | auto_approved      |
       |       release: claim deleted if still ours + scoring:done:<db>:<post>     |
       +-- retryable failure (Triton down, DB dropped) --> release, task retries --+
@@ -25,7 +29,7 @@ State of one post (PostgreSQL status, Redis keys):
                                                                                   |
     sweeper, every minute: posts in `received` past SCORING_SWEEP_AFTER_S (not   <+
     re-enqueued within scoring:swept:<db>:<post>'s TTL) and inline holds listed
-    past their time get a score_post task.
+    past their time get a score_batch([post]) task each.
 
 Keys (in the cache's Redis database, under its KEY_PREFIX):
 
@@ -52,18 +56,18 @@ Invariants
 - Every claim, done and pending key carries the database's identity (its PostgreSQL OID, read
   once per process): post ids restart in a database that is re-created under the same Redis.
 
-So ingest publishes a "kick" (scoring.score_waiting: score the oldest waiting posts) only when
-none is pending. The pending mark is a Redis key set NX after the post's commit. The kicked
-task deletes the mark BEFORE it queries the waiting posts, which is what makes this safe: a
-post whose ingest saw the mark committed before that query runs, so the query sees it; a post
-committed later finds no mark and kicks again. When the query finds more posts than a batch
+So ingest publishes a "kick" (scoring.score_batch with no ids: score the oldest waiting posts)
+only when none is pending. The pending mark is a Redis key set NX after the post's commit. The
+kicked task deletes the mark BEFORE it queries the waiting posts, which is what makes this
+safe: a post whose ingest saw the mark committed before that query runs, so the query sees it;
+a post committed later finds no mark and kicks again. When the query finds more posts than a batch
 takes, the task kicks the next one before scoring, so a backlog drains on every worker process
 without a message per post. A Celery message costs the worker 2.2-3.4 ms of CPU whatever it
 carries (benchmarks/task_overhead.py), more than the scoring of a post in a batch.
 
 Cost: a batch's claims, and its release with its done markers, are one Lua script each
 (EVALSHA): one command of 32 keys instead of a pipeline of 32 commands; the three round trips
-of a batch were ~15 % of the scoring worker's Python time (cProfile of score_posts_batch,
+of a batch were ~15 % of the scoring worker's Python time (cProfile of a chunk's batch,
 benchmarks/RESULTS.md)."""
 
 from __future__ import annotations
@@ -290,7 +294,22 @@ def posts_done(post_ids: Sequence[int]) -> set[int]:
     return {i for i, value in zip(post_ids, values, strict=True) if value is not None}
 
 
-# --- enqueue: the kick policy ----------------------------------------------------------------
+# --- enqueue: the one scoring task and the kick policy ------------------------------------------
+
+SCORE_TASK = "scoring.score_batch"
+
+
+def publish_batch(post_ids: Sequence[int] | None = None, *, after_report: bool = False) -> None:
+    """Publish the one scoring task: score_batch(post_ids), or without ids a kick (score_kick
+    says when). Raises what the publish raised."""
+    task = task_named(SCORE_TASK)
+    if post_ids is None:
+        task.delay()
+    elif after_report:
+        task.delay(list(post_ids), after_report=True)
+    else:
+        task.delay(list(post_ids))
+
 
 KICK_PREFIX = "scoring:kick:"
 
@@ -304,7 +323,8 @@ def kick_key() -> str:
 
 
 def score_kick() -> bool:
-    """Publish one scoring.score_waiting message unless one is pending. True when published.
+    """Publish one kick (scoring.score_batch with no ids) unless one is pending. True when
+    published.
     Raises what the publish raised (the caller logs it; the mark is taken back so the next
     post kicks at once)."""
     key = kick_key()
@@ -314,7 +334,7 @@ def score_kick() -> bool:
     except Exception:  # Redis down: no mark, publish (the broker is probably down too)
         logger.warning("scoring.kick_mark_failed", exc_info=True)
     try:
-        task_named("scoring.score_waiting").delay()
+        publish_batch()
     except Exception:
         kick_taken()
         raise
@@ -332,8 +352,8 @@ def kick_taken() -> None:
 
 
 def kick_quietly() -> None:
-    """Kick a score_waiting task for posts no task owns any more; never raises (they are then
-    the sweeper's)."""
+    """Kick a batch for posts no task owns any more; never raises (they are then the
+    sweeper's)."""
     try:
         score_kick()
     except Exception:
@@ -423,10 +443,11 @@ def overdue_holds() -> list[int]:
 
 
 def publish_post(post_id: int) -> None:
-    """The held post's score_post task, now (the check did not decide). Never raises: with
-    the broker down the post stays in `received` for the sweeper, as at ingest."""
+    """The held post's task (score_batch of the one post), now: the check did not decide.
+    Never raises: with the broker down the post stays in `received` for the sweeper, as at
+    ingest."""
     try:
-        task_named("scoring.score_post").delay(post_id)
+        publish_batch([post_id])
     except Exception:
         logger.warning("scoring.inline_enqueue_failed post_id=%s", post_id, exc_info=True)
 

@@ -71,21 +71,21 @@ def _publish_on_commit(*, task_name: scoring_api.TaskName, post_id: int | list[i
 
 def score_enqueue(*, post_id: int) -> None:
     """Get a new post scored after commit: a kick (scoring.workqueue) that publishes one
-    scoring.score_waiting message unless one is pending, whose task takes the oldest waiting
-    posts (this one among them), not a message per post. Never raises."""
+    scoring.score_batch message without ids unless one is pending, whose task takes the oldest
+    waiting posts (this one among them), not a message per post. Never raises."""
 
     def send() -> None:
         scoring_api.score_kick()
 
-    _on_commit_quietly(send, task_name="score_waiting", post_id=post_id)
+    _on_commit_quietly(send, task_name="kick", post_id=post_id)
 
 
 def scores_enqueue(*, post_ids: Sequence[int]) -> None:
-    """Enqueue the first scoring of new posts after commit: one scoring.tasks.score_posts
+    """Enqueue the first scoring of new posts after commit: one scoring.tasks.score_batch
     message per SCORING_BATCH_SIZE posts (what one worker batch scores), not one per post."""
     size = max(1, settings.SCORING_BATCH_SIZE)
     for start in range(0, len(post_ids), size):
-        _publish_on_commit(task_name="score_posts", post_id=list(post_ids[start : start + size]))
+        _publish_on_commit(task_name="score_batch", post_id=list(post_ids[start : start + size]))
 
 
 def _score_enqueue_after_inline(*, post_id: int, budget_ms: int) -> None:
@@ -94,17 +94,17 @@ def _score_enqueue_after_inline(*, post_id: int, budget_ms: int) -> None:
     gets no task now: the check publishes it only if it does not decide the post
     (scoring.services.inline). Not held (Redis down): the task, as usual."""
     if not scoring_api.inline_hold(post_id=post_id, budget_ms=budget_ms):
-        _publish_on_commit(task_name="score_post", post_id=post_id)
+        _publish_on_commit(task_name="score_batch", post_id=[post_id])
 
 
 def rescore_enqueue(*, post: Post) -> None:
     """Enqueue a re-score after something the score depends on changed (a new report).
 
-    A post still waiting in `received` gets score_post again (idempotent; it reads the reports
-    when it runs); a scored one gets rescore_post, which writes the next revision."""
+    A post still waiting in `received` gets a score_batch of its own (idempotent; it reads the
+    reports when it runs); a scored one gets rescore_post, which writes the next revision."""
     if post.status == PostStatus.RECEIVED:
         # after_report: the task must read the post even when a batch marked it scored.
-        _publish_on_commit(task_name="score_post", post_id=post.pk, after_report=True)
+        _publish_on_commit(task_name="score_batch", post_id=[post.pk], after_report=True)
     else:
         _publish_on_commit(task_name="rescore_post", post_id=post.pk)
 

@@ -3,14 +3,15 @@
 A chat platform wants the decision before the message is shown, so POST /api/v1/posts?wait_ms=N
 calls score_inline after the post is committed. If features + the model call fit in the
 budget, the Score is written at once (same write path as the worker) and returned; otherwise
-it returns None, the API answers 202, and the post's score_post task scores it asynchronously.
+it returns None, the API answers 202, and the post's own task (scoring.tasks.score_batch)
+scores it asynchronously.
 
 The inline check and the worker must not race for the post (the loser would wait for the
 winner and blow the budget). So ingest calls `inline_hold` inside its transaction, before the
 commit makes the post visible: the post's claim is taken for the inline check (no worker batch
-can pick the post up as a candidate) and NO score_post task is published. The held check owns
-the post: when it does not decide (budget out, Triton down, an error), score_inline publishes
-the post's task on its way out; when it decides, there is nothing left to do. That saves every
+can pick the post up as a candidate) and NO task is published. The held check owns the post:
+when it does not decide (budget out, Triton down, an error), score_inline publishes the post's
+task on its way out; when it decides, there is nothing left to do. That saves every
 decided post a delayed Celery task (a no-op costing 3.5-6 ms of worker CPU, plus its publish
 and the broker, benchmarks/RESULTS.md).
 
@@ -69,8 +70,8 @@ def score_inline(
 
     `held`: ingest held the post for this check (`inline_hold`) and published no task, so
     this check owns the post: when it does not decide (None, or an exception) it publishes
-    the post's score_post task before returning. Otherwise the check claims the post like a
-    worker would, and waits for the worker when one has it."""
+    the post's task (score_batch of the one post) before returning. Otherwise the check claims
+    the post like a worker would, and waits for the worker when one has it."""
     decided: Score | None = None
     try:
         decided = _score_inline(post=post, budget_ms=budget_ms, held=held, client=client)

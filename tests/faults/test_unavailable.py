@@ -117,7 +117,7 @@ def test_a_hung_cache_costs_the_api_one_timeout_not_one_per_call(api: ApiCaller,
     a new connection each)."""
     from tests.fixtures.hung_server import hung_server
 
-    with hung_server() as server, mock.patch("scoring.tasks.score_waiting.delay"):
+    with hung_server() as server, mock.patch("scoring.tasks.score_batch.delay"):
         caches = {**settings.CACHES}
         caches["default"] = {
             **caches["default"],

@@ -190,7 +190,7 @@ def test_triton_down_during_ingest_then_back_every_post_scored_once(api, worker,
         wait_until(
             lambda: "Retry in" in worker.log_text()[offset:],
             timeout=30,
-            message=f"score_post retried on TritonUnavailable\n{worker.log_tail()}",
+            message=f"score_batch retried on TritonUnavailable\n{worker.log_tail()}",
         )
         assert Post.objects.filter(id__in=ids, status=PostStatus.RECEIVED).count() == 10
     finally:
@@ -263,7 +263,7 @@ def test_a_batch_ingest_is_scored_once_per_post_from_one_message_per_32_posts(ap
 
     settings.SCORING_BATCH_SIZE = 32  # the worker's default too
     count = 70
-    with mock.patch.object(tasks.score_posts, "delay", wraps=tasks.score_posts.delay) as published:
+    with mock.patch.object(tasks.score_batch, "delay", wraps=tasks.score_batch.delay) as published:
         response = api.post("posts/batch", {"posts": [payload(n) for n in range(count)]})
     assert response.status_code in (200, 201, 207), response.content
     ids = [item["id"] for item in response.json()["results"]]

@@ -153,7 +153,7 @@ def test_query_counts(api: ApiCaller, django_assert_max_num_queries):
 
 
 def test_broker_outage_still_returns_201(api: ApiCaller, django_capture_on_commit_callbacks):
-    outage = mock.patch("scoring.tasks.score_waiting.delay", side_effect=OperationalError("connection refused"))
+    outage = mock.patch("scoring.tasks.score_batch.delay", side_effect=OperationalError("connection refused"))
     with outage as delay, django_capture_on_commit_callbacks(execute=True):
         response = api.post("/api/v1/posts", post_payload())
     assert response.status_code == 201

@@ -126,24 +126,22 @@ def test_post_ingest_loses_insert_race_gracefully():
 def test_post_ingest_enqueues_scoring_after_commit(django_capture_on_commit_callbacks):
     source = SourceFactory()
     with (
-        mock.patch("scoring.tasks.score_waiting.delay") as delay,
-        mock.patch("scoring.tasks.score_post.delay") as per_post,
+        mock.patch("scoring.tasks.score_batch.delay") as delay,
         django_capture_on_commit_callbacks(execute=True) as cbs,
     ):
         post_ingest(source=source, payload=payload("p-1"))
         delay.assert_not_called()  # nothing is published before the commit
     assert len(cbs) == 1
-    delay.assert_called_once_with()
+    delay.assert_called_once_with()  # a kick: no post ids, not a message of the post's own
     # The next post, while that kick is pending, publishes nothing: the kick's task takes it.
-    with mock.patch("scoring.tasks.score_waiting.delay") as again, django_capture_on_commit_callbacks(execute=True):
+    with mock.patch("scoring.tasks.score_batch.delay") as again, django_capture_on_commit_callbacks(execute=True):
         post_ingest(source=source, payload=payload("p-2"))
     again.assert_not_called()
-    per_post.assert_not_called()
 
 
 def test_post_ingest_survives_broker_outage(django_capture_on_commit_callbacks, caplog, settings):
     settings.BROKER_PUBLISH_BREAKER_S = 0  # every publish tried (the breaker has its own test)
-    outage = mock.patch("scoring.tasks.score_waiting.delay", side_effect=OperationalError("broker down"))
+    outage = mock.patch("scoring.tasks.score_batch.delay", side_effect=OperationalError("broker down"))
     with outage as delay, django_capture_on_commit_callbacks(execute=True):
         post, created = post_ingest(source=SourceFactory(), payload=payload("p-1"))
         post_ingest(source=post.source, payload=payload("p-2"))
@@ -163,7 +161,7 @@ def test_after_a_failed_publish_ingest_does_not_wait_on_the_broker_for_a_while(
 
     settings.BROKER_PUBLISH_BREAKER_S = 60
     source = SourceFactory()
-    outage = mock.patch("scoring.tasks.score_waiting.delay", side_effect=OperationalError("timed out"))
+    outage = mock.patch("scoring.tasks.score_batch.delay", side_effect=OperationalError("timed out"))
     with outage as delay, django_capture_on_commit_callbacks(execute=True):
         for i in range(3):
             post_ingest(source=source, payload=payload(f"p-{i}"))
@@ -172,7 +170,7 @@ def test_after_a_failed_publish_ingest_does_not_wait_on_the_broker_for_a_while(
     assert caplog.text.count("moderation.score_enqueue_skipped") == 3  # two posts and one batch message
     assert Post.objects.filter(source=source, status="received").count() == 5
     redis_breaker.reset()  # the window is over
-    with mock.patch("scoring.tasks.score_waiting.delay") as delay, django_capture_on_commit_callbacks(execute=True):
+    with mock.patch("scoring.tasks.score_batch.delay") as delay, django_capture_on_commit_callbacks(execute=True):
         post_ingest(source=source, payload=payload("p-after"))
     delay.assert_called_once_with()
 
@@ -201,10 +199,10 @@ def test_author_upsert_updates_only_given_fields():
 def test_report_create_is_idempotent_and_bumps_counters(django_capture_on_commit_callbacks):
     source = SourceFactory()
     post, _ = post_ingest(source=source, payload=payload())
-    with mock.patch("scoring.tasks.score_post.delay") as delay, django_capture_on_commit_callbacks(execute=True):
+    with mock.patch("scoring.tasks.score_batch.delay") as delay, django_capture_on_commit_callbacks(execute=True):
         report, created = report_create(source=source, post_external_id="p-1", reporter_id="r1", reason="spam")
     assert created and report.post.report_count == 1
-    delay.assert_called_once_with(post.pk, after_report=True)
+    delay.assert_called_once_with([post.pk], after_report=True)
     _, created_again = report_create(source=source, post_external_id="p-1", reporter_id="r1", reason="spam")
     assert not created_again
     report_create(source=source, post_external_id="p-1", reporter_id="r1", reason="abuse")
@@ -303,7 +301,7 @@ def test_report_on_a_scored_post_enqueues_rescore(django_capture_on_commit_callb
     Post.objects.filter(pk=post.pk).update(status="queued")
     with (
         mock.patch("scoring.tasks.rescore_post.delay") as rescore,
-        mock.patch("scoring.tasks.score_post.delay") as score,
+        mock.patch("scoring.tasks.score_batch.delay") as score,
         django_capture_on_commit_callbacks(execute=True),
     ):
         report_create(source=source, post_external_id="p-1", reporter_id="r1", reason="spam")
@@ -318,7 +316,7 @@ def test_report_on_a_post_no_score_can_change_is_recorded_without_rescore(status
     Post.objects.filter(pk=post.pk).update(status=status)
     with (
         mock.patch("scoring.tasks.rescore_post.delay") as rescore,
-        mock.patch("scoring.tasks.score_post.delay") as score,
+        mock.patch("scoring.tasks.score_batch.delay") as score,
         django_capture_on_commit_callbacks(execute=True) as callbacks,
     ):
         report, created = report_create(source=source, post_external_id="p-1", reporter_id="r1", reason="spam")
@@ -427,15 +425,14 @@ def test_batch_ingest_publishes_one_scoring_message_per_32_posts(count, settings
     source = SourceFactory()
     payloads = [payload(f"b-{i}") for i in range(count)]
     with (
-        mock.patch("scoring.tasks.score_posts.delay") as many,
-        mock.patch("scoring.tasks.score_post.delay") as one,
+        mock.patch("scoring.tasks.score_batch.delay") as many,
         django_capture_on_commit_callbacks(execute=True),
     ):
         results = posts_ingest_batch(source=source, payloads=[*payloads, payloads[0]])  # a repeat: no message
     created = [post.pk for post, new in results if new]
     assert len(created) == count
-    sent = [call.args[0] for call in many.call_args_list] + [[call.args[0]] for call in one.call_args_list]
-    one.assert_not_called()
+    sent = [call.args[0] for call in many.call_args_list]
+    assert all(call.args for call in many.call_args_list)  # each a chunk's ids: no kick
     assert len(sent) == -(-count // 32)  # ceil(N / 32), across transactions of BATCH_CHUNK posts
     assert all(len(ids) <= 32 for ids in sent)
     assert sorted(i for ids in sent for i in ids) == sorted(created)  # every new post exactly once

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from moderation.models import Post, PostStatus
 from scoring.models import Score
-from scoring.services.batching import PostClaimed, score_post_batch, score_posts_batch
+from scoring.services.batching import PostClaimed, score_batch
 from scoring.services.inference import TritonUnavailable
 from scoring.services.inline import score_inline
 from scoring.workqueue import claim_key, claim_post, claim_posts, done_key, posts_done, release_posts, stuck_post_ids
@@ -20,42 +20,42 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clean_cache")]
 def test_a_task_scores_its_post_with_other_waiting_posts():
     posts = [make_post(text="hi") for _ in range(5)]
     client = FakeClient()
-    results = score_post_batch(post_id=posts[-1].id, batch_size=3, client=client)
+    results = score_batch(post_ids=[posts[-1].id], batch_size=3, client=client)
     assert [len(c) for c in client.calls] == [3]
     assert posts[-1].id in {r.post_id for r in results}
     assert Score.objects.count() == 3
     # the task of a post still waiting drains the rest, then tasks of scored posts do nothing
     waiting = Post.objects.filter(status=PostStatus.RECEIVED).values_list("id", flat=True)
     assert len(waiting) == 2
-    score_post_batch(post_id=waiting[0], batch_size=3, client=client)
+    score_batch(post_ids=[waiting[0]], batch_size=3, client=client)
     assert Score.objects.count() == 5
-    assert score_post_batch(post_id=posts[1].id, batch_size=3, client=client)[0].skipped == "done"
+    assert score_batch(post_ids=[posts[1].id], batch_size=3, client=client)[0].skipped == "done"
     assert len(client.calls) == 2
 
 
 def test_a_task_whose_post_a_batch_scored_returns_on_the_marker_without_a_query(django_assert_num_queries):
     posts = [make_post(text="hi") for _ in range(3)]
-    score_post_batch(post_id=posts[0].id, batch_size=3, client=FakeClient())
+    score_batch(post_ids=[posts[0].id], batch_size=3, client=FakeClient())
     assert posts_done([p.id for p in posts]) == {p.id for p in posts}
     with django_assert_num_queries(0):
-        assert score_post_batch(post_id=posts[2].id, client=FakeClient())[0].skipped == "done"
+        assert score_batch(post_ids=[posts[2].id], client=FakeClient())[0].skipped == "done"
     # without the marker (expired, Redis flushed) the database answers
     cache.delete(done_key(posts[2].id))
     with django_assert_num_queries(1):
-        assert score_post_batch(post_id=posts[2].id, client=FakeClient())[0].skipped == "not_pending"
+        assert score_batch(post_ids=[posts[2].id], client=FakeClient())[0].skipped == "not_pending"
 
 
 def test_a_task_after_a_report_reads_the_post_despite_the_marker():
     post = make_post(text="hi")
-    score_post_batch(post_id=post.id, client=FakeClient())
+    score_batch(post_ids=[post.id], client=FakeClient())
     assert posts_done([post.id]) == {post.id}
     from moderation.models import Report
 
     Report.objects.create(post=post, reporter_id="r", reason="spam")
     Post.objects.filter(pk=post.pk).update(report_count=1)
-    assert score_post_batch(post_id=post.id, client=FakeClient())[0].skipped == "done"
+    assert score_batch(post_ids=[post.id], client=FakeClient())[0].skipped == "done"
     client = FakeClient()
-    result = score_post_batch(post_id=post.id, client=client, after_report=True)[0]
+    result = score_batch(post_ids=[post.id], client=client, after_report=True)[0]
     assert result.skipped != "done"
     assert len(client.calls) == 1  # re-scored with the report
 
@@ -63,7 +63,7 @@ def test_a_task_after_a_report_reads_the_post_despite_the_marker():
 def test_a_failed_batch_marks_nothing_done():
     post = make_post(text="hi")
     with pytest.raises(TritonUnavailable):
-        score_post_batch(post_id=post.id, client=down_client())
+        score_batch(post_ids=[post.id], client=down_client())
     assert posts_done([post.id]) == set()
 
 
@@ -91,20 +91,20 @@ def test_a_chunk_task_scores_its_posts_in_one_call_and_marks_them_done():
     posts = [make_post(text="hi") for _ in range(4)]
     client = FakeClient()
     ids = [p.id for p in posts[:3]]
-    results = score_posts_batch(post_ids=ids, batch_size=3, client=client)
+    results = score_batch(post_ids=ids, batch_size=3, client=client)
     assert [len(c) for c in client.calls] == [3]
     assert {r.post_id for r in results} == set(ids)
     assert posts_done(ids) == set(ids)
     assert Post.objects.get(pk=posts[3].pk).status == PostStatus.RECEIVED
     # redelivered: nothing to do, no model call
-    assert {r.skipped for r in score_posts_batch(post_ids=ids, batch_size=3, client=client)} == {"done"}
+    assert {r.skipped for r in score_batch(post_ids=ids, batch_size=3, client=client)} == {"done"}
     assert len(client.calls) == 1
 
 
 def test_a_small_chunk_fills_its_batch_with_other_waiting_posts():
     posts = [make_post(text="hi") for _ in range(4)]
     client = FakeClient()
-    score_posts_batch(post_ids=[posts[3].id], batch_size=4, client=client)
+    score_batch(post_ids=[posts[3].id], batch_size=4, client=client)
     assert [len(c) for c in client.calls] == [4]
     assert not Post.objects.filter(status=PostStatus.RECEIVED).exists()
     assert Score.objects.count() == 4
@@ -115,12 +115,12 @@ def test_a_chunk_with_a_post_another_worker_holds_scores_the_rest_and_retries():
     assert claim_post(theirs.id, "other-worker")
     client = FakeClient()
     with pytest.raises(PostClaimed):
-        score_posts_batch(post_ids=[mine.id, theirs.id], batch_size=2, client=client)
+        score_batch(post_ids=[mine.id, theirs.id], batch_size=2, client=client)
     assert [len(c) for c in client.calls] == [1]
     assert Post.objects.get(pk=mine.pk).status == PostStatus.AUTO_APPROVED
     assert cache.get(claim_key(theirs.id)) == "other-worker"
     release_posts([theirs.id], "other-worker")
-    score_posts_batch(post_ids=[mine.id, theirs.id], batch_size=2, client=client)  # the retry
+    score_batch(post_ids=[mine.id, theirs.id], batch_size=2, client=client)  # the retry
     assert [len(c) for c in client.calls] == [1, 1]
     assert Score.objects.filter(post_id__in=[mine.id, theirs.id]).count() == 2
 
@@ -129,9 +129,9 @@ def test_a_post_claimed_by_another_worker_is_retried_not_dropped():
     post = make_post(text="hi")
     cache.add(claim_key(post.id), "other-worker", timeout=30)
     with pytest.raises(PostClaimed):
-        score_post_batch(post_id=post.id, client=FakeClient())
+        score_batch(post_ids=[post.id], client=FakeClient())
     cache.delete(claim_key(post.id))
-    score_post_batch(post_id=post.id, client=FakeClient())
+    score_batch(post_ids=[post.id], client=FakeClient())
     assert Post.objects.get(pk=post.pk).status == PostStatus.AUTO_APPROVED
 
 
@@ -139,7 +139,7 @@ def test_claimed_posts_are_skipped_by_other_batches_and_claims_are_released():
     mine, theirs = make_post(text="hi"), make_post(text="hi")
     cache.add(claim_key(theirs.id), "other-worker", timeout=30)
     client = FakeClient()
-    score_post_batch(post_id=mine.id, batch_size=10, client=client)
+    score_batch(post_ids=[mine.id], batch_size=10, client=client)
     assert [len(c) for c in client.calls] == [1]
     assert cache.get(claim_key(mine.id)) is None
 
@@ -147,7 +147,7 @@ def test_claimed_posts_are_skipped_by_other_batches_and_claims_are_released():
 def test_claims_are_released_when_triton_is_down():
     post = make_post(text="hi")
     with pytest.raises(TritonUnavailable):
-        score_post_batch(post_id=post.id, client=down_client())
+        score_batch(post_ids=[post.id], client=down_client())
     assert cache.get(claim_key(post.id)) is None
 
 
@@ -191,15 +191,15 @@ def test_score_post_on_a_scored_post_with_a_new_report_rescores_it():
     from moderation.models import Report
 
     post = make_post(text="hi")
-    score_post_batch(post_id=post.id, client=FakeClient())
+    score_batch(post_ids=[post.id], client=FakeClient())
     Report.objects.create(post=post, reporter_id="r", reason="spam")
     Post.objects.filter(pk=post.pk).update(report_count=1)
     # the marker the first batch left does not hide the report from the report's task
-    (result,) = score_post_batch(post_id=post.id, client=FakeClient(), after_report=True)
+    (result,) = score_batch(post_ids=[post.id], client=FakeClient(), after_report=True)
     assert result.action == "queue"
     assert Post.objects.get(pk=post.pk).status == PostStatus.QUEUED
     assert Score.objects.filter(post=post).count() == 2
-    assert score_post_batch(post_id=post.id, client=FakeClient(), after_report=True)[0].skipped == "no_new_reports"
+    assert score_batch(post_ids=[post.id], client=FakeClient(), after_report=True)[0].skipped == "no_new_reports"
 
 
 def test_policy_v1_is_recreated_when_the_table_was_flushed():
@@ -227,7 +227,7 @@ def test_inline_returns_the_workers_score_when_it_lands_within_the_budget(monkey
         polls.append(seconds)
         if len(polls) == 2:
             cache.delete(claim_key(post.id))
-            score_post_batch(post_id=post.id, client=FakeClient())
+            score_batch(post_ids=[post.id], client=FakeClient())
 
     monkeypatch.setattr("scoring.services.inline.time.sleep", worker_finishes)
     score = score_inline(post=post, budget_ms=5000, client=FakeClient())
@@ -237,7 +237,7 @@ def test_inline_returns_the_workers_score_when_it_lands_within_the_budget(monkey
 
 def test_inline_on_a_post_already_scored_returns_its_score():
     post = make_post(text="spam")
-    score_post_batch(post_id=post.id, client=FakeClient())
+    score_batch(post_ids=[post.id], client=FakeClient())
     client = FakeClient()
     score = score_inline(post=post, budget_ms=1000, client=client)
     assert score is not None and score.post_id == post.id
@@ -247,12 +247,12 @@ def test_inline_on_a_post_already_scored_returns_its_score():
 def test_a_post_that_breaks_its_batch_does_not_block_the_others(monkeypatch):
     good, bad, later = make_post(text="hi"), make_post(text="hi"), make_post(text="hi")
     break_scoring_of(monkeypatch, bad.id)
-    (result,) = score_post_batch(post_id=good.id, batch_size=3, client=FakeClient())  # batch fails, alone ok
+    (result,) = score_batch(post_ids=[good.id], batch_size=3, client=FakeClient())  # batch fails, alone ok
     assert result.post_id == good.id and result.score_id is not None
     with pytest.raises(ValueError):
-        score_post_batch(post_id=bad.id, batch_size=3, client=FakeClient())
+        score_batch(post_ids=[bad.id], batch_size=3, client=FakeClient())
     client = FakeClient()
-    score_post_batch(post_id=later.id, batch_size=3, client=client)  # the bad post is left out now
+    score_batch(post_ids=[later.id], batch_size=3, client=client)  # the bad post is left out now
     assert [len(c) for c in client.calls] == [1]
     assert Post.objects.get(pk=later.pk).status == PostStatus.AUTO_APPROVED
     assert Post.objects.get(pk=bad.pk).status == PostStatus.RECEIVED
@@ -285,7 +285,7 @@ def test_a_batch_costs_the_same_queries_whatever_its_size(size, django_assert_nu
     ]
     client = FakeClient()
     with django_assert_num_queries(BATCH_QUERIES):
-        results = score_post_batch(post_id=posts[0].id, batch_size=size, client=client)
+        results = score_batch(post_ids=[posts[0].id], batch_size=size, client=client)
     assert sorted(r.post_id for r in results if r.score_id is not None) == sorted(p.id for p in posts)
     assert [len(c) for c in client.calls] == [size]
 
@@ -301,7 +301,7 @@ def test_the_chunk_task_checks_its_posts_by_primary_key_only():
     Post.objects.filter(id=posts[0].id).update(status=PostStatus.AUTO_APPROVED)
     client = FakeClient()
     with CaptureQueriesContext(connection) as ctx:
-        results = score_posts_batch(post_ids=[p.id for p in posts], batch_size=3, client=client)
+        results = score_batch(post_ids=[p.id for p in posts], batch_size=3, client=client)
     assert {r.post_id for r in results} == {posts[1].id, posts[2].id}
     assert [len(c) for c in client.calls] == [2]
     head = 'SELECT "moderation_post"."id" AS "id", "moderation_post"."status" AS "status" FROM "moderation_post" WHERE'
@@ -309,3 +309,11 @@ def test_the_chunk_task_checks_its_posts_by_primary_key_only():
     (check,) = [sql for sql in sqls if sql.startswith(head)]
     assert '"status" =' not in check.split("WHERE", 1)[1]
     assert not any("received" in sql and '"id" IN' in sql for sql in sqls)
+
+
+def test_after_report_concerns_one_post():
+    a, b = make_post(text="hi"), make_post(text="hi")
+    for post_ids in ([a.id, b.id], None):
+        with pytest.raises(ValueError):
+            score_batch(post_ids=post_ids, after_report=True, client=FakeClient())
+    assert Post.objects.filter(status=PostStatus.RECEIVED).count() == 2

@@ -1,6 +1,6 @@
 """The pre-publish check and the worker do not race for a post: ingest with ?wait_ms holds
 the post for the inline check before the commit and publishes no task; the check publishes the
-post's score_post task only when it does not decide, and the sweeper enqueues a post whose
+post's task (score_batch of the one post) only when it does not decide, and the sweeper enqueues a post whose
 check died with its web process (scoring.services.inline)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from moderation.models import PostStatus
 from moderation.services.ingest import post_ingest
 from scoring import tasks
 from scoring.models import Score
-from scoring.services.batching import PostClaimed, score_post_batch
+from scoring.services.batching import PostClaimed, score_batch
 from scoring.services.inline import score_inline
 from scoring.workqueue import claim_key, overdue_holds, pending_key, posts_done
 from tests.scoring.pipeline_support import FakeClient, down_client, make_source
@@ -26,13 +26,16 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clean_cache")]
 
 @pytest.fixture
 def published(monkeypatch) -> list[tuple[str, tuple[Any, ...], float]]:
-    """score_post publishes (and score_waiting kicks), recorded instead of sent: (how, args,
+    """score_batch publishes (a kick: without ids), recorded instead of sent: (how, args,
     countdown)."""
     sent: list[tuple[str, tuple[Any, ...], float]] = []
-    monkeypatch.setattr(tasks.score_post, "delay", lambda *a: sent.append(("delay", a, 0.0)))
-    monkeypatch.setattr(tasks.score_waiting, "delay", lambda: sent.append(("kick", (), 0.0)))
+
+    def delay(*args: Any) -> None:
+        sent.append(("delay", args, 0.0) if args else ("kick", (), 0.0))
+
+    monkeypatch.setattr(tasks.score_batch, "delay", delay)
     monkeypatch.setattr(
-        tasks.score_post, "apply_async", lambda args, countdown=0.0: sent.append(("apply_async", args, countdown))
+        tasks.score_batch, "apply_async", lambda args, countdown=0.0: sent.append(("apply_async", args, countdown))
     )
     return sent
 
@@ -77,7 +80,7 @@ def test_the_held_post_is_the_inline_checks_and_a_decided_post_gets_no_task(
     # a worker meeting the post now (its task, or a batch looking for candidates) keeps off it
     worker_client = FakeClient()
     with pytest.raises(PostClaimed):
-        score_post_batch(post_id=post.pk, client=worker_client)
+        score_batch(post_ids=[post.pk], client=worker_client)
     assert worker_client.calls == []
 
     inline_client = FakeClient()
@@ -94,7 +97,7 @@ def test_the_held_post_is_the_inline_checks_and_a_decided_post_gets_no_task(
     # call, no claim round trip, and (the inline check marked the post done) no query either
     assert posts_done([post.pk]) == {post.pk}
     with django_assert_num_queries(0):
-        (result,) = score_post_batch(post_id=post.pk, client=worker_client)
+        (result,) = score_batch(post_ids=[post.pk], client=worker_client)
     assert result.skipped == "done"
     assert worker_client.calls == [] and Score.objects.filter(post=post).count() == 1
 
@@ -107,9 +110,9 @@ def test_when_the_inline_check_gives_up_it_publishes_the_task_that_scores_the_po
     assert score_inline(post=post, budget_ms=50, held=True, client=down_client()) is None
     assert cache.get(claim_key(post.pk)) is None  # the hold is released on the way out
     assert _pending() == []
-    assert published == [("delay", (post.pk,), 0.0)]  # published by the check, at once
+    assert published == [("delay", ([post.pk],), 0.0)]  # published by the check, at once
     worker_client = FakeClient()
-    score_post_batch(post_id=post.pk, client=worker_client)
+    score_batch(post_ids=[post.pk], client=worker_client)
     assert [len(c) for c in worker_client.calls] == [1]
     assert Score.objects.filter(post=post).count() == 1
 
@@ -123,7 +126,7 @@ def test_a_check_that_raises_still_publishes_the_task(published, django_capture_
     monkeypatch.setattr("scoring.services.inline.post_with_features", boom)
     with pytest.raises(RuntimeError):
         score_inline(post=post, budget_ms=50, held=True, client=FakeClient())
-    assert published == [("delay", (post.pk,), 0.0)]
+    assert published == [("delay", ([post.pk],), 0.0)]
     assert _pending() == []
 
 
@@ -143,10 +146,10 @@ def test_a_hold_whose_web_process_died_is_enqueued_by_the_sweeper_once_it_expire
     later = time.time() + ttl + 1
     monkeypatch.setattr("scoring.workqueue.time", types.SimpleNamespace(time=lambda: later))
     assert tasks.sweep_stuck_posts() == 1
-    assert published == [("delay", (post.pk,), 0.0)]
+    assert published == [("delay", ([post.pk],), 0.0)]
     assert tasks.sweep_stuck_posts() == 0 and _pending() == []
     with pytest.raises(PostClaimed):  # the task retries while the claim lasts ...
-        score_post_batch(post_id=post.pk, client=FakeClient())
+        score_batch(post_ids=[post.pk], client=FakeClient())
     cache.delete(key)  # ... and scores the post once it has expired
-    score_post_batch(post_id=post.pk, client=FakeClient())
+    score_batch(post_ids=[post.pk], client=FakeClient())
     assert Score.objects.filter(post=post).count() == 1

@@ -1,5 +1,5 @@
-"""Kicks (scoring.workqueue): one-post-per-request ingest publishes a score_waiting
-message only when none is pending, and the kicked task scores the oldest waiting posts, kicking
+"""Kicks (scoring.workqueue): one-post-per-request ingest publishes a score_batch message
+without ids only when none is pending, and the kicked task scores the oldest waiting posts, kicking
 the next one when more are waiting than a batch takes."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from django.core.cache import cache
 from moderation.models import Post, PostStatus
 from scoring import tasks, workqueue
 from scoring.models import Score
-from scoring.services.batching import score_posts_batch, score_waiting_batch
+from scoring.services.batching import score_batch
 from scoring.services.inference import TritonUnavailable
 from scoring.workqueue import POISON_PREFIX, claim_post
 from tests.scoring.pipeline_support import FakeClient, break_scoring_of, down_client, make_post
@@ -20,9 +20,13 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clean_cache")]
 
 @pytest.fixture
 def published(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """score_waiting publishes, recorded instead of sent."""
+    """score_batch publishes, recorded instead of sent: "kick" for one without ids."""
     sent: list[str] = []
-    monkeypatch.setattr(tasks.score_waiting, "delay", lambda: sent.append("kick"))
+
+    def record(*args: object, **kwargs: object) -> None:
+        sent.append("kick" if not args and not kwargs else f"score_batch{args}{kwargs}")
+
+    monkeypatch.setattr(tasks.score_batch, "delay", record)
     return sent
 
 
@@ -39,7 +43,7 @@ def test_a_failed_publish_takes_the_mark_back(monkeypatch):
     def broker_down() -> None:
         raise ConnectionError("broker down")
 
-    monkeypatch.setattr(tasks.score_waiting, "delay", broker_down)
+    monkeypatch.setattr(tasks.score_batch, "delay", broker_down)
     with pytest.raises(ConnectionError):
         workqueue.score_kick()
     assert cache.get(workqueue.kick_key()) is None  # so the next post tries again at once
@@ -53,7 +57,7 @@ def test_the_kicked_task_clears_the_mark_before_it_looks(published):
     covered = make_post(text="hi")  # ingested while the kick is pending: publishes nothing
     assert workqueue.score_kick() is False
     client = FakeClient()
-    results = score_waiting_batch(client=client)
+    results = score_batch(client=client)
     assert {r.post_id for r in results} == {first.id, covered.id}
     assert not Post.objects.filter(status=PostStatus.RECEIVED).exists()
     assert workqueue.score_kick() is True  # the mark went with the task
@@ -63,18 +67,18 @@ def test_the_kicked_task_clears_the_mark_before_it_looks(published):
 def test_the_kicked_task_takes_the_oldest_and_kicks_again_when_more_wait(published):
     posts = [make_post(text="hi") for _ in range(7)]
     client = FakeClient()
-    first = score_waiting_batch(batch_size=3, client=client)
+    first = score_batch(batch_size=3, client=client)
     assert {r.post_id for r in first} == {p.id for p in posts[:3]}
     assert published == ["kick"]  # four more were waiting
     workqueue.kick_taken()
-    second = score_waiting_batch(batch_size=3, client=client)
+    second = score_batch(batch_size=3, client=client)
     assert {r.post_id for r in second} == {p.id for p in posts[3:6]}
     assert published == ["kick", "kick"]  # the query was full again: one may be left
     workqueue.kick_taken()
-    third = score_waiting_batch(batch_size=3, client=client)
+    third = score_batch(batch_size=3, client=client)
     assert {r.post_id for r in third} == {posts[6].id}
     assert published == ["kick", "kick"]  # nothing left: no more kicks
-    assert score_waiting_batch(batch_size=3, client=client) == []
+    assert score_batch(batch_size=3, client=client) == []
     assert Score.objects.count() == 7
 
 
@@ -83,7 +87,7 @@ def test_the_kicked_task_leaves_claimed_and_poisoned_posts(published):
     assert claim_post(held.id, "another-worker")
     cache.set(f"{POISON_PREFIX}{poisoned.id}", 1)
     client = FakeClient()
-    results = score_waiting_batch(batch_size=3, client=client)
+    results = score_batch(batch_size=3, client=client)
     assert [r.post_id for r in results] == [free.id]
     assert published == []  # everything seen was taken: the other worker scores its post
 
@@ -91,29 +95,32 @@ def test_the_kicked_task_leaves_claimed_and_poisoned_posts(published):
 def test_a_down_model_leaves_the_posts_waiting_for_the_retry(published):
     post = make_post(text="hi")
     with pytest.raises(TritonUnavailable):
-        score_waiting_batch(client=down_client())
+        score_batch(client=down_client())
     assert Post.objects.get(pk=post.pk).status == PostStatus.RECEIVED
     assert published == []  # the task's own retry looks again: no kick loop during an outage
-    assert score_waiting_batch(client=FakeClient())[0].post_id == post.id
+    assert score_batch(client=FakeClient())[0].post_id == post.id
 
 
 def test_a_post_that_breaks_the_kicked_batch_does_not_block_the_others(monkeypatch, published):
     good, bad = make_post(text="hi"), make_post(text="hi")
     break_scoring_of(monkeypatch, bad.id)
-    results = score_waiting_batch(batch_size=3, client=FakeClient())
+    results = score_batch(batch_size=3, client=FakeClient())
     assert [r.post_id for r in results] == [good.id]
     assert Post.objects.get(pk=good.pk).status == PostStatus.AUTO_APPROVED
     assert Post.objects.get(pk=bad.pk).status == PostStatus.RECEIVED  # poisoned, the sweeper's
     assert cache.get(f"{POISON_PREFIX}{bad.id}") == 1
 
 
-def test_fillers_given_back_by_a_failed_chunk_get_a_kick(monkeypatch, published):
-    """A chunk task's batch takes waiting posts that may have no task of their own (they were
-    covered by a kick); when the batch fails and they go back, a kick covers them again."""
-    own, filler = make_post(text="hi"), make_post(text="hi")
+@pytest.mark.parametrize("own_posts", [1, 2])
+def test_fillers_given_back_by_a_failed_batch_get_a_kick(monkeypatch, published, own_posts):
+    """A task's batch (one post's, or a chunk's) takes waiting posts that may have no task of
+    their own (they were covered by a kick); when the batch fails and they go back, a kick
+    covers them again."""
+    own = [make_post(text="hi") for _ in range(own_posts)]
+    filler = make_post(text="hi")
     break_scoring_of(monkeypatch, filler.id)
-    results = score_posts_batch(post_ids=[own.id], batch_size=3, client=FakeClient())
-    assert [r.post_id for r in results] == [own.id]
+    results = score_batch(post_ids=[p.id for p in own], batch_size=3, client=FakeClient())
+    assert [r.post_id for r in results] == [p.id for p in own]
     assert published == ["kick"]
     assert Post.objects.get(pk=filler.pk).status == PostStatus.RECEIVED
 
@@ -129,13 +136,13 @@ def test_a_head_of_held_posts_does_not_hold_up_the_posts_behind_it(published):
         cache.set(f"{POISON_PREFIX}{post.id}", 1)
     behind = [make_post(text="hi") for _ in range(4)]
     client = FakeClient()
-    first = score_waiting_batch(batch_size=3, client=client)
+    first = score_batch(batch_size=3, client=client)
     assert {r.post_id for r in first} == {p.id for p in behind[1:]}  # the newest three
     assert published == ["kick"]  # a full batch from the newest end: more may wait
     workqueue.kick_taken()
-    second = score_waiting_batch(batch_size=3, client=client)
+    second = score_batch(batch_size=3, client=client)
     assert [r.post_id for r in second] == [behind[0].id]
     assert published == ["kick"]
     workqueue.kick_taken()
-    assert score_waiting_batch(batch_size=3, client=client) == []
+    assert score_batch(batch_size=3, client=client) == []
     assert published == ["kick"]  # only the held head is left: no kick chain
