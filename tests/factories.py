@@ -10,9 +10,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from datetime import timedelta
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import factory
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
+from django.db import models
 from django.utils import timezone
 
 from moderation.models import (
@@ -33,8 +36,30 @@ from moderation.models import (
 from moderation.services.api_keys import api_key_create
 from scoring.models import Action, Score
 
+ModelT = TypeVar("ModelT", bound=models.Model)
 
-class UserFactory(factory.django.DjangoModelFactory):
+
+class ModelFactory(factory.django.DjangoModelFactory[ModelT]):
+    """A DjangoModelFactory whose call is typed: ``PostFactory()`` is a ``Post``.
+
+    factory_boy types ``create``/``build``/``create_batch`` by the model, but calling the
+    factory class goes through its untyped metaclass ``__call__``, which mypy cannot see, so it
+    would type ``PostFactory()`` as a PostFactory. The ``__new__`` below exists for mypy only.
+
+    A declaration that a subclass replaces with another kind (a Sequence for a LazyAttribute,
+    say) is annotated with the kind they share, so that mypy accepts the override.
+    """
+
+    class Meta:
+        abstract = True
+
+    if TYPE_CHECKING:
+        # mypy wants __new__ to return an instance of the class; the metaclass really returns
+        # the model instance (create strategy), which is what this declares.
+        def __new__(cls, *args: Any, **kwargs: Any) -> ModelT: ...  # type: ignore[misc]
+
+
+class UserFactory(ModelFactory[User]):
     class Meta:
         model = get_user_model()
         django_get_or_create = ("username",)
@@ -45,7 +70,7 @@ class UserFactory(factory.django.DjangoModelFactory):
     is_staff = False
 
 
-class SourceFactory(factory.django.DjangoModelFactory):
+class SourceFactory(ModelFactory[Source]):
     class Meta:
         model = Source
 
@@ -66,13 +91,13 @@ def api_key_with_row(
     return api_key_create(source=source or SourceFactory(), name=name, scopes=scopes)
 
 
-class AuthorFactory(factory.django.DjangoModelFactory):
+class AuthorFactory(ModelFactory[Author]):
     class Meta:
         model = Author
 
     source = factory.SubFactory(SourceFactory)
     external_id = factory.Sequence(lambda n: f"author-{n}")
-    username = factory.LazyAttribute(lambda o: o.external_id)
+    username: factory.declarations.BaseDeclaration = factory.LazyAttribute(lambda o: o.external_id)
     account_created_at = factory.LazyFunction(lambda: timezone.now() - timedelta(days=400))
     email_domain = "example.org"
     friends_count = 10
@@ -80,7 +105,7 @@ class AuthorFactory(factory.django.DjangoModelFactory):
     platform_post_count = 5
 
 
-class DomainFactory(factory.django.DjangoModelFactory):
+class DomainFactory(ModelFactory[Domain]):
     class Meta:
         model = Domain
         django_get_or_create = ("name",)
@@ -88,7 +113,7 @@ class DomainFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"site{n}.example.com")
 
 
-class LinkFactory(factory.django.DjangoModelFactory):
+class LinkFactory(ModelFactory[Link]):
     class Meta:
         model = Link
 
@@ -98,7 +123,7 @@ class LinkFactory(factory.django.DjangoModelFactory):
     url_hash = factory.LazyAttribute(lambda o: hashlib.sha256(o.url.encode()).hexdigest())
 
 
-class IpAddressFactory(factory.django.DjangoModelFactory):
+class IpAddressFactory(ModelFactory[IpAddress]):
     class Meta:
         model = IpAddress
         django_get_or_create = ("address",)
@@ -106,19 +131,19 @@ class IpAddressFactory(factory.django.DjangoModelFactory):
     address = factory.Sequence(lambda n: f"198.51.{(n // 250) % 250}.{n % 250 + 1}")
 
 
-class PostFactory(factory.django.DjangoModelFactory):
+class PostFactory(ModelFactory[Post]):
     class Meta:
         model = Post
 
     author = factory.SubFactory(AuthorFactory)
     source = factory.LazyAttribute(lambda o: o.author.source)
     external_id = factory.Sequence(lambda n: f"post-{n}")
-    text = factory.Faker("sentence")
+    text: factory.declarations.BaseDeclaration = factory.Faker("sentence")
     created_at = factory.LazyFunction(timezone.now)
     journey = factory.LazyFunction(list)
 
 
-class ReportFactory(factory.django.DjangoModelFactory):
+class ReportFactory(ModelFactory[Report]):
     class Meta:
         model = Report
 
@@ -127,7 +152,7 @@ class ReportFactory(factory.django.DjangoModelFactory):
     reason = "spam"
 
 
-class ReasonCodeFactory(factory.django.DjangoModelFactory):
+class ReasonCodeFactory(ModelFactory[ReasonCode]):
     class Meta:
         model = ReasonCode
         django_get_or_create = ("code",)
@@ -137,7 +162,7 @@ class ReasonCodeFactory(factory.django.DjangoModelFactory):
     applies_to = Label.SPAM
 
 
-class DecisionFactory(factory.django.DjangoModelFactory):
+class DecisionFactory(ModelFactory[Decision]):
     class Meta:
         model = Decision
 
@@ -147,7 +172,7 @@ class DecisionFactory(factory.django.DjangoModelFactory):
     reason_code = "spam"
 
 
-class ScoreFactory(factory.django.DjangoModelFactory):
+class ScoreFactory(ModelFactory[Score]):
     class Meta:
         model = Score
 
@@ -157,7 +182,7 @@ class ScoreFactory(factory.django.DjangoModelFactory):
     text_score = 0.5
     link_score = 0.5
     behaviour_score = 0.5
-    final_score = 0.5
+    final_score: float | factory.declarations.BaseDeclaration = 0.5
     action = Action.QUEUE
     model_versions = factory.LazyFunction(
         lambda: {
@@ -171,7 +196,7 @@ class ScoreFactory(factory.django.DjangoModelFactory):
     )
 
 
-class AuditLogFactory(factory.django.DjangoModelFactory):
+class AuditLogFactory(ModelFactory[AuditLog]):
     class Meta:
         model = AuditLog
 

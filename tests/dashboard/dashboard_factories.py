@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import factory
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
 from moderation.models import PostStatus
@@ -91,7 +91,7 @@ class UserFactory(shared.UserFactory):
     username = factory.Sequence(lambda n: f"staff{n}")
     password = factory.django.Password("pw-for-tests-123")
 
-    @factory.post_generation
-    def role(self, create: bool, extracted: str | None, **kwargs: object) -> None:
+    @factory.post_generation  # called with the user the factory made, not the factory
+    def role(self: User, create: bool, extracted: str | None, **kwargs: object) -> None:
         if create and extracted:
             self.groups.add(Group.objects.get(name=extracted))
