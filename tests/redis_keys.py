@@ -49,6 +49,7 @@ def clear_broker_queues() -> int:
     queues: set[bytes] = set()
     for binding in bindings:
         for member in client.smembers(binding):
+            assert isinstance(member, bytes)  # no decode_responses: redis-py's bytes | str is bytes here
             queues.add(member.split(KOMBU_SEP.encode())[-1])
     keys: list[bytes | str] = [*bindings, *KOMBU_UNACKED]
     for queue in queues:

@@ -27,8 +27,10 @@ from django.db import close_old_connections
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiJsonRenderer
 from hypothesis import HealthCheck, Phase
-from schemathesis import GenerationMode
+from schemathesis import APIOperation, GenerationMode
 from schemathesis.checks import not_a_server_error
+from schemathesis.core.errors import InvalidSchema
+from schemathesis.core.result import Err, Result
 from schemathesis.specs.openapi.checks import (
     allow_header_conformance,
     content_type_conformance,
@@ -83,8 +85,15 @@ def _openapi() -> dict[str, Any]:
     return json.loads(OpenApiJsonRenderer().render(schema, renderer_context={}))
 
 
+def _loaded(result: Result[APIOperation, InvalidSchema]) -> APIOperation:
+    """An operation of the schema; one that schemathesis cannot load fails collection."""
+    if isinstance(result, Err):
+        raise result.err()
+    return result.ok()
+
+
 SCHEMA = schemathesis.openapi.from_dict(_openapi())
-OPERATIONS = [result.ok() for result in SCHEMA.get_all_operations()]
+OPERATIONS = [_loaded(result) for result in SCHEMA.get_all_operations()]
 APP = WSGIHandler()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+from collections.abc import Iterator
 
 import pytest
 
@@ -34,7 +35,7 @@ def test_metrics_for_an_allowed_network_or_the_bearer_token(client, db, settings
 
 # --- request ids and JSON logs -----------------------------------------------------------------
 @pytest.fixture
-def json_log() -> io.StringIO:
+def json_log() -> Iterator[io.StringIO]:
     """The root logger also writes through the JSON formatter of settings.LOGGING."""
     from config.logs import json_formatter
 

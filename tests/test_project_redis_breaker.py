@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 
 import pytest
 import redis
@@ -19,7 +20,7 @@ def cache_at(url: str) -> RedisCache:
     return RedisCache(url, {"OPTIONS": options})
 
 
-def outcome(call) -> str:  # type: ignore[no-untyped-def]
+def outcome(call: Callable[[], object]) -> str:
     try:
         call()
     except CircuitOpen:
@@ -86,5 +87,6 @@ def test_the_connection_class_keeps_the_urls_transport(url, expected):
 def test_the_configured_cache_uses_the_breaker():
     from django.core.cache import cache
 
+    # cache._cache: Django's RedisCache internals, which django-stubs does not declare
     pool = cache._cache._get_connection_pool(write=True)  # type: ignore[attr-defined]
     assert issubclass(pool.connection_class, redis_breaker.BreakerMixin)

@@ -162,7 +162,7 @@ def test_no_source_reads_changes_or_affects_another_sources_data() -> None:
     sent = 0
     for route in API:
         for method in _served_methods(route):
-            body = BODIES[(route.name, method)]() if method not in BODYLESS else None
+            body = BODIES[(route.name or "", method)]() if method not in BODYLESS else None
             response = getattr(client, method)(_path(route), body, format="json")
             sent += 1
             assert response.status_code < 500, f"{method.upper()} {_path(route)} -> {response.status_code}"
@@ -187,6 +187,7 @@ def test_no_source_reads_changes_or_affects_another_sources_data() -> None:
     # decided by the model; A's own post with that link is removed by A's block.
     a_post = Post.objects.get(source=tenant_a, external_id=B_POST)
     b_fresh = Post.objects.get(source=tenant_b, external_id=B_FRESH)
+    assert a_post.link is not None and b_fresh.link is not None
     assert a_post.link.domain.name == B_DOMAIN and b_fresh.link.domain.name == B_DOMAIN
     client_model = FakeClient()
     results = {r.post_id: r for r in score_posts(post_ids=[a_post.pk, b_fresh.pk], client=client_model)}

@@ -182,6 +182,7 @@ def test_scoring_writes_the_queued_posts_priority():
     maybe.refresh_from_db()
     ham.refresh_from_db()
     assert maybe.status == PostStatus.QUEUED
+    assert maybe.final_score is not None
     assert effective_priority(stored=maybe.priority) == pytest.approx(
         maybe.final_score + (timezone.now() - maybe.received_at).total_seconds() / 14400, abs=1e-3
     )

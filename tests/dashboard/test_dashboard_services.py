@@ -39,6 +39,7 @@ def test_decision_moves_status_audits_and_signals(moderator):
     assert entry.after["status"] == "removed" and entry.actor == moderator
     post.author.refresh_from_db()
     assert post.author.spam_count == 1
+    assert post.link is not None
     post.link.domain.refresh_from_db()
     assert post.link.domain.spam_count == 1
 
@@ -146,6 +147,7 @@ def test_enforcement_is_audited(moderator):
     assert entries[0].actor == moderator
     link = LinkFactory()
     post = PostFactory(link=link)
+    assert post.ip is not None
     list_entry_set(row=post.ip, status=ListStatus.BLOCK, actor=moderator, reason=EnforcementReason("scam"))
     author_suspend(author=post.author, actor=moderator, reason=EnforcementReason("bot-activity", "bot"))
     post.author.refresh_from_db()

@@ -208,6 +208,7 @@ def test_queue_filters(mod_client):
     author = AuthorFactory(username="spammy")
     hit = PostFactory(author=author, text="Cheap watches here", final_score=0.7, report_count=1)
     miss = PostFactory(text="hello friends", final_score=0.3)
+    assert hit.link is not None and hit.ip is not None
     cases = [
         {"q": "watches"},
         {"author": "spammy"},
@@ -321,6 +322,7 @@ def test_cluster_preview_and_confirm(mod_client):
 
 def test_audit_filter_and_csv(mod_client, moderator):
     post = PostFactory()
+    assert post.link is not None
     mod_client.post(reverse("dashboard:decide", args=[post.pk]), {"label": "spam", "reason_code": "scam"})
     mod_client.post(
         reverse("dashboard:enforce", args=["domain", post.link.domain_id, "block"]), {"reason_code": "scam"}

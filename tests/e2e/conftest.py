@@ -41,7 +41,7 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture
-def page(browser):  # type: ignore[no-untyped-def]
+def page(browser):
     context = browser.new_context(viewport={"width": 1440, "height": 900})
     pg = context.new_page()
     pg.set_default_timeout(10_000)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import random
 from datetime import timedelta
+from typing import TypedDict
 
 from django.utils import timezone
 
-from moderation.models import Post, PostStatus
+from moderation.models import Author, Domain, Post, PostStatus, Source
 from moderation.services.priority import posts_report_weight_refresh
 from tests.dashboard.dashboard_factories import (
     AuthorFactory,
@@ -66,7 +67,14 @@ CONTRIB = {
 }
 
 
-def seed_world(*, n_extra: int = 0) -> dict[str, object]:
+class World(TypedDict):
+    posts: list[Post]
+    spammer: Author
+    shady: Domain
+    source: Source
+
+
+def seed_world(*, n_extra: int = 0) -> World:
     rng = random.Random(7)
     now = timezone.now()
     source = SourceFactory(name="Chirp", slug="chirp")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
 
@@ -14,8 +15,10 @@ from tests.e2e.seed import seed_world
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
+T = TypeVar("T")
 
-def wait_for(condition: Callable[[], object], *, timeout: float = 10.0, what: str = "condition") -> object:
+
+def wait_for(condition: Callable[[], T | None], *, timeout: float = 10.0, what: str = "condition") -> T:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
@@ -25,7 +28,7 @@ def wait_for(condition: Callable[[], object], *, timeout: float = 10.0, what: st
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def login(page, live_server, username: str, screenshot_dir=None) -> None:  # type: ignore[no-untyped-def]
+def login(page, live_server, username: str, screenshot_dir=None) -> None:
     page.goto(f"{live_server.url}/dashboard/")
     assert "/accounts/login/" in page.url
     if screenshot_dir is not None:
@@ -36,11 +39,11 @@ def login(page, live_server, username: str, screenshot_dir=None) -> None:  # typ
     page.wait_for_url("**/dashboard/")
 
 
-def current_id(page) -> int:  # type: ignore[no-untyped-def]
+def current_id(page) -> int:
     return int(page.locator("tr.qrow.is-current").get_attribute("data-post-id"))
 
 
-def test_moderator_flow(page, live_server, screenshot_dir):  # type: ignore[no-untyped-def]
+def test_moderator_flow(page, live_server, screenshot_dir):
     world = seed_world()
     UserFactory(username="mia", role="moderator")
     login(page, live_server, "mia", screenshot_dir)
@@ -80,7 +83,8 @@ def test_moderator_flow(page, live_server, screenshot_dir):  # type: ignore[no-u
     page.wait_for_url(f"**/dashboard/posts/{target}/")
     assert page.get_by_role("heading", name="Why the model scored it").is_visible()
     page.screenshot(path=str(screenshot_dir / "detail.png"), full_page=True)
-    assert Post.objects.get(pk=target).claimed_by.username == "mia"
+    claimed_by = Post.objects.get(pk=target).claimed_by
+    assert claimed_by is not None and claimed_by.username == "mia"
 
     # decide with the form: s picks spam and focuses the reason; Ctrl+Enter submits
     page.keyboard.press("s")
@@ -120,7 +124,7 @@ def test_moderator_flow(page, live_server, screenshot_dir):  # type: ignore[no-u
     assert AuditLog.objects.filter(action="bulk.decide").count() == 1
 
 
-def test_focus_mode_and_cluster(page, live_server, screenshot_dir):  # type: ignore[no-untyped-def]
+def test_focus_mode_and_cluster(page, live_server, screenshot_dir):
     world = seed_world()
     UserFactory(username="finn", role="moderator")
     login(page, live_server, "finn")
@@ -148,12 +152,13 @@ def test_focus_mode_and_cluster(page, live_server, screenshot_dir):  # type: ign
     assert Post.objects.filter(author=spammer, status="queued").count() == 0
 
 
-def test_analyst_sees_metrics_not_queue(page, live_server, screenshot_dir):  # type: ignore[no-untyped-def]
+def test_analyst_sees_metrics_not_queue(page, live_server, screenshot_dir):
     world = seed_world()
     mod = UserFactory(username="mo", role="moderator")
     from moderation.services.decisions import decision_record
 
     for post in world["posts"][:6]:
+        assert post.final_score is not None
         decision_record(post=post, moderator=mod, label="spam" if post.final_score > 0.8 else "ham")
     UserFactory(username="ana", role="analyst")
     page.goto(f"{live_server.url}/accounts/login/")

@@ -16,14 +16,19 @@ from tests.e2e.test_e2e_dashboard import login
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-def test_enforcement_form_author_page_and_appeals(page, live_server, screenshot_dir):  # type: ignore[no-untyped-def]
+def test_enforcement_form_author_page_and_appeals(page, live_server, screenshot_dir):
     world = seed_world()
     spammer = Author.objects.get(external_id="u-991")
     mia = UserFactory(username="mia", role="moderator")
     UserFactory(username="zed", role="moderator")
     login(page, live_server, "mia")
     dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def on_dialog(dialog):
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
 
     # From a post, "Suspend author" opens a real form: no confirm() dialog, a reason is required.
     post = next(p for p in world["posts"] if p.author_id == spammer.pk)
@@ -40,6 +45,7 @@ def test_enforcement_form_author_page_and_appeals(page, live_server, screenshot_
     assert dialogs == []
     spammer.refresh_from_db()
     assert spammer.suspended_at is not None and spammer.suspended_reason_code == "bot-activity"
+    assert spammer.suspended_until is not None
     assert spammer.suspended_reason == "forty posts in a minute" and spammer.suspended_until.year == 2999
     assert AuditLog.objects.filter(action="author.suspend", actor__username="mia").exists()
 
@@ -75,7 +81,7 @@ def test_enforcement_form_author_page_and_appeals(page, live_server, screenshot_
     assert Appeal.objects.count() == 1
 
 
-def test_new_pages_fit_a_390px_screen(browser, live_server, screenshot_dir):  # type: ignore[no-untyped-def]
+def test_new_pages_fit_a_390px_screen(browser, live_server, screenshot_dir):
     world = seed_world()
     UserFactory(username="nia", role="moderator")
     spammer = Author.objects.get(external_id="u-991")
@@ -87,11 +93,13 @@ def test_new_pages_fit_a_390px_screen(browser, live_server, screenshot_dir):  # 
     context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
     page = context.new_page()
     page.set_default_timeout(10_000)
+    link = world["posts"][0].link
+    assert link is not None
     try:
         login(page, live_server, "nia")
         pages = {
             "enforce-suspend": f"/dashboard/enforce/author/{spammer.pk}/suspend/",
-            "enforce-block": f"/dashboard/enforce/domain/{world['posts'][0].link.domain_id}/block/",
+            "enforce-block": f"/dashboard/enforce/domain/{link.domain_id}/block/",
             "author": f"/dashboard/authors/{spammer.pk}/",
             "appeals": "/dashboard/appeals/",
             "appeal": f"/dashboard/appeals/{appeal.pk}/",

@@ -14,7 +14,7 @@ from tests.e2e.test_e2e_dashboard import current_id, login, wait_for
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-def test_reasons_undo_and_stale_forms(page, live_server, screenshot_dir):  # type: ignore[no-untyped-def]
+def test_reasons_undo_and_stale_forms(page, live_server, screenshot_dir):
     seed_world()
     mia = UserFactory(username="mia", role="moderator")
     login(page, live_server, "mia")
@@ -65,7 +65,7 @@ def test_reasons_undo_and_stale_forms(page, live_server, screenshot_dir):  # typ
     assert mia.pk == BulkAction.objects.get().moderator_id
 
 
-def test_reported_view_sort_and_narrow_screens(browser, live_server, screenshot_dir):  # type: ignore[no-untyped-def]
+def test_reported_view_sort_and_narrow_screens(browser, live_server, screenshot_dir):
     world = seed_world()
     mod = UserFactory(username="nia", role="moderator")
     decision_record(post=world["posts"][0], moderator=mod, label="spam")

@@ -254,7 +254,7 @@ class PrivatePostgres:
 
     def start(self) -> None:
         log = (self.datadir.parent / "postgres.log").open("ab")
-        self.proc = subprocess.Popen(
+        self.proc = proc = subprocess.Popen(
             [
                 *as_postgres(str(PG_BIN / "postgres"), "-D", str(self.datadir), "-p", str(self.port)),
                 "-k",
@@ -275,7 +275,7 @@ class PrivatePostgres:
         )
         log.close()
         wait_until(
-            lambda: self.ready() or self.proc.poll() is not None,  # type: ignore[union-attr]
+            lambda: self.ready() or proc.poll() is not None,
             timeout=60,
             message="private postgres ready",
             interval=0.2,

@@ -57,7 +57,7 @@ def test_the_audit_csv_neutralises_tab_and_carriage_return(admin_user: Any) -> N
     client.force_login(user)
     response = client.get(reverse("dashboard:audit_csv"))
     assert response.status_code == 200
-    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    rows = list(csv.reader(io.StringIO(response.getvalue().decode())))
     cells = {cell for row in rows[1:] for cell in row}
     assert {"'" + t for t in FORMULAS} <= cells
     assert not cells & set(FORMULAS)

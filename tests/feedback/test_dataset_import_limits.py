@@ -74,7 +74,12 @@ def test_the_row_limit_stops_reading_at_the_first_row_too_many(
     monkeypatch.setattr(import_rows, "IMPORT_MAX_ROWS", 3)
     validated: list[Any] = []
     original = import_rows.validate_row
-    monkeypatch.setattr(import_rows, "validate_row", lambda row: validated.append(row) or original(row))
+
+    def validate_row(row: Any) -> Any:
+        validated.append(row)
+        return original(row)
+
+    monkeypatch.setattr(import_rows, "validate_row", validate_row)
     error = rejected(jsonl(*[GOOD] * 50), "jsonl", admin_user)
     assert error.code == "import_too_large"
     assert len(validated) == 3  # rows 5..50 were never parsed

@@ -94,6 +94,7 @@ def test_labels_to_retrain_to_promote_to_score_with_new_version(served, source, 
 def test_rollback_to_an_earlier_version_in_one_action(served, source, moderator, admin_user):
     registry_sync()
     first = ModelVersion.objects.filter(name="tabular").order_by("version").first()
+    assert first is not None
     run = _trained_run(source, moderator, admin_user, authors=120, seed=12)
     assert run.status == RunStatus.SUCCEEDED, run.error
     (promoted,) = promote_run(run=run, user=admin_user)

@@ -42,9 +42,10 @@ def _scored(source, name: str, *, final: float, reports: int = 0, revisions: tup
 
 def _live_counts(posts: list[Post]) -> dict[str, int]:
     policy = policy_active()
-    actions = Counter()
+    actions: Counter[Action] = Counter()
     for post in posts:
         latest = Score.objects.filter(post=post).order_by("-created_at", "-id").first()
+        assert latest is not None and post.final_score is not None
         subs = (latest.text_score, latest.preview_score, latest.link_score, latest.behaviour_score)
         actions[
             policy_decide(policy=policy, final_score=post.final_score, report_count=post.report_count, sub_scores=subs)

@@ -92,10 +92,12 @@ def test_import_upload_and_validation_messages(client, users, db):
 def test_start_run_enqueues_on_training_queue(client, users, seeded, monkeypatch, django_capture_on_commit_callbacks):
     sent = []
     monkeypatch.setattr("feedback.tasks.training_run_task.apply_async", lambda *a, **kw: sent.append((a, kw)))
-    monkeypatch.setattr(
-        "feedback.tasks.training_run_task.delay",
-        lambda run_id: sent.append(run_id) or type("R", (), {"id": "task-1"})(),
-    )
+
+    def delay(run_id):
+        sent.append(run_id)
+        return type("R", (), {"id": "task-1"})()
+
+    monkeypatch.setattr("feedback.tasks.training_run_task.delay", delay)
     client.force_login(users["admin"])
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(reverse("feedback:run_start"), {"dataset": seeded.pk, "scope": "tabular"})

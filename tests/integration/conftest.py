@@ -57,7 +57,7 @@ class CeleryWorker:
     def start(self, *, timeout: float = 60.0) -> CeleryWorker:
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
+        self.proc = proc = subprocess.Popen(
             [
                 CELERY,
                 "-A",
@@ -83,7 +83,7 @@ class CeleryWorker:
         )
         log.close()
         wait_until(
-            lambda: " ready." in self.log_path.read_text(errors="replace")[offset:] or self.proc.poll() is not None,  # type: ignore[union-attr]
+            lambda: " ready." in self.log_path.read_text(errors="replace")[offset:] or proc.poll() is not None,
             timeout=timeout,
             message=f"celery worker ready (log {self.log_path})",
         )

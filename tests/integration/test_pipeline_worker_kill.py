@@ -37,7 +37,7 @@ def test_worker_killed_mid_batch_loses_nothing(api, start_worker):
 
     def unacked_expired() -> bool:
         oldest = broker.zrange("unacked_index", 0, 0, withscores=True)
-        return not oldest or time.time() - oldest[0][1] > visibility + 0.5
+        return not oldest or time.time() - float(oldest[0][1]) > visibility + 0.5
 
     wait_until(unacked_expired, timeout=30, message="unacked messages past the visibility timeout")
     second = start_worker(concurrency=2, **env)

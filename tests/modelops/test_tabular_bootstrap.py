@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import xgboost as xgb
 from django.core.management import call_command
+from pytest_django import Settings
 
 from contracts.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
 from modelops.tabular import artifacts
@@ -123,10 +124,10 @@ def test_text_model_resolution_falls_back_without_a_model(tmp_path: Path) -> Non
 
 
 def test_command_trains_into_artifacts_dir(
-    tmp_path: Path, tiny_splits: SmsSplits, monkeypatch: pytest.MonkeyPatch, settings: object
+    tmp_path: Path, tiny_splits: SmsSplits, monkeypatch: pytest.MonkeyPatch, settings: Settings
 ) -> None:
     monkeypatch.setattr("modelops.management.commands.train_feature_models.load_sms_splits", lambda: tiny_splits)
-    settings.ARTIFACTS_DIR = tmp_path  # type: ignore[attr-defined]
+    settings.ARTIFACTS_DIR = tmp_path
     out = io.StringIO()
     call_command("train_feature_models", "--contexts-per-text", "1", "--model-version", "cmd-v1", stdout=out)
     assert "test fusion" in out.getvalue()
@@ -151,7 +152,7 @@ def test_onnx_text_probabilities_adapter(tmp_path: Path, monkeypatch: pytest.Mon
             return np.asarray([0.9 if "win" in t else 0.1 for t in texts])
 
     fake = types.ModuleType("modelops.text.inference")
-    fake.OnnxTextClassifier = FakeClassifier  # type: ignore[attr-defined]
+    fake.OnnxTextClassifier = FakeClassifier  # type: ignore[attr-defined]  # a stand-in module built at run time
     monkeypatch.setitem(sys.modules, "modelops.text.inference", fake)
     (tmp_path / "20261121T000000Z").mkdir()
     (tmp_path / "20261121T000000Z" / "model.int8.onnx").write_bytes(b"")

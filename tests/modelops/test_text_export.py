@@ -13,6 +13,7 @@ import pytest
 import torch
 from django.core.management import call_command
 from onnx import TensorProto
+from pytest_django import Settings
 
 from modelops.text.data import load_sms_splits
 from modelops.text.export import (
@@ -141,13 +142,13 @@ def test_serving_file_is_recorded_and_used_by_default(exported: tuple[Path, Expo
 
 
 def test_export_command_updates_metrics_and_card(
-    tmp_path: Path, settings: object, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     base = build_tiny_checkpoint(tmp_path / "base")
     text_dir = tmp_path / "artifacts" / "text"
     config = TrainConfig(base=str(base), epochs=1, batch_size=8, max_steps=1, threads=1, max_length=MAX_LENGTH)
     run_training(small_splits(), config, text_dir, version="v1", progress=False, log=lambda _: None)
-    settings.ARTIFACTS_DIR = tmp_path / "artifacts"  # type: ignore[attr-defined]
+    settings.ARTIFACTS_DIR = tmp_path / "artifacts"
     monkeypatch.setattr("modelops.management.commands.export_text_model.load_sms_splits", lambda seed: small_splits())
 
     args = ["--calibration-texts", "16", "--latency-runs", "3", "--threads", "1"]

@@ -33,7 +33,9 @@ TEXTS = [
 def _with_lexical(tmp_path: Path, weight: float = 0.5) -> Path:
     """A copy of the tiny text model with a lexical model fitted on part of the SMS split."""
     text_dir = tmp_path / "text"
-    shutil.copytree(cached_tiny_artifacts().text, text_dir)  # type: ignore[arg-type]
+    tiny_text = cached_tiny_artifacts().text
+    assert tiny_text is not None
+    shutil.copytree(tiny_text, text_dir)
     splits = load_sms_splits()
     result = train_baseline(
         splits.train.texts[:600],

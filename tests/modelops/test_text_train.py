@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from pytest_django import Settings
 
 from modelops.text.data import SmsSplits, TextSplit, load_sms_splits
 from modelops.text.tiny import build_tiny_checkpoint
@@ -84,12 +85,12 @@ def test_run_training_writes_artifact_and_moves_current(tiny_base: Path, tmp_pat
 
 
 def test_command_trains_into_artifacts_dir(
-    tiny_base: Path, tmp_path: Path, settings: object, monkeypatch: pytest.MonkeyPatch
+    tiny_base: Path, tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("modelops.management.commands.train_text_model.load_sms_splits", lambda seed: small_splits())
-    settings.TEXT_MODEL_BASE = str(tiny_base)  # type: ignore[attr-defined]
-    settings.ARTIFACTS_DIR = tmp_path  # type: ignore[attr-defined]
-    settings.TEXT_MAX_LENGTH = 32  # type: ignore[attr-defined]
+    settings.TEXT_MODEL_BASE = str(tiny_base)
+    settings.ARTIFACTS_DIR = tmp_path
+    settings.TEXT_MAX_LENGTH = 32
     args = ["--max-steps", "1", "--epochs", "1", "--threads", "1", "--no-progress", "--model-version", "cmd"]
     call_command("train_text_model", *args, stdout=StringIO())
     out = current_model_dir(tmp_path / "text")

@@ -80,6 +80,7 @@ def test_served_long_text_path_equals_the_short_path_on_short_texts_and_the_offl
     served_windows = model_repository._read_serving(  # what publish bundled for the pipeline
         next(triton_server.repository.glob("spam_pipeline/*/tokenizer"))
     )["max_windows"]
+    assert isinstance(served_windows, int)
     assert served_windows == settings.TEXT_MAX_WINDOWS > 1
     head_only = OnnxTextClassifier(text_dir, max_windows=1)
     windowed = OnnxTextClassifier(text_dir, max_windows=int(served_windows))

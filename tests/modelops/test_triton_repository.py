@@ -124,6 +124,7 @@ def test_rollback_copies_old_files_to_a_new_number(tmp_path: Path, tiny: Artifac
 
 def test_current_may_be_a_file_naming_the_version(tmp_path: Path, tiny: Artifacts):
     root = tmp_path / "tabular"
+    assert tiny.tabular is not None
     shutil.copytree(tiny.tabular, root / "v7")
     (root / "current").write_text("v7\n")
     assert model_repository.resolve_current(root / "current") == (root / "v7").resolve()
@@ -131,6 +132,7 @@ def test_current_may_be_a_file_naming_the_version(tmp_path: Path, tiny: Artifact
 
 
 def test_publish_rejects_artifacts_that_break_the_contract(tmp_path: Path, tiny: Artifacts):
+    assert tiny.text is not None and tiny.tabular is not None
     text = tmp_path / "text"
     shutil.copytree(tiny.text, text)
     (text / "serving.json").unlink()
@@ -147,6 +149,7 @@ def test_publish_rejects_artifacts_that_break_the_contract(tmp_path: Path, tiny:
 
 
 def test_bootstrap_skips_finished_steps_and_publishes_once(tmp_path: Path, tiny: Artifacts, settings):
+    assert tiny.text is not None and tiny.tabular is not None
     artifacts = tmp_path / "artifacts"
     shutil.copytree(tiny.text, artifacts / "text" / "v1")
     (artifacts / "text" / "v1" / "config.json").write_text("{}")

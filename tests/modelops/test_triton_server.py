@@ -39,12 +39,19 @@ def _row(text: str, preview: str = "", seed: int = 0) -> ScoringInput:
     return ScoringInput(text=text, preview_text=preview, link=link, behaviour=behaviour)
 
 
+def _single_client(timeout_s: float | None = None) -> TritonScoringClient:
+    """get_client() where one server is configured: a TritonScoringClient, not a pool."""
+    client = get_client(timeout_s=timeout_s)
+    assert isinstance(client, TritonScoringClient)
+    return client
+
+
 def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
 def test_scores_over_grpc_with_contributions_and_versions(triton_settings):
-    client = get_client()
+    client = _single_client()
     assert client.protocol == "grpc"
     assert client.is_ready()
     [out] = client.score([_row("WINNER!! claim your free prize now")])
@@ -256,15 +263,15 @@ def test_features_by_name_equal_features_by_position(triton_settings):
     named = ScoringInput(
         text=row.text,
         preview_text=None,
-        link=dict(zip(LINK_FEATURES, row.link, strict=True)),
-        behaviour=dict(zip(BEHAVIOUR_FEATURES, row.behaviour, strict=True)),
+        link=dict(zip(LINK_FEATURES, row.link_vector(), strict=True)),
+        behaviour=dict(zip(BEHAVIOUR_FEATURES, row.behaviour_vector(), strict=True)),
     )
     by_position, by_name = get_client().score([row, named])
     assert by_name == by_position
     with pytest.raises(TritonError, match="missing features"):
         get_client().score([ScoringInput(text="x", preview_text=None, link={}, behaviour=row.behaviour)])
     assert get_client(timeout_s=0.5).timeout_s == 0.5
-    assert get_client(timeout_s=0.5)._client is get_client()._client
+    assert _single_client(timeout_s=0.5)._client is _single_client()._client
 
 
 def test_tokenizer_model_matches_the_hugging_face_tokenizer(triton_server):
@@ -293,7 +300,7 @@ def test_http_setting_switches_to_the_http_port(triton_settings):
 
     triton_settings.TRITON_PROTOCOL = "http"
     reset_clients()
-    client = get_client()
+    client = _single_client()
     assert client.protocol == "http"
     assert client.url.endswith(f":{triton_settings.TRITON_HTTP_PORT}")
     assert client.is_ready()
@@ -379,8 +386,8 @@ def test_pipeline_outputs_equal_the_sub_models_called_directly(triton_server):
             assert out.preview_prob is None
         computed = {"text_prob": out.text_prob, "preview_prob": -1.0 if out.preview_prob is None else out.preview_prob}
         for model, vector, prob in (
-            ("link_model", row.link, out.link_prob),
-            ("behaviour_model", row.behaviour, out.behaviour_prob),
+            ("link_model", row.link_vector(), out.link_prob),
+            ("behaviour_model", row.behaviour_vector(), out.behaviour_prob),
         ):
             direct_prob, direct_contrib, version = trees(model, vector)
             assert prob == direct_prob
@@ -388,8 +395,8 @@ def test_pipeline_outputs_equal_the_sub_models_called_directly(triton_server):
             assert out.model_versions[model] == version
             computed[model.replace("_model", "_prob")] = prob
         raw = {
-            **dict(zip(LINK_FEATURES, row.link, strict=True)),
-            **dict(zip(BEHAVIOUR_FEATURES, row.behaviour, strict=True)),
+            **dict(zip(LINK_FEATURES, row.link_vector(), strict=True)),
+            **dict(zip(BEHAVIOUR_FEATURES, row.behaviour_vector(), strict=True)),
         }
         fusion = [computed[name] if name in computed else raw[name] for name in FUSION_FEATURES]
         final, contrib, version = trees("fusion_model", fusion)

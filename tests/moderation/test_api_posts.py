@@ -38,8 +38,8 @@ def test_stores_the_whole_payload(api: ApiCaller):
     api.post("/api/v1/posts", post_payload())
     post = Post.objects.select_related("author", "link__domain", "ip").get()
     assert post.url == "https://promo.example.co.uk/win?ref=42"
-    assert post.link.domain.name == "example.co.uk"
-    assert post.ip.address == "203.0.113.9"
+    assert post.link is not None and post.link.domain.name == "example.co.uk"
+    assert post.ip is not None and post.ip.address == "203.0.113.9"
     assert [s["step"] for s in post.journey] == ["open_composer", "paste", "submit"]
     assert (post.share_count, post.comment_count) == (1, 2)
     assert post.preview_text == "Enter your card number"

@@ -367,7 +367,7 @@ def test_batch_chunk_conflict_falls_back_to_single_ingest(monkeypatch):
 
     source = SourceFactory()
     real = ingest._posts_create
-    raced = []
+    raced: list[bool] = []
 
     def sneak_in(**kwargs):
         if not raced:  # post_ingest goes through _posts_create too

@@ -4,6 +4,7 @@ stores, in the order sent, and fall back to bulk_create for what JSON cannot car
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
@@ -53,7 +54,7 @@ def test_nan_score_falls_back_to_bulk_create() -> None:
 
 
 def test_json_field_with_its_own_encoder_is_refused() -> None:
-    field = models.JSONField(encoder=type("Enc", (), {}))  # type: ignore[arg-type]
+    field = models.JSONField(encoder=type("Enc", (), {}))
     field.set_attributes_from_name("payload")
     with pytest.raises(TypeError, match="encoder"):
         rows_json([], [field])
@@ -90,7 +91,7 @@ def test_json_rows_text_is_the_standard_encoders():
         rows_json([score], fields)
 
 
-def _reference(rows: list[models.Model], fields: list[models.Field], add: bool = True) -> list[dict]:
+def _reference(rows: Sequence[models.Model], fields: list[models.Field], add: bool = True) -> list[dict]:
     """What rows_json sent before its per-field shortcut: every field's pre_save and
     get_prep_value, for every row."""
     return [{f.column: f.get_prep_value(f.pre_save(row, add)) for f in fields} for row in rows]

@@ -41,6 +41,6 @@ def test_each_instance_renders_its_own_context():
 def test_nested_many_scores_render_as_drf_does():
     score = ScoreFactory()
     post = score.post
-    post.recent_scores = [score]
+    post.recent_scores = [score]  # type: ignore[attr-defined]  # the selector's Prefetch(to_attr=...) attribute
     rendered = PostOutputSerializer(post).data["scores"]
     assert rendered == [_drf(ScoreOutputSerializer(score), score)]

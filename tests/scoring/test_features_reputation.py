@@ -8,6 +8,7 @@ from scoring.features.reputation import (
     UNKNOWN,
     LocalReputationProvider,
     ReputationContext,
+    ReputationProvider,
     configured_providers,
     load_providers,
     url_reputation,
@@ -46,7 +47,7 @@ def test_local_provider() -> None:
 
 def test_url_reputation_combines_known_scores() -> None:
     assert url_reputation("http://x.com/") == UNKNOWN
-    providers = [LocalReputationProvider(), FixedProvider(), BrokenProvider()]
+    providers: list[ReputationProvider] = [LocalReputationProvider(), FixedProvider(), BrokenProvider()]
     assert url_reputation("http://trusted.com/", ReputationContext(domain_status="block"), providers) == pytest.approx(
         0.45
     )

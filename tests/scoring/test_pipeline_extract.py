@@ -185,6 +185,7 @@ def test_the_batch_one_query_load_matches_the_grouped_queries(django_assert_num_
     ]
     Report.objects.create(post=posts[0], reporter_id="a", reason="spam")
     Report.objects.create(post=posts[0], reporter_id="b", reason="abuse")
+    assert posts[1].link is not None
     # This source's blocks of the link's domain and the IP; another source's block of the same
     # domain, and one of another domain, that must not show.
     source_block_add(source=source, kind=BlockKind.DOMAIN, value="bit.ly", reason="shortener")

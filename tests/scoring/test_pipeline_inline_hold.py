@@ -65,6 +65,7 @@ def test_without_wait_ms_a_kick_is_published_at_once_and_nothing_is_held(publish
 
 def _pending() -> list[int]:
     key = cache.make_key(pending_key())
+    # cache._cache: Django's RedisCache internals, which django-stubs does not declare
     return [int(m) for m in cache._cache.get_client(key).zrange(key, 0, -1)]  # type: ignore[attr-defined]
 
 
@@ -136,6 +137,7 @@ def test_a_hold_whose_web_process_died_is_enqueued_by_the_sweeper_once_it_expire
     post = _ingest(4, 50, django_capture_on_commit_callbacks)
     key = claim_key(post.pk)
     # The hold is short-lived: a few seconds, not the worker's SCORING_CLAIM_TTL_S.
+    # cache._cache: Django's RedisCache internals, which django-stubs does not declare
     ttl = cache._cache.get_client(key).ttl(cache.make_key(key))  # type: ignore[attr-defined]
     assert 0 < ttl <= 3
     # The web process dies here: no check, no task. While the hold lasts the sweeper leaves

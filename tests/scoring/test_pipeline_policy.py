@@ -122,7 +122,7 @@ def test_the_scoring_batchs_actions_are_policy_decides():
         )
         for f, _, p in grid
     ]
-    blocked = _Item(post=None, features=features, reason="domain blocked")  # type: ignore[arg-type]
+    blocked = _Item(post=None, features=features, reason="domain blocked")  # type: ignore[arg-type]  # as above
     got = _actions([*items, blocked], policy, [r for _, r, _ in grid] + [0])
     want = [
         policy_decide(policy=policy, final_score=f, report_count=r, sub_scores=(0.1, p, 0.1, 0.1)) for f, r, p in grid

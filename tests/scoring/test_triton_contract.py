@@ -53,7 +53,7 @@ def tiny_onnx() -> onnx.ModelProto:
 @pytest.mark.parametrize("profile", ["cpu", "gpu"])
 def test_committed_configs_are_generated_from_the_single_source(profile):
     root = CPU_REPO if profile == "cpu" else gpu_profile.GPU_REPOSITORY
-    for name, text in triton_configs.render(profile).items():  # type: ignore[arg-type]
+    for name, text in triton_configs.render(profile).items():
         assert (root / name / "config.pbtxt").read_text() == text, f"regenerate {profile} configs ({name})"
 
 

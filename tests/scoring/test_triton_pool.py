@@ -4,11 +4,18 @@ choice between one server and a pool."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from scoring.triton_client import TritonError, TritonScoringClient, TritonUnavailable, get_client, reset_clients
+from scoring.triton_client import (
+    ScoringInput,
+    TritonError,
+    TritonScoringClient,
+    TritonUnavailable,
+    get_client,
+    reset_clients,
+)
 from scoring.triton_pool import TritonPool
 
 
@@ -35,21 +42,25 @@ class StandIn:
         return self
 
 
+# The stand-ins echo what they are sent, so a plain token stands in for a post.
+X = cast(ScoringInput, "x")
+
+
 def pool(*servers: StandIn, down_s: float = 60.0) -> TritonPool:
-    return TritonPool(servers, down_s=down_s)  # type: ignore[arg-type]
+    return TritonPool(servers, down_s=down_s)  # type: ignore[arg-type]  # stand-ins for TritonScoringClient
 
 
 def test_round_robin_over_the_servers():
     a, b = StandIn("a"), StandIn("b")
     p = pool(a, b)
-    answers = [p.score(["x"])[0] for _ in range(4)]
+    answers = [p.score([X])[0] for _ in range(4)]
     assert answers == ["a:x", "b:x", "a:x", "b:x"]
 
 
 def test_a_dead_server_fails_over_in_the_same_call_and_is_skipped_afterwards():
     a, b = StandIn("a", fail=TritonUnavailable("refused")), StandIn("b")
     p = pool(a, b)
-    assert [p.score(["x"])[0] for _ in range(4)] == ["b:x"] * 4
+    assert [p.score([X])[0] for _ in range(4)] == ["b:x"] * 4
     assert a.calls == 1  # marked down after its one failure
     assert p.down() == ["a"]
 
@@ -57,9 +68,9 @@ def test_a_dead_server_fails_over_in_the_same_call_and_is_skipped_afterwards():
 def test_a_server_comes_back_after_its_down_mark():
     a, b = StandIn("a", fail=TritonUnavailable("refused")), StandIn("b")
     p = pool(a, b, down_s=0.0)  # the mark ends at once
-    p.score(["x"])
+    p.score([X])
     a.fail = None
-    assert {p.score(["x"])[0] for _ in range(4)} == {"a:x", "b:x"}
+    assert {p.score([X])[0] for _ in range(4)} == {"a:x", "b:x"}
     assert p.down() == []
 
 
@@ -67,10 +78,10 @@ def test_every_server_down_raises_unavailable_after_trying_one():
     a, b = StandIn("a", fail=TritonUnavailable("refused")), StandIn("b", fail=TritonUnavailable("refused"))
     p = pool(a, b)
     with pytest.raises(TritonUnavailable):
-        p.score(["x"])
+        p.score([X])
     assert a.calls + b.calls == 2
     with pytest.raises(TritonUnavailable):  # all marked down: the one whose mark ends first
-        p.score(["x"])
+        p.score([X])
     assert a.calls + b.calls == 3
 
 
@@ -78,7 +89,7 @@ def test_a_rejected_request_is_not_sent_to_another_server():
     a, b = StandIn("a", fail=TritonError("bad input")), StandIn("b")
     p = pool(a, b)
     with pytest.raises(TritonError):
-        p.score(["x"])
+        p.score([X])
     assert b.calls == 0 and p.down() == []
 
 
