@@ -51,20 +51,22 @@ def prepare_database(admin_url: str, name: str, *, reuse: bool) -> bool:
 
 LOAD_SQL = [
     # one platform
-    """INSERT INTO moderation_source (name, slug, is_active, callback_url, webhook_secret, created_at)
-       VALUES ('Bench', 'bench', true, '', '', now())""",
+    """INSERT INTO moderation_source (name, slug, is_active, callback_url, webhook_secret, created_at,
+         unvalidated_language_action, suspended_author_posts)
+       VALUES ('Bench', 'bench', true, '', '', now(), 'queue', '')""",
     # authors: 1 per 20 posts
     """INSERT INTO moderation_author (source_id, external_id, username, account_created_at, email_domain,
          friends_count, followers_count, verified, platform_post_count, platform_spam_post_count,
-         platform_spam_report_count, post_count, spam_count, suspended_at, suspended_reason, created_at, updated_at)
+         platform_spam_report_count, post_count, spam_count, suspended_at, suspended_reason, created_at, updated_at,
+         suspended_reason_code, allowlisted_reason, allowlisted_reason_code)
        SELECT (SELECT id FROM moderation_source WHERE slug = 'bench'), 'a' || g, 'user' || g,
               now() - (g % 900) * interval '1 day', 'example.org', g % 300, g % 1000, g % 50 = 0,
-              g % 200, g % 7, g % 5, 20, 0, NULL, '', now(), now()
+              g % 200, g % 7, g % 5, 20, 0, NULL, '', now(), now(), '', '', ''
        FROM generate_series(1, %(authors)s) g""",
     """INSERT INTO moderation_domain (name, status, status_reason, first_seen_at, post_count, spam_count,
-         report_count, status_changed_at)
+         report_count, status_changed_at, status_reason_code)
        SELECT 'site' || g || '.example', CASE WHEN g % 97 = 0 THEN 'block' ELSE 'unknown' END, '',
-              now() - (g % 400) * interval '1 day', 50, g % 11, g % 13, NULL
+              now() - (g % 400) * interval '1 day', 50, g % 11, g % 13, NULL, ''
        FROM generate_series(1, %(domains)s) g""",
     """INSERT INTO moderation_link (url, url_hash, domain_id, host, first_seen_at, post_count, report_count)
        SELECT 'https://site' || (g % %(domains)s + 1) || '.example/p/' || g, md5('l' || g) || md5('L' || g),
@@ -72,13 +74,14 @@ LOAD_SQL = [
        FROM generate_series(1, %(links)s) g
        JOIN moderation_domain d ON d.name = 'site' || (g % %(domains)s + 1) || '.example'""",
     """INSERT INTO moderation_ipaddress (address, status, status_reason, first_seen_at, post_count, spam_count,
-         status_changed_at)
-       SELECT '10.0.0.0'::inet + g, 'unknown', '', now(), 20, g % 4, NULL
+         status_changed_at, status_reason_code)
+       SELECT '10.0.0.0'::inet + g, 'unknown', '', now(), 20, g % 4, NULL, ''
        FROM generate_series(1, %(ips)s) g""",
     # posts: ~30% queued, the rest decided/auto-actioned; scores and reports skewed like a real queue
     """INSERT INTO moderation_post (source_id, external_id, author_id, text, url, link_id, preview_title,
          preview_description, preview_text, ip_id, journey, share_count, comment_count, created_at, received_at,
-         status, status_changed_at, final_score, report_count, model_version, scored_at, claimed_by_id, claimed_until)
+         status, status_changed_at, final_score, report_count, model_version, scored_at, claimed_by_id, claimed_until,
+         language, content_hash)
        SELECT s.id, 'p' || g, a0.min_id + (g % %(authors)s),
               'Post ' || g || ': ' || (ARRAY['buy cheap watches now','great thread, thanks','free crypto airdrop',
                 'photos from the trail run','earn money from home fast','meetup slides are here'])[1 + g % 6],
@@ -88,7 +91,8 @@ LOAD_SQL = [
               CASE WHEN g % 10 < 3 THEN 'queued' WHEN g % 10 < 6 THEN 'auto_approved'
                    WHEN g % 10 < 8 THEN 'auto_removed' WHEN g % 10 = 8 THEN 'removed' ELSE 'approved' END,
               now(), round((random())::numeric, 4)::float8,
-              CASE WHEN g % 13 = 0 THEN g % 7 ELSE 0 END, 'text:1,link:1,behaviour:1,fusion:1', now(), NULL, NULL
+              CASE WHEN g % 13 = 0 THEN g % 7 ELSE 0 END, 'text:1,link:1,behaviour:1,fusion:1', now(), NULL, NULL,
+              'en', ''
        FROM generate_series(1, %(posts)s) g,
             (SELECT id FROM moderation_source WHERE slug = 'bench') s,
             (SELECT min(id) AS min_id FROM moderation_author) a0,
@@ -96,13 +100,13 @@ LOAD_SQL = [
             (SELECT min(id) AS min_id FROM moderation_ipaddress) i0""",
     """INSERT INTO scoring_score (post_id, model_set, revision, text_score, preview_score, link_score,
          behaviour_score, final_score, action, short_circuit_reason, policy_id, features, contributions,
-         model_versions, latency_ms, created_at)
+         model_versions, latency_ms, created_at, routing_reason)
        SELECT p.id, 'text:1,link:1,behaviour:1,fusion:1', 0, random(), NULL, random(), random(), p.final_score,
               CASE p.status WHEN 'auto_removed' THEN 'remove' WHEN 'auto_approved' THEN 'approve' ELSE 'queue' END,
               '', NULL, '{}'::jsonb,
-              '{"link": {"url_age": 0.4, "domain_report_count": 0.2, "url_tld": -0.1},
-                "behaviour": {"user_age": 0.3, "user_followers": -0.2}}'::jsonb,
-              '{}'::jsonb, 5 + random() * 40, p.received_at
+              '{"link_model": {"url_age_hours": 0.4, "domain_report_count": 0.2, "url_tld_risky": -0.1},
+                "behaviour_model": {"user_age_days": 0.3, "user_followers": -0.2}}'::jsonb,
+              '{}'::jsonb, 5 + random() * 40, p.received_at, ''
        FROM moderation_post p""",
     """INSERT INTO moderation_report (post_id, reporter_id, reason, details, created_at)
        SELECT p.id, 'r' || k, 'spam', '', p.received_at
