@@ -190,6 +190,11 @@ def quantize_int8(
             op_types_to_quantize=list(QUANTIZED_OP_TYPES),
             nodes_to_exclude=sorted(exclude),
             per_channel=True,
+            # 7-bit weights: on x86 CPUs without VNNI, ONNX Runtime's U8S8 kernels (VPMADDUBSW)
+            # saturate, and per-channel 8-bit weights drifted from fp32 by up to 0.13 in
+            # probability (decisions agreed on 89 % of texts); with reduce_range the same export
+            # stays within 0.03 (96 %). A model may be served on either kind of CPU.
+            reduce_range=True,
             activation_type=QuantType.QUInt8,
             weight_type=QuantType.QInt8,
             calibrate_method=recipe.calibrate_method,
@@ -443,8 +448,8 @@ def run_export(
         "optimizer": optimizer_note,
         "quantization": (
             "onnxruntime.quantization.quantize_static after quant_pre_process; QDQ format; "
-            f"{recipe.describe()}; per-channel symmetric int8 weights; uint8 activations calibrated on "
-            f"{len(calibration_texts)} training texts fed one at a time (unpadded)"
+            f"{recipe.describe()}; per-channel symmetric int8 weights in 7 bits (reduce_range); "
+            f"uint8 activations calibrated on {len(calibration_texts)} training texts fed one at a time (unpadded)"
         ),
         "batch_invariance": invariance,
         "int8_f1_loss": loss,
