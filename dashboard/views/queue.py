@@ -6,6 +6,7 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.urls import reverse
 
+from dashboard.queue_rows import render_queue_rows
 from dashboard.selectors.queue import SORT_CHOICES, STATUS_CHOICES, QueueFilters, queue_page, queue_queryset
 from dashboard.templatetags.dashboard import duration_s
 from dashboard.views.common import is_htmx, with_query
@@ -45,12 +46,13 @@ def _queue_page(request: HttpRequest) -> HttpResponse:
     page = queue_page(filters=filters, user=request.user, cursor=request.GET.get("cursor"))
     query = filters.as_query()
     next_url = with_query(reverse("dashboard:queue"), {**query, "cursor": page.next_cursor}) if page.next_cursor else ""
+    thresholds = live_thresholds()
     context = {
         "page": page,
+        "rows_html": render_queue_rows(page.rows, thresholds=thresholds, user_id=request.user.pk),
         "filters": filters,
         "filter_query": query,
         "next_url": next_url,
-        "thresholds": live_thresholds(),
     }
     status = 400 if filters.errors else 200  # the page says which filters it left out
     if is_htmx(request) and request.GET.get("cursor"):
