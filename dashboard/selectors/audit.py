@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import QueryDict
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
+from dashboard.selectors.keyset import Cursor, after_cursor_q
 from dashboard.selectors.query_values import query_date, query_text
 from moderation.models import AuditLog, BulkAction, Decision
 
 PAGE_SIZE = 100
+AUDIT_ORDER = ("-created_at", "-id")
+CURSOR_TYPES: dict[str, type] = {"created_at": datetime, "id": int}
 
 
 @dataclass
@@ -64,30 +64,16 @@ def audit_queryset(*, filters: AuditFilters) -> QuerySet[AuditLog]:
         qs = qs.filter(created_at__gte=datetime.combine(filters.date_from, datetime.min.time(), tz))
     if filters.date_to:
         qs = qs.filter(created_at__lte=datetime.combine(filters.date_to, datetime.max.time(), tz))
-    return qs.order_by("-created_at", "-id")
-
-
-def _encode(entry: AuditLog) -> str:
-    return base64.urlsafe_b64encode(f"{entry.created_at.isoformat()}|{entry.pk}".encode()).decode()
-
-
-def _decode(value: str) -> tuple[datetime, int] | None:
-    try:
-        created, pk = base64.urlsafe_b64decode(value.encode()).decode().split("|")
-        parsed = parse_datetime(created)
-        return (parsed, int(pk)) if parsed else None
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        return None
+    return qs.order_by(*AUDIT_ORDER)
 
 
 def audit_page(*, filters: AuditFilters, cursor: str | None = None) -> tuple[list[AuditLog], str | None]:
     qs = audit_queryset(filters=filters)
-    decoded = _decode(cursor) if cursor else None
-    if decoded:
-        created, pk = decoded
-        qs = qs.filter(Q(created_at__lt=created) | Q(created_at=created, id__lt=pk))
+    decoded = Cursor.decode(cursor, order=AUDIT_ORDER, types=CURSOR_TYPES) if cursor else None
+    if decoded is not None:
+        qs = qs.filter(after_cursor_q(decoded))
     rows = list(qs[: PAGE_SIZE + 1])
-    nxt = _encode(rows[PAGE_SIZE - 1]) if len(rows) > PAGE_SIZE else None
+    nxt = Cursor.after(rows[PAGE_SIZE - 1], order=AUDIT_ORDER).encode() if len(rows) > PAGE_SIZE else None
     return rows[:PAGE_SIZE], nxt
 
 

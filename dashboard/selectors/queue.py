@@ -11,9 +11,6 @@ first (post_reported_idx). Other statuses list newest first."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -22,8 +19,8 @@ from django.db import connection
 from django.db.models import Count, Q, QuerySet
 from django.http import QueryDict
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
+from dashboard.selectors.keyset import Cursor, after_cursor_q
 from dashboard.selectors.query_values import query_date, query_float, query_ip, query_text
 from moderation.models import Post, PostStatus, Report
 from moderation.services.claims import claimable_q
@@ -52,49 +49,10 @@ def queue_order(filters: QueueFilters) -> tuple[str, ...]:
 
 PAGE_SIZE = 50
 STATUS_CHOICES = [(s.value, s.label) for s in PostStatus] + [("all", "All statuses")]
-_DATETIME_FIELDS = frozenset({"received_at"})
-_INT_FIELDS = frozenset({"id", "report_count"})
-
-
-@dataclass(frozen=True)
-class Cursor:
-    """The sort key of the last row of a page, for the order it was made in."""
-
-    order: tuple[str, ...]
-    values: tuple[Any, ...]
-
-    def encode(self) -> str:
-        raw = json.dumps(
-            [",".join(self.order), *[v.isoformat() if isinstance(v, datetime) else v for v in self.values]]
-        )
-        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-    @classmethod
-    def decode(cls, value: str, *, order: tuple[str, ...]) -> Cursor | None:
-        """None for a malformed cursor or one made for another order (the first page is shown)."""
-        try:
-            raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).decode()
-            key, *values = json.loads(raw)
-            if key != ",".join(order) or len(values) != len(order):
-                return None
-            parsed: list[Any] = []
-            for name, v in zip((f.lstrip("-") for f in order), values, strict=True):
-                if name in _DATETIME_FIELDS:
-                    when = parse_datetime(v)
-                    if when is None:
-                        return None
-                    parsed.append(when)
-                elif name in _INT_FIELDS:
-                    parsed.append(int(v))
-                else:
-                    parsed.append(None if v is None else float(v))
-            return cls(order, tuple(parsed))
-        except (ValueError, TypeError, AttributeError, binascii.Error, UnicodeDecodeError):
-            return None
-
-    @classmethod
-    def after(cls, post: Post, *, order: tuple[str, ...]) -> Cursor:
-        return cls(order, tuple(getattr(post, f.lstrip("-")) for f in order))
+# The Python type of each sort field that is not a float, for decoding cursors.
+CURSOR_TYPES: dict[str, type] = {"received_at": datetime, "id": int, "report_count": int}
+# Only final_score is nullable (DESC sorts NULL scores first in PostgreSQL).
+NULLABLE_SORT_FIELDS = frozenset({"final_score"})
 
 
 @dataclass
@@ -202,32 +160,6 @@ def queue_queryset(*, filters: QueueFilters, user: Any = None, with_text: bool =
     return qs.order_by(*queue_order(filters))
 
 
-def _after_cursor_q(cursor: Cursor) -> Q:
-    """Rows strictly after the cursor in its order. Only final_score is nullable (DESC sorts NULL
-    scores first in PostgreSQL)."""
-    fields = [(f.lstrip("-"), f.startswith("-")) for f in cursor.order]
-    if fields[0][0] == "final_score":
-        score = cursor.values[0]
-        rest = _lexicographic_after(fields[1:], cursor.values[1:])
-        if score is None:
-            return Q(final_score__isnull=False) | Q(final_score__isnull=True) & rest
-        # The redundant lte bound lets PostgreSQL start the index scan at the cursor.
-        return Q(final_score__lte=score) & (Q(final_score__lt=score) | Q(final_score=score) & rest)
-    name, desc = fields[0]
-    first = cursor.values[0]
-    # The redundant bound on the leading column lets PostgreSQL start the index scan there.
-    bound = Q(**{f"{name}__{'lte' if desc else 'gte'}": first})
-    return bound & _lexicographic_after(fields, cursor.values)
-
-
-def _lexicographic_after(fields: list[tuple[str, bool]], values: tuple[Any, ...]) -> Q:
-    name, desc = fields[0]
-    strictly = Q(**{f"{name}__{'lt' if desc else 'gt'}": values[0]})
-    if len(fields) == 1:
-        return strictly
-    return strictly | Q(**{name: values[0]}) & _lexicographic_after(fields[1:], values[1:])
-
-
 @dataclass
 class QueueRow:
     post: Post
@@ -302,7 +234,7 @@ def _text_search_window(
         return None
     window = queue_queryset(filters=filters, user=user, with_text=False)
     if cursor is not None:
-        window = window.filter(_after_cursor_q(cursor))
+        window = window.filter(after_cursor_q(cursor, nullable=NULLABLE_SORT_FIELDS))
     columns = ("pk", "text", "final_score", "report_count", "received_at", "priority", "report_weight")
     window_sql, window_params = window.values(*columns)[:TEXT_WINDOW].query.sql_with_params()
     pattern = f"%{connection.ops.prep_for_like_query(filters.q)}%"
@@ -331,9 +263,9 @@ def queue_page(
     order = queue_order(filters)
     qs = queue_queryset(filters=filters, user=user).select_related("author", "link__domain", "source")
     qs = qs.defer("preview_text", "preview_description", "journey")
-    decoded = Cursor.decode(cursor, order=order) if cursor else None
+    decoded = Cursor.decode(cursor, order=order, types=CURSOR_TYPES) if cursor else None
     if decoded is not None:
-        qs = qs.filter(_after_cursor_q(decoded))
+        qs = qs.filter(after_cursor_q(decoded, nullable=NULLABLE_SORT_FIELDS))
     posts = _text_search_window(qs=qs, filters=filters, user=user, cursor=decoded, limit=page_size + 1)
     if posts is None:
         posts = list(qs[: page_size + 1])
