@@ -377,6 +377,10 @@ LANGUAGE_CANDIDATES = env.list(
     ],
 )
 LANGUAGE_MIN_CONFIDENCE = env.float("LANGUAGE_MIN_CONFIDENCE", default=0.6)
+# The lower bar for a language outside TEXT_VALIDATED_LANGUAGES: calling an English post "de"
+# costs one review, calling a Spanish one "und" lets a model that cannot read it approve it.
+# Equal to LANGUAGE_MIN_CONFIDENCE: one bar for all.
+LANGUAGE_UNVALIDATED_MIN_CONFIDENCE = env.float("LANGUAGE_UNVALIDATED_MIN_CONFIDENCE", default=0.4)
 LANGUAGE_MAX_CHARS = env.int("LANGUAGE_MAX_CHARS", default=300)
 
 # --- Model operations: promotion gate, replay, calibration ----------------------------------

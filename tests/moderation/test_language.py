@@ -40,12 +40,26 @@ def test_other_languages_are_detected(code, text):
     assert detect_language(text) == code
 
 
-def test_english_sms_is_english_or_undetermined_never_another_language():
-    # The text model's own validation texts: none may be routed as a foreign language.
+def test_english_sms_rarely_reads_as_another_language(settings):
+    # The text model's own validation texts: 3 of 680 clear the lower bar for another
+    # language (a review each); with one bar for all, none.
     texts = load_sms_splits().test.texts
-    found = {detect_language(t) for t in texts}
-    assert found <= {"en", UNDETERMINED}
+    foreign = [t for t in texts if detect_language(t) not in ("en", UNDETERMINED)]
+    assert len(foreign) <= len(texts) // 100
     assert sum(detect_language(t) == "en" for t in texts) > len(texts) // 2
+    settings.LANGUAGE_UNVALIDATED_MIN_CONFIDENCE = settings.LANGUAGE_MIN_CONFIDENCE
+    assert {detect_language(t) for t in texts} <= {"en", UNDETERMINED}
+
+
+@pytest.mark.parametrize(("text", "code"), [("Haz clic aquí ya", "es"), ("Oferta especial, compre já", "pt")])
+def test_an_unvalidated_language_has_the_lower_bar(settings, text, code):
+    model = language._model(tuple(settings.LANGUAGE_CANDIDATES))
+    guess, confidence = model.classify(text)
+    assert guess == code
+    assert settings.LANGUAGE_UNVALIDATED_MIN_CONFIDENCE <= confidence < settings.LANGUAGE_MIN_CONFIDENCE
+    assert detect_language(text) == detect_languages([text] * BATCH_MIN)[0] == code
+    settings.TEXT_VALIDATED_LANGUAGES = ["en", code]  # validated: the main bar applies
+    assert detect_language(text) == detect_languages([text] * BATCH_MIN)[0] == UNDETERMINED
 
 
 def test_empty_and_whitespace_are_undetermined():
