@@ -10,7 +10,9 @@ settings.PROMOTION_GATE_MAX_F1_DROP below production's, or its false-positive ra
 threshold more than settings.PROMOTION_GATE_MAX_FPR_RISE above it. It applies to automatic
 promotion and to the button alike; only an admin's audited override (typed reason, explicit
 confirmation) promotes a held candidate (feedback.services.promotion.promote_run).
-A run without a suite comparison counts as held: nothing vouches for it.
+A run without a suite comparison counts as held: nothing vouches for it. That includes a run
+whose every suite was skipped (too few rows, one class) while a production model exists; with
+no production model at all (the first one) there is nothing to regress from.
 """
 
 from __future__ import annotations
@@ -131,7 +133,7 @@ def gate_evaluate(suites: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str
                 )
     has_production = any(e.get("production") for entries in suites.values() for e in entries)
     return {
-        "held": bool(regressions),
+        "held": bool(regressions) or (has_production and compared == 0),
         "regressions": regressions,
         "suites_compared": compared,
         "has_production": has_production,
@@ -145,6 +147,8 @@ def gate_reasons(report: Mapping[str, Any]) -> list[str]:
     if not gate:
         return ["the run has no evaluation-suite comparison"]
     reasons = []
+    if gate.get("has_production") and not gate.get("suites_compared"):
+        reasons.append("no evaluation suite could compare it with production (each was skipped)")
     for r in gate.get("regressions", []):
         what = "F1" if r["metric"] == "f1" else "false-positive rate at the remove threshold"
         reasons.append(

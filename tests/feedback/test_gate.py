@@ -206,3 +206,15 @@ def test_gate_tolerances(entry, held_on, settings):
     gate = gate_evaluate({"text": [entry, {"name": "skipped", "skipped": "3 usable rows, 0 spam"}]})
     assert {r["metric"] for r in gate["regressions"]} == held_on
     assert gate["held"] is bool(held_on) and gate["suites_compared"] == 1
+
+
+def test_a_run_whose_every_suite_was_skipped_is_held_unless_there_is_no_production():
+    from feedback.services.gate import gate_evaluate, gate_reasons
+
+    entry = _entry(0.990, 0.960, 0.010, 0.010)
+    skipped_with_production = {**entry, "skipped": "4 usable rows, 0 spam"}
+    gate = gate_evaluate({"text": [skipped_with_production]})
+    assert gate["held"] is True and gate["suites_compared"] == 0 and gate["regressions"] == []
+    assert gate_reasons({"gate": gate}) == ["no evaluation suite could compare it with production (each was skipped)"]
+    first_model = gate_evaluate({"text": [{"name": "sms", "candidate": entry["candidate"], "production": None}]})
+    assert first_model["held"] is False and gate_reasons({"gate": first_model}) == []
