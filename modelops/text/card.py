@@ -172,8 +172,8 @@ def render_model_card(metrics: dict[str, Any]) -> str:
         "in distribution until the model is retrained on reviewer-labelled posts.",
         "",
         "## Truncation",
-        f"- Inputs are truncated at {trunc['max_length']} tokens (settings.TEXT_MAX_LENGTH; the head of the "
-        "text is kept). On the training split: median "
+        f"- Fine-tuning reads the first {trunc['max_length']} tokens of each text (settings.TEXT_MAX_LENGTH); "
+        "evaluation and serving read a longer text in windows (Long texts below). On the training split: median "
         f"{trunc['median_tokens']:.0f} tokens, p99 {trunc['p99_tokens']:.0f}, max {trunc['max_tokens']}; "
         f"{trunc['truncated_texts']} texts ({trunc['truncated_fraction']:.2%}) were truncated.",
         "- Batches are padded only to their own longest text (length-bucketed dynamic batches).",
