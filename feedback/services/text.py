@@ -9,6 +9,11 @@ FEEDBACK_TEXT_MAX_STEPS (default none), FEEDBACK_TEXT_TIME_BUDGET_S (default 15 
 INT8 is left to textmodel's export command (it needs its calibration and parity checks).
 A temperature fitted on the validation texts is folded into the classifier head before export
 (modelops.calibration), so the exported candidate serves calibrated probabilities.
+
+The lexical half of the text score (modelops/text/baseline.py: TF-IDF + logistic regression,
+blended with the transformer as served) is refitted on the same training texts and saved beside
+the candidate, so a promoted model keeps the blend that holds down false positives on
+unfamiliar text, and the gate compares the candidate's served score with production's.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ def train_text_candidate(
     progress: Callable[[float, str], None],
     train_weights: Sequence[float] | None = None,
 ) -> tuple[Path, dict[str, Any]]:
+    from modelops.text.baseline import save_lexical, train_baseline
     from modelops.text.calibrate import calibrate_text_model
     from modelops.text.export import export_onnx, write_serving
     from modelops.text.inference import OnnxTextClassifier
@@ -92,6 +98,9 @@ def train_text_candidate(
     out_dir.mkdir(parents=True, exist_ok=True)
     trained.model.save_pretrained(out_dir)
     trained.tokenizer.save_pretrained(out_dir)
+    progress(0.78, "text: fitting the lexical half of the text score")
+    lexical = train_baseline(_texts(train), y_train, _texts(validation) or _texts(train), y_val or y_train)
+    save_lexical(lexical, out_dir)
     progress(0.8, "text: exporting to ONNX")
     export_onnx(out_dir, out_dir / "model.onnx")
     write_serving(
@@ -108,6 +117,7 @@ def train_text_candidate(
     )
     metrics["base"] = base
     metrics["calibration"] = calibration
+    metrics["lexical"] = {"model": lexical.describe(), "validation_f1": lexical.validation["f1"]}
     metrics["train_rows"] = len(train)
     metrics["best_epoch"] = trained.best_epoch
     metrics["train_seconds"] = round(trained.train_seconds, 1)

@@ -5,12 +5,21 @@ publish new versions, which the shared session server must not see)."""
 from __future__ import annotations
 
 import filecmp
+import json
+from pathlib import Path
 
 import pytest
 
 from feedback.models import ModelVersion, RunStatus, TrainingRun
 from feedback.services.datasets import dataset_snapshot
-from feedback.services.promotion import PromotionFailed, promote_run, registry_sync, rollback_to, served_version
+from feedback.services.promotion import (
+    PromotionFailed,
+    promote_run,
+    registry_sync,
+    rollback_to,
+    served_text_dir,
+    served_version,
+)
 from feedback.services.training import training_run_execute
 from moderation.models import AuditLog
 from scoring.models import Score
@@ -181,7 +190,14 @@ def test_text_retrain_promote_and_score(served, source, moderator, admin_user, s
     assert run.report["training_data"]["rows"]["bootstrap"]["train"] > 100
     assert {e["name"] for e in run.report["suites"]["text"]} >= {"SMS test split (bootstrap)"}
     assert cand["calibration"]["method"] == "temperature", cand["calibration"]
+    # The lexical half is refitted with it, so the promoted text score is still the blend.
+    assert "TF-IDF" in cand["lexical"]["model"]
     (version,) = promote_run(run=run, user=admin_user)
+    served = served_text_dir()
+    assert served is not None
+    tokenizer_dir = Path(served[1])  # the published tokenizer version carries the lexical model
+    assert (tokenizer_dir / "lexical.joblib").is_file()
+    assert json.loads((tokenizer_dir / "serving.json").read_text())["lexical_weight"] > 0
     after = get_client().model_versions()
     assert version.name == "text" and int(after["text_classifier"]) == int(before["text_classifier"]) + 1
     assert after["tokenizer"] == after["text_classifier"] and after["fusion_model"] == before["fusion_model"]

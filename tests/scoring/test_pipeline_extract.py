@@ -216,17 +216,25 @@ def test_the_batch_one_query_load_matches_the_grouped_queries(django_assert_num_
 
 def _features_plan_of_a_prolific_author(*, link: bool) -> str:
     """EXPLAIN of the batch load for the latest post of an author with a history (60 posts, a
-    link on every other one), with statistics: on an empty, never analyzed table every index
-    costs the same and the planner's pick says nothing. Sequential and bitmap scans are off so
-    that the plan shows whether the index matches the predicate."""
+    link on every other one; with `link`, one popular link that 120 other authors shared too),
+    with statistics: on an empty, never analyzed table every index costs the same and the
+    planner's pick says nothing. Sequential and bitmap scans are off so that the plan shows
+    whether the index matches the predicate."""
     from django.db import connection
 
     from scoring.features.extract import SPAM_REPORT_REASONS, _features_sql
 
-    author = make_author(make_source())
+    source = make_source()
+    author = make_author(source)
+    if link:
+        # The author's link is a popular one (a campaign's): on link_id alone an index finds
+        # every post of every author that shared it, so only (author_id, link_id) is narrow.
+        popular = make_link()
+        for n in range(120):
+            make_post(author=make_author(source), link=popular, text=f"shared {n}")
     for n in range(60):
-        make_post(author=author, link=make_link() if n % 2 else None, text=f"post number {n}")
-    post = make_post(author=author, link=make_link() if link else None, text="buy now")
+        make_post(author=author, link=(popular if link else make_link()) if n % 2 else None, text=f"post number {n}")
+    post = make_post(author=author, link=popular if link else None, text="buy now")
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE moderation_post")
         cursor.execute("SET LOCAL enable_seqscan = off")
