@@ -1,8 +1,8 @@
 """Language detection at ingest (moderation.language): its cost per post and what it answers.
 
 Cost: detect_language timed per call (after one warm-up call, which loads the model) on the
-SMS test split (the benchmarks' post texts), detect_languages per post on batches of 64 of them
-(what batch ingest calls), on 10,000-character posts (the ingest maximum; only
+SMS test split (the benchmarks' post texts), detect_languages per post on batches of 64 of
+them (what batch ingest calls), on 10,000-character posts (the ingest maximum; only
 LANGUAGE_MAX_CHARS are read) and on the multilingual sentences below; p50/p99/max in ms, wall clock and
 the calling thread's CPU (the machine is shared: wall-clock tails include waiting for a core).
 Answers: how often English SMS (all 4,533 texts of the collection) is called another language

@@ -40,10 +40,7 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
-from moderation.language_ngrams import NgramCounter
-
 UNDETERMINED = "und"
-BATCH_MIN = 4
 
 
 class _Model:
@@ -57,7 +54,6 @@ class _Model:
         self.weights = np.asarray(identifier.nb_ptc, dtype=np.float32)  # features x languages
         self.priors = np.asarray(identifier.nb_pc, dtype=np.float32)
         self.languages: list[str] = list(identifier.nb_classes)
-        self.ngrams = NgramCounter(identifier)
 
     def classify(self, text: str) -> tuple[str, float]:
         data = _bytes(text)
@@ -72,26 +68,6 @@ class _Model:
         probs /= probs.sum()
         best = int(probs.argmax())
         return self.languages[best], float(probs[best])
-
-    def classify_many(self, texts: Sequence[str]) -> list[tuple[str, float]]:
-        """classify() of each text, the n-grams of all of them counted together
-        (moderation.language_ngrams): the same answers at a fraction of the CPU."""
-        found = self.ngrams.count([_bytes(text) for text in texts])
-        contributions = np.log1p(found.counts.astype(np.float32))[:, None] * self.weights[found.features]
-        sums = np.zeros((len(texts), self.weights.shape[1]), dtype=np.float32)
-        if found.texts.size:  # rows come grouped by text: one sum per group
-            starts = np.flatnonzero(np.r_[True, found.texts[1:] != found.texts[:-1]])
-            sums[found.texts[starts]] = np.add.reduceat(contributions, starts, axis=0)
-        scores = (sums + self.priors) / np.sqrt(np.maximum(found.lengths, 1)).astype(np.float32)[:, None]
-        probs = np.exp(scores - scores.max(axis=1, keepdims=True))
-        probs /= probs.sum(axis=1, keepdims=True)
-        best = probs.argmax(axis=1)
-        has_features = np.zeros(len(texts), dtype=bool)
-        has_features[found.texts] = True
-        return [
-            (self.languages[b], float(probs[i, b])) if has_features[i] else (UNDETERMINED, 0.0)
-            for i, b in enumerate(best.tolist())
-        ]
 
 
 def _bytes(text: str) -> bytes:
@@ -132,20 +108,10 @@ def _answer(code: str, confidence: float) -> str:
 
 
 def detect_languages(texts: Sequence[str]) -> list[str]:
-    """detect_language() of each text. From BATCH_MIN texts up, their n-grams are counted
-    together (about a fifth of the CPU per text for a batch of 64 SMS texts,
-    benchmarks/language_cost.py); fewer are cheaper one at a time."""
-    if len(texts) < BATCH_MIN:
-        return [detect_language(text) for text in texts]
-    samples = [text[: settings.LANGUAGE_MAX_CHARS].strip() for text in texts]
-    model = _model(tuple(settings.LANGUAGE_CANDIDATES))
-    answers = model.classify_many([sample for sample in samples if sample])
-    found = iter(answers)
-    languages = []
-    for sample in samples:
-        code, confidence = next(found) if sample else (UNDETERMINED, 0.0)
-        languages.append(_answer(code, confidence))
-    return languages
+    """detect_language() of each text (a batch request's posts). Counting a batch's n-grams
+    together in numpy cost about a third of the CPU per text, but that was under 1 % of a
+    scored post's CPU end to end, so the detector's own feature extractor serves both."""
+    return [detect_language(text) for text in texts]
 
 
 def _post_text(text: str, preview_text: str) -> str:
@@ -158,5 +124,5 @@ def post_language(*, text: str, preview_text: str = "") -> str:
 
 
 def post_languages(posts: Sequence[tuple[str, str]]) -> list[str]:
-    """post_language() of many (text, preview text) pairs, detected together."""
+    """post_language() of many (text, preview text) pairs."""
     return detect_languages([_post_text(text, preview_text) for text, preview_text in posts])
