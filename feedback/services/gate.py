@@ -37,6 +37,8 @@ SUITE_METRICS: tuple[tuple[str, str, bool], ...] = (
     ("Precision @ remove", "at_remove.precision", True),
     ("Recall @ remove", "at_remove.recall", True),
     ("FPR @ remove", "at_remove.fpr", False),
+    # Shown, not gated: on a suite of a few dozen spam posts one more miss moves it by points.
+    ("Spam auto-approved", "at_approve.spam_miss_rate", False),
     ("ECE", "ece", False),
 )
 
