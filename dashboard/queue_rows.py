@@ -14,6 +14,7 @@ fragment render rows through ``render_queue_rows``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -27,7 +28,7 @@ from django.utils.text import Truncator
 
 from dashboard.selectors.queue import QueueRow
 from dashboard.templatetags.dashboard import pct5, percent, score_band, short_age, sla_left
-from moderation.models import PostStatus
+from moderation.models import ListStatus, PostStatus
 from moderation.services.decisions import post_version
 from moderation.text_safety import bidi_controls_visible, spoofing_warnings
 
@@ -36,22 +37,10 @@ WARNING_SCAN_CHARS = 2000  # spoofing is looked for in the head of a long text o
 _PK_MARK = 987654321987  # an id no route holds literally, replaced per row
 
 
-class _Paths:
-    """post_detail / decide paths for any id from one reverse() each."""
-
-    def __init__(self) -> None:
-        self.detail = reverse("dashboard:post_detail", args=[_PK_MARK]).split(str(_PK_MARK))
-        self.decide = reverse("dashboard:decide", args=[_PK_MARK]).split(str(_PK_MARK))
-
-    @staticmethod
-    def _join(parts: list[str], pk: int) -> str:
-        return str(pk).join(parts)
-
-    def detail_of(self, pk: int) -> str:
-        return self._join(self.detail, pk)
-
-    def decide_of(self, pk: int) -> str:
-        return self._join(self.decide, pk)
+def _path_of(route: str) -> Callable[[int], str]:
+    """The route's path for any post id, from one reverse() per page instead of one per row."""
+    head, tail = reverse(route, args=[_PK_MARK]).split(str(_PK_MARK))
+    return lambda pk: f"{head}{pk}{tail}"
 
 
 def _local(value: datetime) -> datetime:
@@ -85,7 +74,7 @@ def _meta(row: QueueRow, user_id: Any) -> SafeString:
     ]
     if p.link is not None:
         domain = p.link.domain
-        blocked = " is-blocked" if domain.status == "block" else ""
+        blocked = " is-blocked" if domain.status == ListStatus.BLOCK else ""
         parts.append(format_html('<span class="domain{}" title="Link domain">{}</span>', blocked, domain.name))
     parts.append(format_html('<span class="muted">{}</span>', p.source.slug))
     if p.language:
@@ -103,10 +92,10 @@ def _meta(row: QueueRow, user_id: Any) -> SafeString:
     return format_html('<div class="meta">{}</div>', mark_safe("".join(parts)))  # noqa: S308  (parts are escaped)
 
 
-def _post_cell(row: QueueRow, paths: _Paths, user_id: Any) -> SafeString:
+def _post_cell(row: QueueRow, detail_of: Callable[[int], str], user_id: Any) -> SafeString:
     p = row.post
     preview = bidi_controls_visible(Truncator(p.text or "").chars(TEXT_PREVIEW_CHARS)) or "(no text)"
-    cell = format_html('<a class="post-link" href="{}">{}</a>', paths.detail_of(p.pk), preview)
+    cell = format_html('<a class="post-link" href="{}">{}</a>', detail_of(p.pk), preview)
     cell += _warnings((p.text or "")[:WARNING_SCAN_CHARS], '<div class="spoof-warning" role="note">⚠ Text {}</div>')
     cell += _meta(row, user_id)
     if row.report_reasons:
@@ -166,7 +155,7 @@ def _reports_cell(count: int) -> SafeString:
 def render_queue_rows(rows: list[QueueRow], *, thresholds: Any, user_id: Any) -> SafeString:
     """The <tr> of every row; `thresholds` is the live policy (for the score colours), `user_id`
     the moderator looking (for "claimed by you")."""
-    paths = _Paths()
+    detail_of, decide_of = _path_of("dashboard:post_detail"), _path_of("dashboard:decide")
     policy_title = (
         f"Score (policy: remove ≥ {formats.localize(thresholds.remove_threshold)}, "
         f"approve < {formats.localize(thresholds.approve_threshold)})"
@@ -188,13 +177,13 @@ def render_queue_rows(rows: list[QueueRow], *, thresholds: Any, user_id: Any) ->
                 "</tr>\n",
                 " is-breached" if row.sla_breached else "",
                 p.pk,
-                paths.detail_of(p.pk),
-                paths.decide_of(p.pk),
+                detail_of(p.pk),
+                decide_of(p.pk),
                 post_version(p),
                 p.pk,
                 p.pk,
                 _score_cell(row, thresholds, policy_title),
-                _post_cell(row, paths, user_id),
+                _post_cell(row, detail_of, user_id),
                 _subs_cell(row, thresholds),
                 _reports_cell(p.report_count),
                 _age_cell(row),
