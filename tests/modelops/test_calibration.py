@@ -98,8 +98,8 @@ def test_platt_folded_into_a_booster_serves_the_calibrated_probability():
 def test_temperature_folded_into_the_text_head(tmp_path: Path):
     from modelops.calibration import fold_temperature
     from modelops.text.calibrate import calibrate_text_model, predict_margins
+    from modelops.text.finetune import load_base
     from modelops.text.tiny import build_tiny_checkpoint
-    from modelops.text.train import load_base
 
     base = build_tiny_checkpoint(tmp_path / "tiny", seed=4)
     model, tokenizer = load_base(str(base))
@@ -125,8 +125,8 @@ def test_temperature_folded_into_the_text_head(tmp_path: Path):
 
 def test_too_little_validation_data_leaves_the_model_alone(tmp_path: Path):
     from modelops.text.calibrate import calibrate_text_model
+    from modelops.text.finetune import load_base
     from modelops.text.tiny import build_tiny_checkpoint
-    from modelops.text.train import load_base
 
     model, tokenizer = load_base(str(build_tiny_checkpoint(tmp_path / "tiny", seed=5)))
     weight = model.classifier.weight.detach().clone()

@@ -11,15 +11,11 @@ import pytest
 from django.core.management import call_command
 from pytest_django import Settings
 
+from modelops.text.batches import pad_batch
 from modelops.text.data import SmsSplits, TextSplit, load_sms_splits
+from modelops.text.finetune import TrainConfig, bucketed_batches
 from modelops.text.tiny import build_tiny_checkpoint
-from modelops.text.train import (
-    TrainConfig,
-    bucketed_batches,
-    current_model_dir,
-    pad_batch,
-    run_training,
-)
+from modelops.text.train import current_model_dir, run_training
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,302 @@
+"""The fine-tune loop of the text model: DistilBertForSequenceClassification, spam (1) vs ham (0).
+
+Recipe: pre-tokenise once without padding, bucket texts of similar length into a batch and pad each
+batch only to its own longest text (short SMS dominate, so fixed-length padding would waste most of
+the compute), truncate at ``max_length`` tokens, AdamW with linear warm-up/decay, the best epoch
+chosen on validation F1 (then validation loss).
+
+It runs on a GPU when one is present (``TrainConfig.device``): the batches go to the device and
+the forward pass runs under autocast, fp16 with a gradient scaler (fp16's narrow range would let
+small gradients underflow to zero) or bf16 without one (same range as fp32). On the CPU it is
+plain fp32: autocast and the scaler are disabled, so the arithmetic is the CPU recipe's. The
+trained model comes back on the CPU, where calibration, export and saving run.
+
+Imports only torch, transformers, numpy and project modules that need nothing else, so
+benchmarks/gpu_check.py and scripts/gpu_session.py can train on a stock PyTorch image.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+from transformers import (
+    AutoTokenizer,
+    DistilBertForSequenceClassification,
+    PreTrainedTokenizerBase,
+    get_linear_schedule_with_warmup,
+)
+
+from modelops.text.batches import encode, length_sorted_batches, pad_batch
+from modelops.text.convert import ID2LABEL, LABEL2ID
+from modelops.text.metrics import spam_metrics
+
+PRECISIONS = ("auto", "fp32", "fp16", "bf16")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    base: str
+    max_length: int = 128
+    epochs: int = 3
+    batch_size: int = 32
+    learning_rate: float = 1e-4
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.06
+    max_grad_norm: float = 1.0
+    seed: int = 42
+    threads: int = 2
+    eval_batch_size: int = 64
+    bucket_batches: int = 20  # batches per length-sorted pool: similar lengths, still shuffled
+    max_steps: int | None = None  # smoke tests: stop after this many optimizer steps
+    time_budget_s: float | None = 12 * 60  # skip an epoch that would not finish inside the budget
+    # The 30,522 x dim word-embedding matrix is half the parameters; its dense gradient and AdamW state
+    # cost more CPU per step than they buy on a few thousand SMS, so it stays as pre-trained.
+    freeze_word_embeddings: bool = True
+    device: str = "auto"  # "auto": the first CUDA GPU when there is one, else the CPU; or "cpu", "cuda:1"
+    precision: str = "auto"  # "auto": bf16 on a GPU that has it, else fp16; always fp32 on the CPU
+
+
+@dataclass
+class EpochLog:
+    epoch: int
+    train_loss: float
+    validation_loss: float
+    validation: dict[str, float]
+    seconds: float
+    samples: int = 0
+
+
+@dataclass
+class TrainedTextModel:
+    model: DistilBertForSequenceClassification
+    tokenizer: PreTrainedTokenizerBase
+    best_epoch: int
+    history: list[EpochLog] = field(default_factory=list)
+    train_seconds: float = 0.0
+    stopped_early: str | None = None
+    device: str = "cpu"
+    precision: str = "fp32"
+
+
+def select_device(preference: str = "auto", *, cuda_available: bool | None = None) -> torch.device:
+    """The device to train on; asking for CUDA where there is none is an error, not a silent CPU run."""
+    available = torch.cuda.is_available() if cuda_available is None else cuda_available
+    if preference == "auto":
+        return torch.device("cuda" if available else "cpu")
+    device = torch.device(preference)
+    if device.type == "cuda" and not available:
+        raise ValueError(f"device {preference!r} asked for, but no CUDA GPU is available")
+    return device
+
+
+def select_precision(device: torch.device, preference: str = "auto", *, bf16_supported: bool | None = None) -> str:
+    """fp32 on the CPU (the reference recipe); on a GPU bf16 where supported, else fp16."""
+    if preference not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, not {preference!r}")
+    if device.type != "cuda":
+        return "fp32"
+    if preference != "auto":
+        return preference
+    supported = torch.cuda.is_bf16_supported() if bf16_supported is None else bf16_supported
+    return "bf16" if supported else "fp16"
+
+
+def autocast(device: torch.device, precision: str) -> AbstractContextManager[object]:
+    if precision == "fp32":
+        return nullcontext()
+    dtype = torch.float16 if precision == "fp16" else torch.bfloat16
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def to_device(
+    model: DistilBertForSequenceClassification, device: torch.device | str, dtype: torch.dtype | None = None
+) -> DistilBertForSequenceClassification:
+    """``model.to(device, dtype)`` in place; transformers wraps ``to`` in a way type checkers misread."""
+    model.to(device=device, dtype=dtype)  # type: ignore[call-arg]
+    return model
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def bucketed_batches(lengths: Sequence[int], batch_size: int, pool_batches: int, rng: random.Random) -> list[list[int]]:
+    """Shuffle, sort each pool of ``pool_batches`` batches by length, cut into batches, shuffle batch order."""
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    pool = batch_size * max(1, pool_batches)
+    batches: list[list[int]] = []
+    for start in range(0, len(order), pool):
+        chunk = sorted(order[start : start + pool], key=lambda i: lengths[i])
+        batches.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
+    rng.shuffle(batches)
+    return batches
+
+
+@torch.inference_mode()
+def predict_proba(
+    model: DistilBertForSequenceClassification,
+    tokenizer: PreTrainedTokenizerBase,
+    texts: Sequence[str],
+    *,
+    max_length: int,
+    batch_size: int = 64,
+    labels: Sequence[int] | None = None,
+) -> tuple[np.ndarray, float]:
+    """Spam probabilities in input order (length-sorted batches, fp32 on the model's device), and the
+    mean loss when labels are given."""
+    model.eval()
+    device = next(model.parameters()).device
+    ids = encode(tokenizer, texts, max_length)
+    probs = np.zeros(len(ids), dtype=np.float64)
+    loss_sum = 0.0
+    for batch in length_sorted_batches([len(s) for s in ids], batch_size):
+        input_ids, mask = pad_batch([ids[i] for i in batch], tokenizer.pad_token_id or 0)
+        logits = model(input_ids=input_ids.to(device), attention_mask=mask.to(device)).logits.float()
+        probs[batch] = torch.softmax(logits, dim=-1)[:, 1].double().cpu().numpy()
+        if labels is not None:
+            target = torch.tensor([labels[i] for i in batch], dtype=torch.long, device=device)
+            loss_sum += float(torch.nn.functional.cross_entropy(logits, target, reduction="sum"))
+    return probs, (loss_sum / max(1, len(ids)) if labels is not None else float("nan"))
+
+
+def load_base(base: str) -> tuple[DistilBertForSequenceClassification, PreTrainedTokenizerBase]:
+    """A local converted checkpoint or a hub id (e.g. distilbert-base-uncased): the same from_pretrained
+    call. Weights stored in half precision are loaded as fp32, the dtype the optimizer works in."""
+    model = DistilBertForSequenceClassification.from_pretrained(
+        base, num_labels=2, id2label=ID2LABEL, label2id=LABEL2ID
+    ).float()
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    return model, tokenizer
+
+
+def train_text_model(
+    train_texts: Sequence[str],
+    train_labels: Sequence[int],
+    val_texts: Sequence[str],
+    val_labels: Sequence[int],
+    config: TrainConfig,
+    *,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+    train_weights: Sequence[float] | None = None,
+) -> TrainedTextModel:
+    """Fine-tune from ``config.base``; keep the weights of the best validation epoch.
+
+    ``train_weights``: optional per-text sample weights (the loss of a batch is the weighted
+    mean of its texts' cross-entropies); retraining weighs texts by where they came from."""
+    torch.set_num_threads(config.threads)
+    _seed_everything(config.seed)
+    device = select_device(config.device)
+    precision = select_precision(device, config.precision)
+    model, tokenizer = load_base(config.base)
+    to_device(model, device)
+    if config.freeze_word_embeddings:
+        model.distilbert.embeddings.word_embeddings.weight.requires_grad_(False)
+    pad_id = tokenizer.pad_token_id or 0
+    ids = encode(tokenizer, train_texts, config.max_length)
+    lengths = [len(s) for s in ids]
+    labels = torch.tensor(list(train_labels), dtype=torch.long)
+    weights = None if train_weights is None else torch.tensor(list(train_weights), dtype=torch.float32)
+    rng = random.Random(config.seed)
+
+    steps_per_epoch = math.ceil(len(ids) / config.batch_size)
+    total_steps = steps_per_epoch * config.epochs
+    if config.max_steps is not None:
+        total_steps = min(total_steps, config.max_steps)
+    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
+    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for n, p in trainable if not any(k in n for k in no_decay)], "weight_decay": config.weight_decay},
+        {"params": [p for n, p in trainable if any(k in n for k in no_decay)], "weight_decay": 0.0},
+    ]
+    optimizer = torch.optim.AdamW(groups, lr=config.learning_rate, fused=True)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total_steps), total_steps)
+    # Disabled, the scaler passes the loss and the optimizer step through unchanged.
+    scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+    log(f"fine-tune on {device} ({precision}), {len(ids)} texts, up to {total_steps} steps")
+
+    result = TrainedTextModel(model=model, tokenizer=tokenizer, best_epoch=0, device=str(device), precision=precision)
+    best_key: tuple[float, float] | None = None
+    best_state: dict[str, torch.Tensor] | None = None
+    step = 0
+    started = time.monotonic()
+    bar = tqdm(total=total_steps, desc="fine-tune", unit="step", disable=not progress, mininterval=5.0)
+    for epoch in range(1, config.epochs + 1):
+        epoch_start = time.monotonic()
+        if config.time_budget_s is not None and result.history:
+            elapsed = epoch_start - started
+            if elapsed + result.history[-1].seconds > config.time_budget_s:
+                result.stopped_early = (
+                    f"stopped before epoch {epoch}: {elapsed:.0f}s used, one more epoch would exceed the "
+                    f"{config.time_budget_s:.0f}s budget"
+                )
+                log(result.stopped_early)
+                break
+        model.train()
+        loss_sum, seen = 0.0, 0
+        for batch in bucketed_batches(lengths, config.batch_size, config.bucket_batches, rng):
+            if config.max_steps is not None and step >= config.max_steps:
+                break
+            input_ids, mask = pad_batch([ids[i] for i in batch], pad_id)
+            target = labels[batch].to(device)
+            with autocast(device, precision):
+                out = model(input_ids=input_ids.to(device), attention_mask=mask.to(device), labels=target)
+                loss = out.loss
+                if weights is not None:
+                    per_text = torch.nn.functional.cross_entropy(out.logits.float(), target, reduction="none")
+                    batch_weights = weights[batch].to(device)
+                    loss = (per_text * batch_weights).sum() / batch_weights.sum().clamp_min(1e-12)
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
+            torch.nn.utils.clip_grad_norm_([p for _, p in trainable], config.max_grad_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            loss_sum += loss.item() * len(batch)
+            seen += len(batch)
+            step += 1
+            bar.update(1)
+            bar.set_postfix(epoch=epoch, loss=f"{loss_sum / seen:.4f}", refresh=False)
+        train_seconds = time.monotonic() - epoch_start
+        val_probs, val_loss = predict_proba(
+            model,
+            tokenizer,
+            val_texts,
+            max_length=config.max_length,
+            batch_size=config.eval_batch_size,
+            labels=val_labels,
+        )
+        val = spam_metrics(val_labels, val_probs)
+        entry = EpochLog(epoch, loss_sum / max(1, seen), val_loss, val, time.monotonic() - epoch_start, seen)
+        result.history.append(entry)
+        log(
+            f"epoch {epoch}: train_loss={entry.train_loss:.4f} val_loss={val_loss:.4f} "
+            f"val_f1={val['f1']:.4f} val_acc={val['accuracy']:.4f} ({entry.seconds:.0f}s, "
+            f"{seen / max(train_seconds, 1e-9):.0f} samples/s training)"
+        )
+        key = (val["f1"], -val_loss)
+        if best_key is None or key > best_key:
+            best_key = key
+            result.best_epoch = epoch
+            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        if config.max_steps is not None and step >= config.max_steps:
+            break
+    bar.close()
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    to_device(model, "cpu")
+    model.eval()
+    result.train_seconds = time.monotonic() - started
+    return result

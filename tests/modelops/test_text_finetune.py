@@ -1,0 +1,80 @@
+"""The fine-tune loop's device handling: which device and precision it picks, and that the CPU path trains."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from modelops.text.finetune import TrainConfig, load_base, select_device, select_precision, train_text_model
+from modelops.text.tiny import build_tiny_checkpoint
+from tests.modelops.test_text_train import small_splits
+
+
+@pytest.mark.parametrize(
+    ("preference", "cuda_available", "expected"),
+    [("auto", False, "cpu"), ("auto", True, "cuda"), ("cpu", True, "cpu"), ("cuda:1", True, "cuda:1")],
+)
+def test_select_device(preference: str, cuda_available: bool, expected: str) -> None:
+    assert select_device(preference, cuda_available=cuda_available) == torch.device(expected)
+
+
+def test_asking_for_cuda_without_a_gpu_is_an_error_not_a_cpu_run() -> None:
+    with pytest.raises(ValueError, match="no CUDA GPU"):
+        select_device("cuda", cuda_available=False)
+
+
+@pytest.mark.parametrize(
+    ("device", "preference", "bf16", "expected"),
+    [
+        ("cpu", "auto", True, "fp32"),
+        ("cpu", "fp16", True, "fp32"),  # autocast stays off on the CPU: the reference recipe
+        ("cuda", "auto", True, "bf16"),
+        ("cuda", "auto", False, "fp16"),
+        ("cuda", "fp16", True, "fp16"),
+        ("cuda", "fp32", True, "fp32"),
+    ],
+)
+def test_select_precision(device: str, preference: str, bf16: bool, expected: str) -> None:
+    assert select_precision(torch.device(device), preference, bf16_supported=bf16) == expected
+
+
+def test_unknown_precision_is_refused() -> None:
+    with pytest.raises(ValueError, match="precision"):
+        select_precision(torch.device("cuda"), "int8", bf16_supported=True)
+
+
+def test_cpu_path_trains_in_fp32_and_returns_the_model_on_the_cpu(tmp_path: Path) -> None:
+    base = build_tiny_checkpoint(tmp_path / "tiny")
+    splits = small_splits(n_train=48, n_eval=16)
+    config = TrainConfig(base=str(base), epochs=2, batch_size=8, threads=1, max_length=48, device="cpu")
+    trained = train_text_model(
+        splits.train.texts,
+        splits.train.labels,
+        splits.validation.texts,
+        splits.validation.labels,
+        config,
+        progress=False,
+        log=lambda _: None,
+    )
+    untrained, _ = load_base(str(base))
+
+    assert (trained.device, trained.precision) == ("cpu", "fp32")
+    assert [h.samples for h in trained.history] == [48, 48]
+    head = trained.model.classifier.weight
+    assert head.device.type == "cpu" and head.dtype == torch.float32
+    assert not torch.equal(head, untrained.classifier.weight)
+
+
+def test_half_precision_base_loads_as_fp32(tmp_path: Path) -> None:
+    base = build_tiny_checkpoint(tmp_path / "tiny")
+    model, _ = load_base(str(base))
+    model.half().save_pretrained(tmp_path / "half")
+    (tmp_path / "half" / "vocab.txt").write_text((base / "vocab.txt").read_text())
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        (tmp_path / "half" / name).write_text((base / name).read_text())
+
+    reloaded, _ = load_base(str(tmp_path / "half"))
+
+    assert {p.dtype for p in reloaded.parameters()} == {torch.float32}
