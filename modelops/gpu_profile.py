@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from modelops.triton_configs import GPU_OPT_BATCH, MAX_TEXT_TOKENS, TEXT_MAX_BATCH, render
+from modelops.triton_configs import GPU_OPT_BATCH, GPU_TEXT_MAX_BATCH, MAX_TEXT_TOKENS, render
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 GPU_ROOT = PROJECT_ROOT / "deploy" / "gpu"
@@ -36,7 +36,7 @@ def shapes(tensor: str) -> dict[str, str]:
     return {
         "min": f"{tensor}:1x1",
         "opt": f"{tensor}:{GPU_OPT_BATCH}x{MAX_TEXT_TOKENS}",
-        "max": f"{tensor}:{TEXT_MAX_BATCH}x{MAX_TEXT_TOKENS}",
+        "max": f"{tensor}:{GPU_TEXT_MAX_BATCH}x{MAX_TEXT_TOKENS}",
     }
 
 
@@ -52,7 +52,7 @@ def build_engine_script() -> str:
 #       deploy/gpu/triton_repository/text_classifier/1/model.plan
 #
 # Shape profile = the contract of deploy/gpu/triton_repository/text_classifier/config.pbtxt:
-#   batch 1..{TEXT_MAX_BATCH} (max_batch_size), sequence 1..{MAX_TEXT_TOKENS} (tokenizer max_length),
+#   batch 1..{GPU_TEXT_MAX_BATCH} (max_batch_size), sequence 1..{MAX_TEXT_TOKENS} (tokenizer max_length),
 #   optimised for {GPU_OPT_BATCH}x{MAX_TEXT_TOKENS}.
 set -euo pipefail
 ONNX="${{1:?fp32 ONNX file (not the int8 QDQ one)}}"

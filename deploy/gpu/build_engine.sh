@@ -8,8 +8,8 @@
 #       deploy/gpu/triton_repository/text_classifier/1/model.plan
 #
 # Shape profile = the contract of deploy/gpu/triton_repository/text_classifier/config.pbtxt:
-#   batch 1..32 (max_batch_size), sequence 1..128 (tokenizer max_length),
-#   optimised for 16x128.
+#   batch 1..256 (max_batch_size), sequence 1..128 (tokenizer max_length),
+#   optimised for 128x128.
 set -euo pipefail
 ONNX="${1:?fp32 ONNX file (not the int8 QDQ one)}"
 PLAN="${2:?output model.plan path}"
@@ -19,11 +19,11 @@ trtexec \
   --saveEngine="$PLAN" \
   --fp16 \
   --minShapes=input_ids:1x1,attention_mask:1x1 \
-  --optShapes=input_ids:16x128,attention_mask:16x128 \
-  --maxShapes=input_ids:32x128,attention_mask:32x128 \
+  --optShapes=input_ids:128x128,attention_mask:128x128 \
+  --maxShapes=input_ids:256x128,attention_mask:256x128 \
   --memPoolSize=workspace:2048
 # Check the engine against the ONNX model before publishing it (FP16: expect |d logits| < 1e-2):
 #   polygraphy run "$ONNX" --trt --fp16 --onnxrt \
 #       --trt-min-shapes input_ids:1x1 attention_mask:1x1 \
-#       --trt-opt-shapes input_ids:16x128 attention_mask:16x128 \
-#       --trt-max-shapes input_ids:32x128 attention_mask:32x128 --atol 1e-2
+#       --trt-opt-shapes input_ids:128x128 attention_mask:128x128 \
+#       --trt-max-shapes input_ids:256x128 attention_mask:256x128 --atol 1e-2

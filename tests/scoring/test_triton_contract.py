@@ -180,6 +180,16 @@ def test_gpu_engine_shapes_match_the_gpu_config():
     assert max(triton_configs.GPU_PAD_BUCKETS) == max_len
 
 
+def test_gpu_batcher_can_form_batches_of_128_or_more():
+    # A GPU's texts/s keep growing up to batch 128 (benchmarks/gpu_check.py); a smaller cap idles it.
+    cfg = _configs("gpu")["text_classifier"]
+    preferred = list(cfg.dynamic_batching.preferred_batch_size)
+    assert max(preferred) >= 128
+    assert all(size <= cfg.max_batch_size for size in preferred)
+    script = (gpu_profile.GPU_ROOT / "build_engine.sh").read_text()
+    assert f"input_ids:{triton_configs.GPU_OPT_BATCH}x" in script and triton_configs.GPU_OPT_BATCH in preferred
+
+
 def test_the_gpu_profile_keeps_no_copies_of_the_model_sources():
     # Publishing copies model_source(<model>) into each version folder (test_triton_repository).
     assert not list(gpu_profile.GPU_REPOSITORY.glob("**/*.py"))
