@@ -6,6 +6,11 @@ from typing import Any
 from celery import Celery, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+# Celery's Django fixup runs Django's system checks when a worker or beat starts; the URL check
+# imports every view, and the ML dashboard's views pull scikit-learn, SciPy, pandas and XGBoost
+# (about 120 MB per process) into processes that never serve a page. The web process and
+# `manage.py check` run the checks; set CELERY_SKIP_CHECKS= (empty) to run them here too.
+os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 app = Celery("moderation_platform")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -19,7 +19,6 @@ from feedback.models import (
     TrainingRun,
     TrainingScope,
 )
-from feedback.services.training import training_run_start
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -39,6 +38,10 @@ class LabelledExampleAdmin(ReadOnlyAdmin):
 
 
 def _start_runs(request: HttpRequest, queryset: QuerySet[DatasetVersion], scope: str) -> None:
+    # Imported on use: admin modules load in every Django process (web, worker, beat) and the
+    # training services pull in scikit-learn, SciPy, pandas and XGBoost.
+    from feedback.services.training import training_run_start
+
     for dataset in queryset.order_by("-version")[:1]:  # one run at a time: the newest selected
         try:
             run = training_run_start(dataset=dataset, scope=scope, started_by=request.user)
