@@ -7,11 +7,12 @@ from __future__ import annotations
 import ipaddress
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+from core.urls import InvalidUrl, UnsupportedScheme, url_parts
 
 # PositiveIntegerField is a 4-byte integer on PostgreSQL.
 INT32_MAX = 2**31 - 1
@@ -109,7 +110,8 @@ class BoundedDateTimeField(serializers.DateTimeField):
 
 
 class HttpUrlField(StrictCharField):
-    """An absolute http(s) URL with a host, at most 2048 characters."""
+    """An absolute http(s) URL with a host, at most 2048 characters, read as browsers read it
+    (core.urls): what a browser would not open is refused."""
 
     default_error_messages = {
         "invalid_url": "Enter a valid http or https URL with a host.",
@@ -125,17 +127,18 @@ class HttpUrlField(StrictCharField):
         value = super().to_internal_value(data)
         if value == "":
             return value
+        # Browsers drop tabs and newlines inside a URL; a client that sends them is refused
+        # rather than guessed at.
         if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
             self.fail("invalid_url")
         try:
-            parts = urlsplit(value)
-            parts.port  # noqa: B018 - raises ValueError on a malformed port
-        except ValueError:
-            self.fail("invalid_url")
-        if parts.scheme.lower() not in ("http", "https"):
+            parts = url_parts(value, require_scheme=True)
+        except UnsupportedScheme:
             self.fail("invalid_scheme")
-        if not parts.hostname:
+        except InvalidUrl:
             self.fail("invalid_url")
+        if parts.scheme not in ("http", "https"):
+            self.fail("invalid_scheme")
         return value
 
 
