@@ -44,6 +44,7 @@ import ada_url
 import tldextract
 
 __all__ = [
+    "HOST_MAX_CHARS",
     "WEB_SCHEMES",
     "InvalidUrl",
     "UnsupportedScheme",
