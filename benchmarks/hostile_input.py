@@ -321,10 +321,11 @@ def main() -> int:
         port = _free_port()
         server = start_server(port, args.log)
         base = f"http://127.0.0.1:{port}"
-    key, username, password = credentials()
     tally = Tally(args.max_seconds, trace=args.trace)
     phases: dict[str, float] = {}
     try:
+        # Inside the try: a failure here still stops the server this run started.
+        key, username, password = credentials()
         for name, run in (
             ("hand", lambda: run_hand_cases(base, key, username, password, tally, args.hand_repeat)),
             ("hypothesis", lambda: run_hypothesis(base, key, tally, args.hypothesis_examples)),
