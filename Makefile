@@ -25,7 +25,7 @@ DEPLOY_ENV := DJANGO_SETTINGS_MODULE=config.settings.production \
 	REDIS_URL=redis://127.0.0.1:6379/1
 SCHEMA_FILE := var/openapi.yaml
 
-.PHONY: help install install-run lock run test lint typecheck django-checks schema pytest services browsers deploy-tools clean
+.PHONY: help install install-run lock run test lint typecheck django-checks schema pytest services browsers deploy-tools test-tools clean
 
 help:
 	@echo "make run   - install into $(VENV) and run the product on embedded defaults (127.0.0.1:8000)"
@@ -85,6 +85,18 @@ $(DCLINT): Makefile
 
 deploy-tools: $(DCLINT)
 
+# whatwg-url (npm), the URL Standard's reference implementation by its editors: core.urls is
+# property-tested against it (tests/scoring/test_urls_whatwg.py). 16.x is the newest line that
+# runs on Node.js 20 (17.x needs 22).
+WHATWG_URL_VERSION := 16.0.1
+WHATWG_URL := var/test-tools/node_modules/whatwg-url/package.json
+$(WHATWG_URL): Makefile
+	@mkdir -p var/test-tools
+	npm install --prefix var/test-tools --no-audit --no-fund --no-save --silent whatwg-url@$(WHATWG_URL_VERSION)
+	@touch $(WHATWG_URL)
+
+test-tools: $(WHATWG_URL)
+
 services: install
 	$(TEST_ENV) $(PY) scripts/check_services.py
 
@@ -114,7 +126,7 @@ pytest: install
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; echo "0 passed, 0 failed"; rc=0; fi; \
 	exit $$rc
 
-test: install browsers services deploy-tools lint typecheck django-checks schema pytest
+test: install browsers services deploy-tools test-tools lint typecheck django-checks schema pytest
 
 clean:
 	rm -rf $(VENV) var/openapi.yaml .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

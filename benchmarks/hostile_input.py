@@ -1,8 +1,10 @@
 """Hostile-input run against a running server: at least 10,000 requests, zero 5xx.
 
-Three sources of requests, all over HTTP on the loopback interface:
+Four sources of requests, all over HTTP on the loopback interface:
 - hypothesis: raw bytes and JSON with hostile keys and values on every API endpoint that takes
   a body (tests/moderation/hostile_bodies.py), derandomized;
+- urls: hostile spellings of a link (tests/url_spellings.py: backslashes, '@', Unicode dots,
+  percent-encoded and IDNA hosts, IPv4 and IPv6 forms) as a post's url and as a domain block;
 - schemathesis: every operation of the server's own /api/schema/, in positive and negative
   data generation modes;
 - hand cases: the crashes found by hand (lone surrogates, overlong UTF-8, NaN, deep nesting, a
@@ -113,12 +115,12 @@ def credentials() -> tuple[str, str, str]:
     django.setup()
     from django.contrib.auth.models import Group, User
 
-    from moderation.models import Source
+    from moderation.models import ALL_SCOPES, Source
     from moderation.services.api_keys import api_key_create
 
     suffix = uuid.uuid4().hex[:8]
     source = Source.objects.create(name=f"hostile-{suffix}", slug=f"hostile-{suffix}")
-    _, raw_key = api_key_create(source=source, name="hostile input run")
+    _, raw_key = api_key_create(source=source, name="hostile input run", scopes=ALL_SCOPES)
     username, password = f"hostile-{suffix}", uuid.uuid4().hex
     user = User.objects.create_user(username=username, password=password, is_staff=True)
     group, _ = Group.objects.get_or_create(name="admin")
@@ -152,6 +154,33 @@ def run_hypothesis(base: str, key: str, tally: Tally, examples: int) -> None:
 
     for method, path in BODY_ENDPOINTS:
         endpoint_run(method, path)
+
+
+def run_url_spellings(base: str, key: str, tally: Tally, examples: int) -> None:
+    """Hostile spellings of a URL (tests/url_spellings.py) as a post's link and as a domain to
+    block: a browser's reading is stored, or a 400, never a 5xx."""
+    import requests
+    from hypothesis import HealthCheck, given, settings
+
+    from tests.moderation.api_helpers import post_payload
+    from tests.url_spellings import hostile_urls
+
+    http = requests.Session()
+    http.headers.update({"Authorization": f"Api-Key {key}", "Content-Type": "application/json"})
+
+    @settings(
+        max_examples=examples, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)
+    )
+    @given(url=hostile_urls)
+    def send(url: str) -> None:
+        post = post_payload(f"url-{uuid.uuid4().hex}", url=url)
+        response = http.post(base + "/api/v1/posts", data=json.dumps(post), timeout=60)
+        tally.record("urls", "POST", "/api/v1/posts", response.status_code, response.content)
+        block = {"domain": url, "reason": "hostile spelling"}
+        response = http.post(base + "/api/v1/blocklist/domains", data=json.dumps(block), timeout=60)
+        tally.record("urls", "POST", "/api/v1/blocklist/domains", response.status_code, response.content)
+
+    send()
 
 
 def run_schemathesis(base: str, key: str, tally: Tally, examples: int) -> None:
@@ -276,6 +305,7 @@ def main() -> int:
     parser.add_argument("--url", help="a running server (loopback only); default: start gunicorn")
     parser.add_argument("--hypothesis-examples", type=int, default=1200, help="per body-taking endpoint")
     parser.add_argument("--schemathesis-examples", type=int, default=250, help="per operation and mode")
+    parser.add_argument("--url-examples", type=int, default=600, help="URL spellings, two requests each")
     parser.add_argument("--hand-repeat", type=int, default=3, help="times each hand case is sent")
     parser.add_argument("--max-seconds", type=float, default=1800)
     parser.add_argument("--trace", action="store_true", help="print each hand case's status")
@@ -291,13 +321,15 @@ def main() -> int:
         port = _free_port()
         server = start_server(port, args.log)
         base = f"http://127.0.0.1:{port}"
-    key, username, password = credentials()
     tally = Tally(args.max_seconds, trace=args.trace)
     phases: dict[str, float] = {}
     try:
+        # Inside the try: a failure here still stops the server this run started.
+        key, username, password = credentials()
         for name, run in (
             ("hand", lambda: run_hand_cases(base, key, username, password, tally, args.hand_repeat)),
             ("hypothesis", lambda: run_hypothesis(base, key, tally, args.hypothesis_examples)),
+            ("urls", lambda: run_url_spellings(base, key, tally, args.url_examples)),
             ("schemathesis", lambda: run_schemathesis(base, key, tally, args.schemathesis_examples)),
         ):
             started = time.monotonic()

@@ -7,8 +7,10 @@ at every delivery (scoring.services.webhooks):
 
 - https only (never ftp:, file: or any other scheme), no user-info in the URL;
 - every address the host resolves to is public: not loopback, private (RFC 1918, ULA),
-  link-local, shared (100.64/10), multicast, reserved or unspecified, IPv4-mapped forms
-  included. One non-public answer refuses the URL, so a name with mixed answers cannot pass;
+  link-local, shared (100.64/10), multicast, reserved or unspecified; an IPv6 address that
+  carries an IPv4 address (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo) is public only
+  if that IPv4 address is too. One non-public answer refuses the URL, so a name with mixed
+  answers cannot pass;
 - at delivery the connection goes to the address that was checked (`WebhookTarget.address`),
   never to a second resolution, so a DNS answer that changes between the check and the
   connection (DNS rebinding) cannot redirect it.
@@ -46,11 +48,44 @@ class WebhookTarget:
         return host if self.port == DEFAULT_PORTS[self.scheme] else f"{host}:{self.port}"
 
 
+# IPv6 prefixes whose addresses carry an IPv4 address that the network delivers to: NAT64's
+# well-known prefix (RFC 6052) and its local-use /48 (RFC 8215), and the deprecated
+# IPv4-compatible form (::a.b.c.d), which some stacks still route as IPv4.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses ``address`` reaches through a translation or tunnel: IPv4-mapped,
+    6to4 (2002::/16), Teredo (2001::/32: its server and its client), NAT64 and IPv4-compatible.
+    A private address behind any of them (``64:ff9b::a9fe:a9fe`` is 169.254.169.254 on a
+    network with NAT64) is as private as the address itself."""
+    found: list[ipaddress.IPv4Address] = []
+    if address.ipv4_mapped is not None:
+        found.append(address.ipv4_mapped)
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.extend(address.teredo)
+    packed = address.packed
+    if address in _NAT64 or address in _IPV4_COMPATIBLE:
+        found.append(ipaddress.IPv4Address(packed[12:]))
+    if address in _NAT64_LOCAL:
+        # RFC 6052 puts the IPv4 address in bits 48-63 and 72-87 under a /48 prefix, and in the
+        # last 32 bits under a /96 an operator carves out of it. Both readings must be public,
+        # so this local-use prefix (the operator's own translator) rarely passes, by design.
+        found.append(ipaddress.IPv4Address(packed[6:8] + packed[9:11]))
+        found.append(ipaddress.IPv4Address(packed[12:]))
+    return found
+
+
 def is_public_address(value: str) -> bool:
     address = ipaddress.ip_address(value.split("%", 1)[0])
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_global and not address.is_multicast
+    candidates: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = [address]
+    if isinstance(address, ipaddress.IPv6Address):
+        candidates += embedded_ipv4(address)
+    return all(a.is_global and not a.is_multicast for a in candidates)
 
 
 def webhook_target(url: str, *, allow_private: bool, resolve: bool = True) -> WebhookTarget:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard.views import actions, appeals, audit, authors, detail, metrics, queue
+from dashboard.views import actions, appeals, audit, authors, detail, lockouts, metrics, queue
 
 app_name = "dashboard"
 urlpatterns = [
@@ -20,6 +20,8 @@ urlpatterns = [
     path("enforce/<str:kind>/<int:pk>/<str:action>/", actions.enforce, name="enforce"),
     path("audit/", audit.audit_log, name="audit"),
     path("audit.csv", audit.audit_csv, name="audit_csv"),
+    path("lockouts/", lockouts.lockouts, name="lockouts"),
+    path("lockouts/unlock/", lockouts.unlock, name="lockout_unlock"),
     path("metrics/", metrics.metrics, name="metrics"),
     path("metrics/triton/", metrics.triton_panel, name="metrics_triton"),
 ]

@@ -5,11 +5,10 @@ identity of a link is the same for ingest and for the link features."""
 from __future__ import annotations
 
 import hashlib
-from urllib.parse import urlsplit
 
 from django.db.models import F
 
-from core.urls import InvalidUrl, normalize_url, registrable_domain
+from core.urls import InvalidUrl, url_parts
 from moderation.models import Domain, Link
 
 __all__ = ["InvalidUrl", "domain_get_or_create", "link_get_or_create", "link_identity", "url_hash"]
@@ -21,9 +20,8 @@ def url_hash(normalized_url: str) -> str:
 
 def link_identity(url: str) -> tuple[str, str, str]:
     """(normalized URL, host, registrable domain) of ``url``; raises InvalidUrl."""
-    normalized = normalize_url(url)
-    host = urlsplit(normalized).hostname or ""
-    return normalized, host, registrable_domain(normalized)
+    parts = url_parts(url)
+    return parts.normalized, parts.host.strip("[]"), parts.registrable_domain
 
 
 def domain_get_or_create(*, name: str) -> Domain:

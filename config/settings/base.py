@@ -187,6 +187,11 @@ AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.float("AXES_COOLOFF_MINUTES", default=15.0))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own, not only the pair
 AXES_RESET_ON_SUCCESS = True
+# An attempt during a lockout, even with the right password, is refused and not counted: the
+# lock ends AXES_COOLOFF_MINUTES after the failure that set it, so nobody can keep a known
+# username locked by trying it now and then. An admin lifts a lock early on the dashboard's
+# lockouts page (audited).
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_ENABLE_ACCESS_FAILURE_LOG = True  # every failed attempt kept (axes' AccessFailureLog)
 # The client address is REMOTE_ADDR: behind a reverse proxy, set AXES_CLIENT_IP_CALLABLE (or
 # install django-ipware and set AXES_IPWARE_PROXY_COUNT) so the proxy's address is not locked.

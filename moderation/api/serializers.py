@@ -22,6 +22,7 @@ from moderation.api.fields import (
     URL_MAX_CHARS,
     BoundedDateTimeField,
     BoundedIntegerField,
+    BoundedListField,
     ExternalIdField,
     HttpUrlField,
     IpAddressField,
@@ -149,7 +150,7 @@ class PostInputSerializer(InputSerializer):
     url = HttpUrlField(required=False, allow_blank=True, allow_null=True, default="")
     preview = PreviewInputSerializer(required=False, allow_null=True)
     ip = PostIpField(required=False, allow_null=True, allow_blank=True, default=None)
-    journey = serializers.ListField(
+    journey = BoundedListField(
         child=JourneyStepInputSerializer(),
         required=False,
         default=list,

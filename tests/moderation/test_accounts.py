@@ -3,6 +3,7 @@ roles that cannot escalate through the Django admin."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.test import Client
 from django.urls import reverse
+from freezegun import freeze_time
 
 from moderation.models import AuditLog
 from moderation.permissions import Role
@@ -79,6 +81,27 @@ def test_fewer_failures_than_the_limit_do_not_lock_and_success_resets() -> None:
     for _ in range(settings.AXES_FAILURE_LIMIT - 1):
         _login(reverse("login"), "typo", "wrong", "192.0.2.1")
     assert _logged_in(_login(reverse("login"), "typo", PASSWORD, "192.0.2.1"))
+
+
+def test_attempts_during_a_lockout_do_not_extend_it() -> None:
+    """The lock ends one cool-off after the failure that set it, however often the username is
+    tried meanwhile (the right password included): one try per cool-off cannot keep it locked."""
+    _user("victim")
+    cool_off = settings.AXES_COOLOFF_TIME
+    assert isinstance(cool_off, timedelta) and cool_off > timedelta(minutes=2)
+    login = reverse("login")
+    with freeze_time(datetime(2026, 3, 1, 12, 0, tzinfo=UTC)) as clock:
+        for _ in range(settings.AXES_FAILURE_LIMIT):
+            _login(login, "victim", "wrong", "192.0.2.1")
+        locked_at = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+        for minutes_later in (1, cool_off.total_seconds() / 60 - 1):
+            clock.move_to(locked_at + timedelta(minutes=minutes_later))
+            for ip in ("192.0.2.1", "198.51.100.9"):
+                assert _login(login, "victim", PASSWORD, ip).status_code == 429
+                assert _login(login, "victim", "wrong", ip).status_code == 429
+
+        clock.move_to(locked_at + cool_off + timedelta(seconds=1))
+        assert _logged_in(_login(login, "victim", PASSWORD, "192.0.2.1"))
 
 
 # --- roles cannot escalate through the Django admin ---------------------------------------------

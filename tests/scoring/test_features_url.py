@@ -22,6 +22,16 @@ from scoring.features.url import LEXICAL_LINK_FEATURES, is_shortener, path_token
         ("http://xn--mnchen-3ya.de/", "http://xn--mnchen-3ya.de/"),
         ("http://[2001:DB8::1]:80/", "http://[2001:db8::1]/"),
         ("  https://example.com/%7Euser  ", "https://example.com/%7Euser"),
+        # What a browser visits: a backslash ends an http(s) host, "%5C@" is user-info.
+        ("https://bad.example\\@example.com/login", "https://bad.example/@example.com/login"),
+        ("https://bad.example%5C@example.com/login", "https://example.com/login"),
+        ("https:\\\\bad.example\\login", "https://bad.example/login"),
+        ("https:bad.example", "https://bad.example/"),
+        ("http://bad\u3002example\uff0ecom/", "http://bad.example.com/"),
+        ("http://0x7f.1/", "http://127.0.0.1/"),
+        ("http://a/b/../c/%2e%2e/d", "http://a/d"),
+        ("localhost:8000", "http://localhost:8000/"),
+        ("//example.com/x", "http://example.com/x"),
     ],
 )
 def test_normalize_url(raw: str, expected: str) -> None:
@@ -29,7 +39,21 @@ def test_normalize_url(raw: str, expected: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "raw", ["", "   ", "http://", "http://exa mple.com/", "http://example.com:99999/", "http://a..b/", "http://[zz]/"]
+    "raw",
+    [
+        "",
+        "   ",
+        "http://",
+        "http://exa mple.com/",
+        "http://example.com:99999/",
+        "http://[zz]/",
+        "http://[fe80::1%25eth0]/",
+        "http://1.2.3.4.5/",
+        "http://xn--a.com/",
+        "javascript:alert(1)",
+        "mailto:someone@example.com",
+        "foo://example.com/",
+    ],
 )
 def test_normalize_url_rejects_garbage(raw: str) -> None:
     with pytest.raises(InvalidUrl):

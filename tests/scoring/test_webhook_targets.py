@@ -77,6 +77,36 @@ def test_production_refuses_unsafe_callback_urls(url: str, resolve_to: Any) -> N
         webhook_target(url, allow_private=False)
 
 
+# IPv6 addresses that carry a private IPv4 address, which a network with NAT64, 6to4, Teredo or
+# IPv4-compatible routing delivers to it (169.254.169.254 is the cloud metadata service).
+EMBEDDED_PRIVATE = [
+    "64:ff9b::a9fe:a9fe",  # NAT64, well-known prefix
+    "64:ff9b::a00:1",  # NAT64 of 10.0.0.1
+    "64:ff9b:1:a9fe:a9:fe00::",  # NAT64 local use, /48 layout (RFC 6052)
+    "64:ff9b:1::a9fe:a9fe",  # NAT64 local use, a /96 inside it
+    "2002:a9fe:a9fe::1",  # 6to4
+    "2002:7f00:1::1",  # 6to4 of 127.0.0.1
+    "::a9fe:a9fe",  # IPv4-compatible
+    "2001:0:4136:e378:8000:63bf:5601:5601",  # Teredo, client 169.254.169.254 (inverted)
+    "2001:0:a9fe:a9fe:8000:63bf:3fff:fdd2",  # Teredo, server 169.254.169.254
+]
+
+
+@pytest.mark.parametrize("address", EMBEDDED_PRIVATE)
+def test_an_ipv6_address_carrying_a_private_ipv4_address_is_refused(address: str, resolve_to: Any) -> None:
+    with pytest.raises(UnsafeWebhookTarget, match="not a public address"):
+        webhook_target(f"https://[{address}]/x", allow_private=False)
+    resolve_to("sneaky.example.com", [address])
+    with pytest.raises(UnsafeWebhookTarget, match="not a public address"):
+        webhook_target("https://sneaky.example.com/x", allow_private=False)
+
+
+@pytest.mark.parametrize("address", ["2606:4700:4700::1111", "2a00:1450:4001:80b::200e", "64:ff9b::808:808"])
+def test_a_public_ipv6_address_is_accepted(address: str) -> None:
+    target = webhook_target(f"https://[{address}]/x", allow_private=False)
+    assert target.address == address and target.host == address
+
+
 def test_a_name_with_one_private_answer_is_refused(resolve_to: Any) -> None:
     resolve_to("mixed.example.com", [PUBLIC, "10.0.0.7"])
     with pytest.raises(UnsafeWebhookTarget, match=r"10\.0\.0\.7"):
