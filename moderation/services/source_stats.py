@@ -1,0 +1,71 @@
+"""The per-source link, domain and IP counters the features read (moderation.models
+SourceLinkStats, SourceDomainStats, SourceIpStats): one source's traffic, reports and spam
+decisions move that source's own counters only, so another source cannot move its scores.
+
+Each write is an upsert that adds to a counter (core.counters.upsert_counting), so a row that
+is missing (a post stored before these counters existed) is created rather than skipped. Lock
+order: these tables come after the all-sources rows (authors -> links -> domains -> IPs), in
+the same order among themselves (link -> domain -> IP stats), and by the unique key within a
+table, as every other counter writer (core.counters)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from django.db.models import F, Value
+from django.db.models.functions import Greatest
+
+from core.counters import upsert_counting
+from moderation.models import Post, SourceDomainStats, SourceIpStats, SourceLinkStats
+
+
+def source_stats_count_posts(
+    *, source_id: int, link_posts: Counter[int], domain_posts: Counter[int], ip_posts: Counter[int]
+) -> None:
+    """Add new posts of one source: link id / domain id / IP id -> posts. A row created here
+    marks when this source first saw the link, domain or address."""
+    if link_posts:
+        rows = [SourceLinkStats(source_id=source_id, link_id=k, post_count=n) for k, n in sorted(link_posts.items())]
+        upsert_counting(rows=rows, unique=["source", "link"])
+    if domain_posts:
+        rows_d = [
+            SourceDomainStats(source_id=source_id, domain_id=k, post_count=n) for k, n in sorted(domain_posts.items())
+        ]
+        upsert_counting(rows=rows_d, unique=["source", "domain"])
+    if ip_posts:
+        rows_i = [SourceIpStats(source_id=source_id, ip_id=k, post_count=n) for k, n in sorted(ip_posts.items())]
+        upsert_counting(rows=rows_i, unique=["source", "ip"])
+
+
+def source_stats_add_spam(*, posts: Sequence[Post]) -> None:
+    """The posts were decided spam (scoring's auto-removals): their sources' domain and IP spam
+    counters go up. Two statements at most whatever the batch size."""
+    domains = Counter((p.source_id, p.link.domain_id) for p in posts if p.link is not None)
+    ips = Counter((p.source_id, p.ip_id) for p in posts if p.ip_id is not None)
+    if domains:
+        rows_d = [SourceDomainStats(source_id=s, domain_id=d, spam_count=n) for (s, d), n in sorted(domains.items())]
+        upsert_counting(rows=rows_d, unique=["source", "domain"], counter="spam_count")
+    if ips:
+        rows_i = [SourceIpStats(source_id=s, ip_id=i, spam_count=n) for (s, i), n in sorted(ips.items())]
+        upsert_counting(rows=rows_i, unique=["source", "ip"], counter="spam_count")
+
+
+def source_stats_move_spam(*, post: Post, delta: int) -> None:
+    """A moderator's decision moved one post into (+1) or out of (-1) the spam statuses. Floor
+    at 0: rows counted before a decision was recorded here may be behind."""
+    new_count = Greatest(F("spam_count") + delta, Value(0))
+    if post.link_id is not None and post.link is not None:
+        SourceDomainStats.objects.filter(source_id=post.source_id, domain_id=post.link.domain_id).update(
+            spam_count=new_count
+        )
+    if post.ip_id is not None:
+        SourceIpStats.objects.filter(source_id=post.source_id, ip_id=post.ip_id).update(spam_count=new_count)
+
+
+def source_stats_count_report(*, post: Post) -> None:
+    """A new reporter on `post` (counted once per reporter and post by the caller)."""
+    if post.link_id is None or post.link is None:
+        return
+    row = SourceDomainStats(source_id=post.source_id, domain_id=post.link.domain_id, report_count=1)
+    upsert_counting(rows=[row], unique=["source", "domain"], counter="report_count")
