@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from django.apps import apps
 from django.core.cache import cache
+from django.urls import reverse
 from django.utils import timezone
 
 from feedback.models import DatasetErasure, ModelVersion
@@ -30,6 +31,7 @@ from moderation.services.ingest import post_ingest
 from scoring import workqueue
 from scoring.services.scoring import score_posts
 from tests.dashboard.dashboard_factories import UserFactory
+from tests.dashboard.dashboard_fixtures import client_for
 from tests.scoring.pipeline_support import FakeClient, make_source
 
 pytestmark = pytest.mark.django_db
@@ -145,3 +147,6 @@ def test_an_erasure_leaves_the_author_in_no_table_file_or_key(dirs, django_captu
     assert not Domain.objects.filter(name__contains=TOKEN).exists()
     (erasure,) = DatasetErasure.objects.filter(dataset=dataset)
     assert erasure.models_to_retrain == [{"id": version.pk, "name": "text", "version": 7, "is_production": True}]
+    page = client_for(admin).get(reverse("feedback:dataset_detail", args=[dataset.version]))
+    assert page.status_code == 200
+    assert "Retrain</strong>, trained on the erased rows: text v7 (production)" in page.content.decode()
