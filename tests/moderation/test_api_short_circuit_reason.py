@@ -8,10 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.urls import reverse
 
-from moderation.models import BlockKind, Domain, IpAddress, ListStatus
+from moderation.models import BlockKind, Domain, IpAddress, ListStatus, Post
 from moderation.services.blocklists import source_block_add
 from scoring.services.scoring import score_posts
+from tests.dashboard.dashboard_factories import UserFactory
+from tests.dashboard.dashboard_fixtures import client_for
 from tests.moderation.api_helpers import ApiCaller, post_payload
 from tests.scoring.pipeline_support import FakeClient
 
@@ -52,3 +55,13 @@ def test_a_blocked_ip_reason_does_not_carry_the_address_or_the_note(api: ApiCall
     assert reason == "blocked_ip: The post was sent from an address on a block list."
     assert "192.0.2.77" not in reason
     assert "4711" not in body
+
+
+def test_the_staff_note_stays_on_the_staff_page(api: ApiCaller) -> None:
+    Domain.objects.create(name="globally-bad.example", status=ListStatus.BLOCK, status_reason=STAFF_NOTE)
+    _scored_reason(api, "p-staff", url="https://globally-bad.example/x", ip="192.0.2.12")
+    post = Post.objects.get(source=api.source, external_id="p-staff")
+
+    page = client_for(UserFactory(role="moderator")).get(reverse("dashboard:post_detail", args=[post.pk]))
+
+    assert page.status_code == 200 and STAFF_NOTE in page.content.decode()
