@@ -69,9 +69,10 @@ def on_author_erased(
 ) -> None:
     """The author's profile lives on in their posts' Score rows as feature values (account age,
     followers, ...): those go with the erasure. The scores, actions and model versions stay.
-    The webhook log keeps what was sent: the notes of appeal outcomes on the posts and of
-    enforcements on the author go, and the author's platform id in those. The scoring queue's
-    Redis keys of the posts are deleted after commit."""
+    The logged webhook events lose the notes of appeal outcomes on the posts and of
+    enforcements on the author, and the author's platform id in those. The scoring queue's
+    Redis keys of the posts are deleted after commit; robust: Redis being down must not turn
+    an erasure that committed into an error (the keys expire on their own)."""
     from scoring.models import Score, WebhookDelivery
 
     ids = list(post_ids)
@@ -88,4 +89,4 @@ def on_author_erased(
         if isinstance(data.get("target"), dict) and data["target"].get("type") == "author":
             data["target"]["external_id"] = ""
         delivery.save(update_fields=["payload"])
-    transaction.on_commit(lambda: post_keys_delete(post_ids=ids))
+    transaction.on_commit(lambda: post_keys_delete(post_ids=ids), robust=True)

@@ -67,8 +67,8 @@ class SourceBlockHits(NamedTuple):
 
 
 class SourceStats(NamedTuple):
-    """The post's own source's counters of its link, domain and IP (None: this source has not
-    counted it, as for a post stored before these counters existed: counts of zero)."""
+    """The post's own source's counters of its link, domain and IP (None: no row, read as
+    counts of zero, first seen with this post)."""
 
     link: SourceLinkStats | None = None
     domain: SourceDomainStats | None = None
@@ -151,9 +151,9 @@ def posts_with_features(post_ids: Iterable[int]) -> dict[int, tuple[Post, PostFe
     """`posts_for_scoring` + `features_for_loaded_posts` in ONE statement: the posts joined to
     what posts_for_scoring joins, the report stats, the two per-author counts and the post's own
     source's blocks of its domain and IP (one probe each of the SourceBlock unique index) as
-    correlated subqueries, and the post's own source's link, domain and IP counters as joins on
-    their unique (source, ...) keys, the counts counting exactly the rows the grouped queries count for each post
-    (tests/scoring/test_pipeline_extract.py compares the two). The SQL is built once per batch
+    correlated subqueries counting exactly the rows the grouped queries count for each post, and
+    the post's own source's link, domain and IP counters joined on their unique (source, ...)
+    keys (tests/scoring/test_pipeline_extract.py compares the two). The SQL is built once per batch
     size from the models' metadata: the ORM compiling the four querysets and building the
     joined instances was a fifth of the scoring worker's CPU (py-spy, benchmarks/e2e_load.py)."""
     ids = list(dict.fromkeys(post_ids))
