@@ -4,10 +4,9 @@ decisions move that source's own counters only, so another source cannot move it
 
 Posts and reports upsert (core.counters.upsert_counting): the row is created with the first
 post of the source that names the link, domain or address. Spam decisions update the rows
-those posts created. Lock
-order: these tables come after the all-sources rows (authors -> links -> domains -> IPs), in
-the same order among themselves (link -> domain -> IP stats), and by the unique key within a
-table, as every other counter writer (core.counters)."""
+those posts created. Lock order: these tables come after the all-sources rows (authors ->
+links -> domains -> IPs), in the same order among themselves (link -> domain -> IP stats), and
+by primary key within a table, as every other counter writer (core.counters)."""
 
 from __future__ import annotations
 
