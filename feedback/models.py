@@ -321,6 +321,12 @@ class DatasetErasure(models.Model):
     examples_removed = models.PositiveIntegerField()
     content_sha256 = models.CharField(max_length=64, help_text="SHA-256 of data.jsonl after the removal.")
     reason = models.CharField(max_length=255, default="author's data erased on request")
+    # The model versions trained on this dataset version: their weights were fitted on the
+    # erased rows, so they are listed for retraining ([{"id", "name", "version",
+    # "is_production"}], as they stood at the erasure).
+    models_to_retrain = models.JSONField(
+        default=list, blank=True, help_text="Model versions trained on the erased rows: retrain them."
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -32,6 +32,9 @@ from moderation.models import (
     ReporterRecord,
     Source,
     SourceBlock,
+    SourceDomainStats,
+    SourceIpStats,
+    SourceLinkStats,
 )
 from moderation.services.api_keys import api_key_create, api_key_revoke, api_key_scopes_set
 from moderation.services.blocklists import BlockRefused, list_kind_of, list_status_set
@@ -362,3 +365,34 @@ class ReporterRecordAdmin(ReadOnlyAdmin):
     list_filter = ["source"]
     search_fields = ["reporter_id"]
     list_select_related = ["source"]
+
+
+@admin.register(SourceDomainStats)
+class SourceDomainStatsAdmin(ReadOnlyAdmin):
+    """Kept by ingest, scoring, decisions and reports (moderation.services.source_stats): the
+    per-source counts the features read. Read-only here."""
+
+    list_display = ["domain", "source", "post_count", "spam_count", "report_count", "first_seen_at"]
+    list_filter = ["source"]
+    search_fields = ["domain__name"]
+    list_select_related = ["source", "domain"]
+
+
+@admin.register(SourceLinkStats)
+class SourceLinkStatsAdmin(ReadOnlyAdmin):
+    """See SourceDomainStatsAdmin."""
+
+    list_display = ["link", "source", "post_count", "first_seen_at"]
+    list_filter = ["source"]
+    search_fields = ["link__url"]
+    list_select_related = ["source", "link"]
+
+
+@admin.register(SourceIpStats)
+class SourceIpStatsAdmin(ReadOnlyAdmin):
+    """See SourceDomainStatsAdmin."""
+
+    list_display = ["ip", "source", "post_count", "spam_count", "first_seen_at"]
+    list_filter = ["source"]
+    search_fields = ["ip__address"]
+    list_select_related = ["source", "ip"]

@@ -176,6 +176,63 @@ class IpAddress(models.Model):
         return self.address
 
 
+class SourceLinkStats(models.Model):
+    """One source's own history of a link: what the URL features read (scoring.features.extract).
+    Counted per source so that one source's traffic never moves another source's scores; the
+    Link row's counters are the all-sources view for the staff pages only."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="+", db_index=False)
+    link = models.ForeignKey(Link, on_delete=models.CASCADE, related_name="source_stats")
+    first_seen_at = models.DateTimeField(default=timezone.now)
+    post_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name_plural = "source link stats"
+        constraints = [models.UniqueConstraint(fields=["source", "link"], name="sourcelinkstats_uniq")]
+
+    def __str__(self) -> str:
+        return f"{self.source_id}:{self.link_id}: {self.post_count} posts"
+
+
+class SourceDomainStats(models.Model):
+    """One source's own history of a domain: domain_post_count, domain_report_count,
+    domain_spam_rate, domain_age_hours and the local URL reputation read these, never the
+    Domain row's all-sources counters (see SourceLinkStats). `report_count` counts a reporter
+    once per post (moderation.services.reports)."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="+", db_index=False)
+    domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="source_stats")
+    first_seen_at = models.DateTimeField(default=timezone.now)
+    post_count = models.PositiveIntegerField(default=0)
+    spam_count = models.PositiveIntegerField(default=0)
+    report_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name_plural = "source domain stats"
+        constraints = [models.UniqueConstraint(fields=["source", "domain"], name="sourcedomainstats_uniq")]
+
+    def __str__(self) -> str:
+        return f"{self.source_id}:{self.domain_id}: {self.post_count} posts"
+
+
+class SourceIpStats(models.Model):
+    """One source's own history of an address: ip_post_count and ip_spam_rate read these (see
+    SourceLinkStats)."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="+", db_index=False)
+    ip = models.ForeignKey(IpAddress, on_delete=models.CASCADE, related_name="source_stats")
+    first_seen_at = models.DateTimeField(default=timezone.now)
+    post_count = models.PositiveIntegerField(default=0)
+    spam_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name_plural = "source IP stats"
+        constraints = [models.UniqueConstraint(fields=["source", "ip"], name="sourceipstats_uniq")]
+
+    def __str__(self) -> str:
+        return f"{self.source_id}:{self.ip_id}: {self.post_count} posts"
+
+
 class BlockKind(models.TextChoices):
     DOMAIN = "domain", "Domain"
     IP = "ip", "IP address"

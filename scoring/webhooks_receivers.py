@@ -14,6 +14,7 @@ from django.db import transaction
 
 from moderation.models import BulkAction, Decision, Post, Source
 from scoring.services.webhooks import webhook_enqueue_event, webhook_enqueue_for_decision, webhooks_enqueue_for_undo
+from scoring.workqueue import post_keys_delete
 
 logger = logging.getLogger(__name__)
 
@@ -63,9 +64,29 @@ def on_platform_event(
         logger.exception("scoring.webhook_enqueue_failed event_type=%s key=%s", event_type, key)
 
 
-def on_author_erased(sender: Any, *, post_ids: Sequence[int], **kwargs: Any) -> None:
+def on_author_erased(
+    sender: Any, *, source_slug: str, author_external_id: str, post_ids: Sequence[int], **kwargs: Any
+) -> None:
     """The author's profile lives on in their posts' Score rows as feature values (account age,
-    followers, ...): those go with the erasure. The scores, actions and model versions stay."""
-    from scoring.models import Score
+    followers, ...): those go with the erasure. The scores, actions and model versions stay.
+    The logged webhook events lose the notes of appeal outcomes on the posts and of
+    enforcements on the author, and the author's platform id in those. The scoring queue's
+    Redis keys of the posts are deleted after commit; robust: Redis being down must not turn
+    an erasure that committed into an error (the keys expire on their own)."""
+    from scoring.models import Score, WebhookDelivery
 
-    Score.objects.filter(post_id__in=list(post_ids)).update(features={}, contributions={})
+    ids = list(post_ids)
+    Score.objects.filter(post_id__in=ids).update(features={}, contributions={})
+    about_author = WebhookDelivery.objects.filter(
+        source__slug=source_slug,
+        payload__data__target__type="author",
+        payload__data__target__external_id=author_external_id,
+    )
+    for delivery in [*WebhookDelivery.objects.filter(post_id__in=ids), *about_author]:
+        data = delivery.payload.get("data", {})
+        if "note" in data:
+            data["note"] = ""
+        if isinstance(data.get("target"), dict) and data["target"].get("type") == "author":
+            data["target"]["external_id"] = ""
+        delivery.save(update_fields=["payload"])
+    transaction.on_commit(lambda: post_keys_delete(post_ids=ids), robust=True)

@@ -480,3 +480,19 @@ def stuck_post_ids(*, older_than_s: float | None = None, limit: int = 5000) -> l
         .order_by("received_at")
         .values_list("id", flat=True)[:limit]
     )
+
+
+def post_keys_delete(*, post_ids: Sequence[int]) -> None:
+    """Delete every key this module keeps about the posts (claim, done marker, sweep and poison
+    marks) and their inline holds: an erased author's posts leave nothing named after them."""
+    if not post_ids:
+        return
+    namespace = database_namespace()
+    keys = [claim_key(i) for i in post_ids] + [done_key(i) for i in post_ids]
+    keys += [f"{SWEPT_PREFIX}{namespace}:{i}" for i in post_ids] + [f"{POISON_PREFIX}{i}" for i in post_ids]
+    cache.delete_many(keys)
+    found = _redis()
+    if found is not None:
+        backend, inner = found
+        key = backend.make_key(pending_key())
+        inner.get_client(key, write=True).zrem(key, *[str(i) for i in post_ids])

@@ -6,7 +6,10 @@ B's post in report bodies, B's domain and IP in block requests). After all of it
   the global block lists are untouched;
 - no response A received carries any of B's content (texts, reasons, usernames, webhook URL);
 - A's blocks of B's domain and IP do not change the scoring decision on B's posts (scored for
-  real, on these rows), while they do decide A's own post with the same link (the control).
+  real, on these rows), while they do decide A's own post with the same link (the control);
+- A's traffic through the link and IP B uses (spam posts, spam decisions, reports from new
+  reporter ids) changes none of B's features as the real extraction computes them, nor the
+  vectors scoring sends to the models for B's post.
 
 A new API route or method must be given a body here (BODIES) or the matrix fails, so the
 matrix cannot silently skip it."""
@@ -20,6 +23,7 @@ import pytest
 from django.db import models
 from rest_framework.test import APIClient
 
+from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from moderation.models import (
     Appeal,
     Author,
@@ -34,10 +38,12 @@ from moderation.models import (
     SourceBlock,
 )
 from moderation.services.blocklists import source_block_add
+from moderation.services.decisions import decision_record
+from scoring.features.extract import features_for_posts, posts_with_features
 from scoring.models import Score, WebhookDelivery
 from scoring.services.scoring import score_posts
 from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET
-from tests.factories import ScoreFactory, create_api_key
+from tests.factories import ScoreFactory, UserFactory, create_api_key
 from tests.moderation.api_helpers import post_payload
 from tests.scoring.pipeline_support import FakeClient, make_author, make_ip, make_link, make_post
 from tests.test_security_matrix import API, METHODS, Route
@@ -195,3 +201,58 @@ def test_no_source_reads_changes_or_affects_another_sources_data() -> None:
     assert Score.objects.get(post=a_post).model_set == SHORT_CIRCUIT_MODEL_SET
     assert Score.objects.get(post=b_fresh).model_set != SHORT_CIRCUIT_MODEL_SET
     assert results[b_fresh.pk].status == PostStatus.AUTO_APPROVED
+
+
+def _features(post: Post) -> tuple[dict[str, float], dict[str, float]]:
+    """The features of `post` as the scoring worker loads them, checked against the ORM reading."""
+    (_, loaded) = posts_with_features([post.pk])[post.pk]
+    assert features_for_posts([post.pk])[post.pk] == loaded
+    return loaded.link, loaded.behaviour
+
+
+def test_no_source_moves_another_sources_features_with_its_traffic() -> None:
+    """Source A sends 30 spam posts from the IP and domain B's borderline post uses, they are
+    decided spam (by the models and by a moderator), and A reports them with fresh reporter ids.
+    B's features, read by the real extraction, and the vectors sent for B's post are unchanged;
+    A's own features moved (the control)."""
+    shared_ip, domain = "198.51.100.90", "tenancy-shop.example"
+    tenant_a, tenant_b = Source.objects.create(name="A", slug="a"), Source.objects.create(name="B", slug="b")
+    a, b = APIClient(), APIClient()
+    a.credentials(HTTP_AUTHORIZATION=f"Api-Key {create_api_key(tenant_a)}")
+    b.credentials(HTTP_AUTHORIZATION=f"Api-Key {create_api_key(tenant_b)}")
+    sent = b.post(
+        "/api/v1/posts",
+        post_payload("b-borderline", url=f"https://{domain}/deal", ip=shared_ip, text="maybe a good deal"),
+        format="json",
+    )
+    assert sent.status_code == 201, sent.content
+    b_post = Post.objects.get(source=tenant_b, external_id="b-borderline")
+    before = _features(b_post)
+
+    for i in range(30):
+        url = f"https://{domain}/deal" if i % 2 else f"https://www.{domain}/win/{i}"
+        payload = post_payload(f"a-spam-{i}", url=url, ip=shared_ip, text=f"spam spam {i}")
+        payload["author"]["external_id"] = f"a-author-{i % 3}"
+        assert a.post("/api/v1/posts", payload, format="json").status_code == 201
+    a_posts = list(Post.objects.filter(source=tenant_a).order_by("pk"))
+    score_posts(post_ids=[p.pk for p in a_posts[1:]], client=FakeClient())
+    decision_record(post=a_posts[0], moderator=UserFactory(), label="spam")
+    for i in range(30):
+        for reporter in range(3):
+            body = {"post_external_id": f"a-spam-{i}", "reporter_id": f"sock-{i}-{reporter}", "reason": "spam"}
+            assert a.post("/api/v1/reports", body, format="json").status_code == 201
+    assert Post.objects.filter(source=tenant_a, status__in=[PostStatus.AUTO_REMOVED, PostStatus.REMOVED]).count() == 30
+
+    assert _features(b_post) == before
+    client_model = FakeClient()
+    score_posts(post_ids=[b_post.pk], client=client_model)
+    (call,) = client_model.calls
+    (vectors,) = call
+    # What the models are sent for B's post is what they would have been sent before A's traffic.
+    assert vectors.link == vector(before[0], LINK_FEATURES)
+    assert vectors.behaviour == vector(before[1], BEHAVIOUR_FEATURES)
+
+    # The control: A's own counters did move, so the comparison above could fail.
+    a_link, _ = _features(a_posts[-1])
+    assert a_link["ip_post_count"] == 30.0 and a_link["ip_spam_rate"] == 1.0
+    assert a_link["domain_spam_rate"] == 1.0 and a_link["domain_report_count"] == 90.0

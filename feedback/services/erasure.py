@@ -1,7 +1,8 @@
 """An author's data erased on request leaves the training data too: the labelled examples made
 from their posts are deleted (LabelledExample allows deletion for exactly this), later
 snapshots therefore leave them out, and every frozen dataset version that held them gets its
-files rewritten without those rows and a DatasetErasure record of the exclusion. Evaluation
+files rewritten without those rows and a DatasetErasure record of the exclusion, which lists
+the model versions trained on that dataset version for retraining. Evaluation
 suites hold their own frozen copy of rows: every suite holding the author's rows gets its rows
 file rewritten without them and a SuiteErasure record (the new hash and the counts left).
 
@@ -27,6 +28,7 @@ from feedback.models import (
     DatasetVersion,
     EvaluationSuite,
     LabelledExample,
+    ModelVersion,
     SuiteErasure,
     SuiteKind,
 )
@@ -53,11 +55,26 @@ def examples_erase(*, source_slug: str, author_external_id: str, post_ids: Seque
         rows = [row for row in _current_rows(dataset) if row.get("example_id") not in example_ids]
         digest = hashlib.sha256(datasets.canonical_jsonl(rows)).hexdigest()
         removed = DatasetMember.objects.filter(dataset=dataset, example_id__in=example_ids).delete()[0]
-        DatasetErasure.objects.create(dataset=dataset, examples_removed=removed, content_sha256=digest)
+        DatasetErasure.objects.create(
+            dataset=dataset,
+            examples_removed=removed,
+            content_sha256=digest,
+            models_to_retrain=_trained_on(dataset),
+        )
         rewrites.append((datasets.dataset_dir(dataset), rows))
     examples.delete()
     transaction.on_commit(lambda: _rewrite_all(rewrites))
     return len(example_ids)
+
+
+def _trained_on(dataset: DatasetVersion) -> list[dict[str, Any]]:
+    """The model versions whose weights were fitted on `dataset` (directly or through their
+    training run): deleting rows from the files does not take them out of those weights."""
+    versions = ModelVersion.objects.filter(Q(dataset=dataset) | Q(training_run__dataset=dataset)).order_by("pk")
+    return [
+        {"id": v.pk, "name": v.name, "version": v.version, "is_production": v.is_production}
+        for v in versions.distinct()
+    ]
 
 
 def _suites_erase(

@@ -33,6 +33,7 @@ from moderation.models import (
 )
 from moderation.services.audit import audit_record
 from moderation.services.priority import posts_report_weight_refresh, reporter_records_relabel
+from moderation.services.source_stats import source_stats_move_spam
 from moderation.signals import decision_recorded, decisions_undone
 
 logger = logging.getLogger(__name__)
@@ -105,6 +106,7 @@ def post_set_status(*, post: Post, status: str, check: bool = True) -> str:
             Domain.objects.filter(links__id=post.link_id).update(spam_count=new_count)
         if post.ip_id:
             IpAddress.objects.filter(pk=post.ip_id).update(spam_count=new_count)
+        source_stats_move_spam(post=post, delta=delta)
     return previous
 
 

@@ -3,12 +3,17 @@ from the dashboard or the Django admin).
 
 What goes: the profile (username, email domain, account age, counts, the platform's external
 id, replaced by `erased-<pk>`); every post's text, link, link preview, journey and IP address,
-and the link and IP rows no other post uses (posts stay as tombstones: id, external id, status,
-score, so the platform's references and the decision history keep their meaning); report
-details, decision notes and appeal statements on those posts; the enforcement notes about the
-author; and, through moderation.signals.author_erased, the labelled examples made from the
-posts, their rows in dataset files and the feature values of their Score rows. One audit
-entry records who erased whom and how many posts, and nothing erased."""
+and the link, domain and IP rows no other post uses, with this source's counters of them
+(posts stay as tombstones: id, external id, status, score, so the platform's references and
+the decision history keep their meaning); report details, decision notes, appeal statements
+and appeal resolution notes on those posts; the enforcement notes about the author; and,
+through moderation.signals.author_erased, the labelled examples made from the posts, their
+rows in dataset and suite files (the dataset's erasure record lists the model versions trained
+on them for retraining), the feature values of their Score rows, the notes and the author's id
+in the webhook events logged about them, and the scoring queue's Redis keys of the posts.
+A domain or address under a moderator's global block or allow stays: that row is the
+moderators' record, and no longer tied to the author. One audit entry records who erased whom
+and how many posts, and nothing erased."""
 
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from core.errors import Conflict
-from moderation.models import Appeal, AuditLog, Author, Decision, IpAddress, Link, ListStatus, Post, Report
+from moderation.models import Appeal, AuditLog, Author, Decision, Domain, IpAddress, Link, ListStatus, Post, Report
 from moderation.services.audit import audit_record
 from moderation.signals import author_erased
 
@@ -39,6 +44,7 @@ def author_erase(*, author: Author, actor: Any, via: str) -> Author:
     post_ids = list(posts.values_list("pk", flat=True))
     ip_ids = set(posts.exclude(ip__isnull=True).values_list("ip_id", flat=True))
     link_ids = set(posts.exclude(link__isnull=True).values_list("link_id", flat=True))
+    domain_ids = set(Link.objects.filter(pk__in=link_ids).values_list("domain_id", flat=True))
     posts.update(
         text="",
         url="",
@@ -52,14 +58,17 @@ def author_erase(*, author: Author, actor: Any, via: str) -> Author:
     )
     Report.objects.filter(post_id__in=post_ids).update(details="")
     Decision.objects.filter(post_id__in=post_ids).update(note="")
-    Appeal.objects.filter(post_id__in=post_ids).update(statement="")
+    Appeal.objects.filter(post_id__in=post_ids).update(statement="", resolution_note="")
     # An address only this author used is theirs; a blocked one stays (the block is the
     # moderators' record, and it is not tied to the author any more).
     used_elsewhere = Post.objects.filter(ip_id=OuterRef("pk"))
     IpAddress.objects.filter(pk__in=ip_ids).exclude(status=ListStatus.BLOCK).exclude(Exists(used_elsewhere)).delete()
-    # A URL only this author posted may carry them (a profile link, a tracking id); the
-    # domain row stays with its counters.
+    # A URL only this author posted may carry them (a profile link, a tracking id), and so
+    # may a domain no other link names (a personal site, a name-based host).
     Link.objects.filter(pk__in=link_ids).exclude(Exists(Post.objects.filter(link_id=OuterRef("pk")))).delete()
+    Domain.objects.filter(pk__in=domain_ids, status=ListStatus.UNKNOWN).exclude(
+        Exists(Link.objects.filter(domain_id=OuterRef("pk")))
+    ).delete()
     for entry in AuditLog.objects.filter(target_type="author", target_id=str(author.pk)):
         entry.before = {k: v for k, v in entry.before.items() if k not in _NOTE_KEYS}
         entry.after = {k: v for k, v in entry.after.items() if k not in _NOTE_KEYS}

@@ -27,6 +27,7 @@ from moderation.links import link_identity, url_hash
 from moderation.models import Domain, IpAddress, Link, Post, PostStatus, Source
 from moderation.services.authors import authors_upsert_counting_posts
 from moderation.services.content_hash import content_differs, post_content_hash
+from moderation.services.source_stats import source_stats_count_posts
 from scoring import api as scoring_api
 
 logger = logging.getLogger(__name__)
@@ -311,7 +312,8 @@ def _posts_create(
     insert won); everything rolls back with it, counters included.
 
     Rows are locked in the order every writer of these counters uses, authors -> links ->
-    domains -> IPs (the scoring worker's spam counters: authors -> domains -> IPs), by
+    domains -> IPs, then the per-source link -> domain -> IP counters (the scoring worker's
+    spam counters: authors -> domains -> IPs -> per-source domains -> IPs), by
     ascending primary key within a table (core.counters), so concurrent writers
     wait for each other rather than deadlock."""
     profiles: dict[str, dict[str, Any]] = {}
@@ -330,6 +332,13 @@ def _posts_create(
         counters_add(model=Domain, increments=Counter(links[p["url"]].domain_id for p in payloads if p.get("url")))
         ip_rows = [IpAddress(address=a, post_count=ip_posts[a]) for a in addresses]
         ips = dict(zip(addresses, upsert_counting(rows=ip_rows, unique=["address"]), strict=True))
+        # What the features read: this source's own counters (moderation.services.source_stats).
+        source_stats_count_posts(
+            source_id=source.pk,
+            link_posts=Counter(links[p["url"]].pk for p in payloads if p.get("url")),
+            domain_posts=Counter(links[p["url"]].domain_id for p in payloads if p.get("url")),
+            ip_posts=Counter(ips[p["ip"]] for p in payloads if p.get("ip")),
+        )
         posts = [
             _build_post(
                 source=source,

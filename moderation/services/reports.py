@@ -15,6 +15,7 @@ from core.errors import NotFound
 from moderation.models import RESCORABLE_STATUSES, Domain, Link, Post, Report, Source
 from moderation.services.ingest import rescore_enqueue
 from moderation.services.priority import posts_report_weight_refresh
+from moderation.services.source_stats import source_stats_count_report
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +31,8 @@ def report_create(
 ) -> tuple[Report, bool]:
     """Record a report; idempotent on (post, reporter, reason). Returns (report, created).
 
-    A new report bumps the post's, link's and domain's report counters in SQL, re-weighs the
+    A reporter's first report on the post bumps the post's, link's and domain's report counters
+    (another reason from the same reporter is recorded but counts once), re-weighs the
     post's reports for its queue priority and, while a score
     can still change the post's status, enqueues a re-score after commit."""
     post = Post.objects.filter(source=source, external_id=post_external_id).select_related("link").first()
@@ -43,6 +45,10 @@ def report_create(
         return existing, False
     try:
         with transaction.atomic():
+            # The post's row lock orders concurrent reports on it, so "is this reporter new on
+            # this post" is answered once per reporter even when two reasons arrive together.
+            Post.objects.select_for_update().filter(pk=post.pk).values_list("pk", flat=True).get()
+            counted = Report.objects.filter(post=post, reporter_id=reporter_id).exists()
             report = Report.objects.create(
                 post=post,
                 reporter_id=reporter_id,
@@ -50,10 +56,8 @@ def report_create(
                 details=details,
                 created_at=created_at or timezone.now(),
             )
-            Post.objects.filter(pk=post.pk).update(report_count=F("report_count") + 1)
-            if post.link_id is not None and post.link is not None:
-                Link.objects.filter(pk=post.link_id).update(report_count=F("report_count") + 1)
-                Domain.objects.filter(pk=post.link.domain_id).update(report_count=F("report_count") + 1)
+            if not counted:
+                _counters_add(post)
             # The reason's severity and the reporter's record raise the post's queue priority.
             posts_report_weight_refresh(post_ids=[post.pk])
             if post.status in RESCORABLE_STATUSES:
@@ -64,3 +68,13 @@ def report_create(
         return Report.objects.get(post=post, reporter_id=reporter_id, reason=reason), False
     report.post.refresh_from_db(fields=["report_count"])
     return report, True
+
+
+def _counters_add(post: Post) -> None:
+    """One more reporter on `post`: its own, its link's and its domain's report counters, and
+    its source's counter for the domain (the feature domain_report_count reads that one)."""
+    Post.objects.filter(pk=post.pk).update(report_count=F("report_count") + 1)
+    if post.link_id is not None and post.link is not None:
+        Link.objects.filter(pk=post.link_id).update(report_count=F("report_count") + 1)
+        Domain.objects.filter(pk=post.link.domain_id).update(report_count=F("report_count") + 1)
+        source_stats_count_report(post=post)

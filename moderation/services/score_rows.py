@@ -18,6 +18,7 @@ from django.db import connection
 from core.counters import counters_add
 from core.json_rows import column_fields, recordset, rows_json
 from moderation.models import Author, Domain, IpAddress, Post
+from moderation.services.source_stats import source_stats_add_spam
 
 
 def posts_lock_for_scoring(*, post_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
@@ -72,10 +73,11 @@ def posts_score_fields_write(*, posts: Sequence[Post], fields: Sequence[str]) ->
 
 def spam_counters_add(*, posts: Sequence[Post]) -> None:
     """This service's own spam counters (features user_spam_rate, domain/ip spam rate), in
-    the scoring transaction. Three UPDATEs at most whatever the batch size."""
+    the scoring transaction. Five statements at most whatever the batch size."""
     # One plain-SQL UPDATE each (the ORM's Case/When per row was 7 % of the worker's time).
     domains = Counter(p.link.domain_id for p in posts if p.link is not None)
     counters_add(model=Author, increments=Counter(p.author_id for p in posts), counter="spam_count")
     counters_add(model=Domain, increments=domains, counter="spam_count")
     ips = Counter(p.ip_id for p in posts if p.ip_id is not None)
     counters_add(model=IpAddress, increments=ips, counter="spam_count")
+    source_stats_add_spam(posts=posts)  # what the features read: each source's own counters

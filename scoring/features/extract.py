@@ -8,10 +8,16 @@ fixed whatever the batch size (asserted in tests/scoring/test_pipeline_extract.p
 2. the reports on those posts, aggregated per post;
 3. how often each author shared each link (user_link_count), grouped;
 4. how often each author posted each text (user_post_count), grouped;
-5. the posts' own sources' blocks of their domains and IPs (SourceBlock), one lookup.
+5. the posts' own sources' blocks of their domains and IPs (SourceBlock), one lookup;
+6-8. the posts' own sources' counters of their links, domains and IPs (SourceLinkStats,
+   SourceDomainStats, SourceIpStats), one lookup each.
+
+Every count a feature reads is the post's own source's: another source's traffic, reports
+and decisions never move it (tests/test_tenancy_matrix.py). What crosses sources is the global
+block and allow lists only, which moderators set (Domain/IpAddress.status).
 
 The scoring worker and the inline pre-publish check read through `posts_with_features`, which
-answers all five in a single statement with the same counts; the grouped queries stay for
+answers all eight in a single statement with the same counts; the grouped queries stay for
 callers that already hold the posts, and as the reference the tests compare it with.
 
 The per-value arithmetic (URL parsing, the journey, e-mail providers) lives in pure functions
@@ -32,7 +38,20 @@ from django.db.models import Count, ForeignKey, Model, Q, QuerySet
 from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from core import sql_rows
 from core.urls import InvalidUrl
-from moderation.models import Author, BlockKind, Domain, IpAddress, Link, Post, Report, Source, SourceBlock
+from moderation.models import (
+    Author,
+    BlockKind,
+    Domain,
+    IpAddress,
+    Link,
+    Post,
+    Report,
+    Source,
+    SourceBlock,
+    SourceDomainStats,
+    SourceIpStats,
+    SourceLinkStats,
+)
 from scoring.features.email import email_features
 from scoring.features.journey import JourneyError, journey_features
 from scoring.features.reputation import ReputationContext, configured_providers, url_reputation
@@ -45,6 +64,15 @@ class SourceBlockHits(NamedTuple):
 
     domain: str | None = None
     ip: str | None = None
+
+
+class SourceStats(NamedTuple):
+    """The post's own source's counters of its link, domain and IP (None: no row, read as
+    counts of zero, first seen with this post)."""
+
+    link: SourceLinkStats | None = None
+    domain: SourceDomainStats | None = None
+    ip: SourceIpStats | None = None
 
 
 class PostFeatures(NamedTuple):
@@ -84,7 +112,7 @@ def features_for_posts(post_ids: Iterable[int]) -> dict[int, PostFeatures]:
 
 
 def features_for_loaded_posts(posts: Iterable[Post]) -> dict[int, PostFeatures]:
-    """Features of posts already loaded by `posts_for_scoring` (four more queries)."""
+    """Features of posts already loaded by `posts_for_scoring` (seven more queries)."""
     posts = list(posts)
     if not posts:
         return {}
@@ -92,6 +120,7 @@ def features_for_loaded_posts(posts: Iterable[Post]) -> dict[int, PostFeatures]:
     link_counts = _user_link_counts(posts)
     text_counts = _user_text_counts(posts)
     blocks = _source_blocks(posts)
+    stats = _source_stats(posts)
     return {
         post.id: _post_features(
             post,
@@ -101,6 +130,11 @@ def features_for_loaded_posts(posts: Iterable[Post]) -> dict[int, PostFeatures]:
             source_blocks=SourceBlockHits(
                 domain=blocks.get((post.source_id, BlockKind.DOMAIN, post.link.domain.name)) if post.link else None,
                 ip=blocks.get((post.source_id, BlockKind.IP, str(post.ip.address))) if post.ip else None,
+            ),
+            stats=SourceStats(
+                link=stats[0].get((post.source_id, post.link_id)) if post.link_id is not None else None,
+                domain=stats[1].get((post.source_id, post.link.domain_id)) if post.link else None,
+                ip=stats[2].get((post.source_id, post.ip_id)) if post.ip_id is not None else None,
             ),
         )
         for post in posts
@@ -117,8 +151,9 @@ def posts_with_features(post_ids: Iterable[int]) -> dict[int, tuple[Post, PostFe
     """`posts_for_scoring` + `features_for_loaded_posts` in ONE statement: the posts joined to
     what posts_for_scoring joins, the report stats, the two per-author counts and the post's own
     source's blocks of its domain and IP (one probe each of the SourceBlock unique index) as
-    correlated subqueries counting exactly the rows the grouped queries count for each post
-    (tests/scoring/test_pipeline_extract.py compares the two). The SQL is built once per batch
+    correlated subqueries counting exactly the rows the grouped queries count for each post, and
+    the post's own source's link, domain and IP counters joined on their unique (source, ...)
+    keys (tests/scoring/test_pipeline_extract.py compares the two). The SQL is built once per batch
     size from the models' metadata: the ORM compiling the four querysets and building the
     joined instances was a fifth of the scoring worker's CPU (py-spy, benchmarks/e2e_load.py)."""
     ids = list(dict.fromkeys(post_ids))
@@ -127,7 +162,7 @@ def posts_with_features(post_ids: Iterable[int]) -> dict[int, tuple[Post, PostFe
     rows = sql_rows.fetch_all_prepared(_features_sql(len(ids)), [*sorted(SPAM_REPORT_REASONS), *ids])
     found: dict[int, tuple[Post, PostFeatures]] = {}
     for row in rows:
-        post = _instances(row)
+        post, stats = _instances(row)
         reports, reporters, spam, links, texts, domain_block, ip_block = row[-7:]
         features = _post_features(
             post,
@@ -135,6 +170,7 @@ def posts_with_features(post_ids: Iterable[int]) -> dict[int, tuple[Post, PostFe
             user_link_count=links,
             user_post_count=texts,
             source_blocks=SourceBlockHits(domain=domain_block, ip=ip_block),
+            stats=stats,
         )
         found[post.id] = (post, features)
     return found
@@ -156,6 +192,13 @@ _TABLES = (
     _Table("d", Domain, "l", "domain"),
     _Table("i", IpAddress, "p", "ip"),
 )
+# The post's own source's counters: (alias, model, the joined row's alias, its foreign key on
+# the counter row). Joined on (source_id, that key): the counters' unique index.
+_STATS = (
+    ("sl", SourceLinkStats, "l", "link"),
+    ("sd", SourceDomainStats, "d", "domain"),
+    ("si", SourceIpStats, "i", "ip"),
+)
 
 
 def _foreign_key(model: type[Model], name: str) -> ForeignKey:
@@ -173,6 +216,14 @@ def _features_sql(count: int) -> str:
         f"{t.parent}.{qn(str(_foreign_key(models[t.parent], t.relation).column))}"
         for t in _TABLES[1:]
     ]
+    for alias, model, joined, key in _STATS:
+        table = qn(model._meta.db_table)
+        source_column = qn(str(_foreign_key(model, "source").column))
+        key_column = qn(str(_foreign_key(model, key).column))
+        joins.append(
+            f"LEFT JOIN {table} {alias} ON {alias}.{source_column} = p.{qn(str(_foreign_key(Post, 'source').column))} "
+            f"AND {alias}.{key_column} = {joined}.{qn(str(_foreign_key(model, key).target_field.column))}"
+        )
     report, post = qn(Report._meta.db_table), qn(Post._meta.db_table)
     reasons = ", ".join(["%s"] * len(SPAM_REPORT_REASONS))
     counts = [
@@ -190,6 +241,7 @@ def _features_sql(count: int) -> str:
         _source_block_sql(BlockKind.IP, _ip_text("i")),
     ]
     columns = [sql_rows.select_list(t.model, t.alias) for t in _TABLES]
+    columns += [sql_rows.select_list(model, alias) for alias, model, _, _ in _STATS]
     # Identifiers come from model metadata, values are parameters: no injection.
     ids = sql_rows.in_list(count)
     return f"SELECT {', '.join(columns + counts)} FROM {post} p {' '.join(joins)} WHERE p.id IN ({ids})"  # noqa: S608
@@ -211,9 +263,9 @@ def _ip_text(alias: str) -> str:
     return f"host({column})" if connection.vendor == "postgresql" else column
 
 
-def _instances(row: Sequence[Any]) -> Post:
+def _instances(row: Sequence[Any]) -> tuple[Post, SourceStats]:
     """The Post of `row` with its joined rows cached on their foreign keys, as select_related
-    leaves them (None for a missing link or IP)."""
+    leaves them (None for a missing link or IP), and its source's counters."""
     objects: dict[str, Model | None] = {}
     start = 0
     for t in _TABLES:
@@ -226,7 +278,12 @@ def _instances(row: Sequence[Any]) -> Post:
             _foreign_key(type(parent), t.relation).set_cached_value(parent, objects[t.alias])
     post = objects["p"]
     assert isinstance(post, Post)
-    return post
+    counters: list[Any] = []
+    for alias, model, _, _ in _STATS:
+        end = start + sql_rows.width(model)
+        counters.append(sql_rows.instance(model, alias, row[start:end]))
+        start = end
+    return post, SourceStats(*counters)
 
 
 def _post_features(
@@ -236,9 +293,10 @@ def _post_features(
     user_link_count: int,
     user_post_count: int,
     source_blocks: SourceBlockHits,
+    stats: SourceStats,
 ) -> PostFeatures:
     return PostFeatures(
-        link=_link_values(post),
+        link=_link_values(post, stats),
         behaviour=_behaviour_values(
             post,
             reports=reports,
@@ -313,6 +371,28 @@ def _source_blocks(posts: list[Post]) -> dict[tuple[int, str, str], str]:
     return {(s, k, v): reason for s, k, v, reason in rows if (s, k, v) in wanted}
 
 
+def _source_stats(
+    posts: list[Post],
+) -> tuple[
+    dict[tuple[int, int], SourceLinkStats],
+    dict[tuple[int, int], SourceDomainStats],
+    dict[tuple[int, int], SourceIpStats],
+]:
+    """(source, link / domain / IP) -> the posts' own sources' counters. One query per table."""
+    sources = {p.source_id for p in posts}
+    links = {p.link_id for p in posts if p.link_id is not None}
+    domains = {p.link.domain_id for p in posts if p.link is not None}
+    ips = {p.ip_id for p in posts if p.ip_id is not None}
+    by_link = SourceLinkStats.objects.filter(source_id__in=sources, link_id__in=links) if links else []
+    by_domain = SourceDomainStats.objects.filter(source_id__in=sources, domain_id__in=domains) if domains else []
+    by_ip = SourceIpStats.objects.filter(source_id__in=sources, ip_id__in=ips) if ips else []
+    return (
+        {(r.source_id, r.link_id): r for r in by_link},
+        {(r.source_id, r.domain_id): r for r in by_domain},
+        {(r.source_id, r.ip_id): r for r in by_ip},
+    )
+
+
 def _hours_between(start: datetime | None, end: datetime) -> float:
     if start is None:
         return 0.0
@@ -323,30 +403,34 @@ def _rate(part: int, whole: int) -> float:
     return part / whole if whole else 0.0
 
 
-def _link_values(post: Post) -> dict[str, float]:
+def _link_values(post: Post, stats: SourceStats) -> dict[str, float]:
+    """The link and IP features from the post's own source's counters (`stats`); the link's
+    own spelling and the global lists are the only things shared across sources."""
     values = dict.fromkeys(LINK_FEATURES, 0.0)
     values["url_reputation"] = 0.5
     link = post.link
     if link is not None:
-        domain = link.domain
+        seen = stats.link or SourceLinkStats(first_seen_at=post.received_at)
+        domain = stats.domain or SourceDomainStats(first_seen_at=post.received_at)
         values.update(_url_features(link.url))
         values.update(
             {
                 "url_present": 1.0,
-                "url_age_hours": _hours_between(link.first_seen_at, post.received_at),
+                "url_age_hours": _hours_between(seen.first_seen_at, post.received_at),
                 "domain_age_hours": _hours_between(domain.first_seen_at, post.received_at),
-                "url_post_count": float(link.post_count),
+                "url_post_count": float(seen.post_count),
                 "domain_post_count": float(domain.post_count),
                 "domain_report_count": float(domain.report_count),
                 "domain_spam_rate": _rate(domain.spam_count, domain.post_count),
-                "url_reputation": _url_reputation(post),
+                "url_reputation": _url_reputation(post, seen, domain),
             }
         )
     values["post_share_count"] = float(post.share_count)
     values["post_comment_count"] = float(post.comment_count)
     if post.ip is not None:
-        values["ip_post_count"] = float(post.ip.post_count)
-        values["ip_spam_rate"] = _rate(post.ip.spam_count, post.ip.post_count)
+        ip = stats.ip or SourceIpStats()
+        values["ip_post_count"] = float(ip.post_count)
+        values["ip_spam_rate"] = _rate(ip.spam_count, ip.post_count)
     return {name: float(values[name]) for name in LINK_FEATURES}
 
 
@@ -382,14 +466,16 @@ def _url_features(url: str) -> dict[str, float]:
         return {"url_present": 1.0, "url_length": float(len(url))}
 
 
-def _url_reputation(post: Post) -> float:
+def _url_reputation(post: Post, seen: SourceLinkStats, domain: SourceDomainStats) -> float:
+    """The global status is a moderator's decision, the one signal meant for every source; the
+    history is the post's own source's."""
     link = post.link
     assert link is not None
     context = ReputationContext(
         domain_status=link.domain.status,
-        domain_post_count=link.domain.post_count,
-        domain_spam_count=link.domain.spam_count,
-        url_post_count=link.post_count,
+        domain_post_count=domain.post_count,
+        domain_spam_count=domain.spam_count,
+        url_post_count=seen.post_count,
     )
     return url_reputation(link.url, context, providers=configured_providers())
 

@@ -50,7 +50,8 @@ DEFAULT_PROVIDERS: tuple[str, ...] = ("scoring.features.reputation.LocalReputati
 
 @dataclass(frozen=True, slots=True)
 class ReputationContext:
-    """What this service knows about a link; the caller (pipeline) reads it from the database."""
+    """What this service knows about a link; the caller (pipeline) reads it from the database:
+    the global status set by moderators, and the counts of the post's own source only."""
 
     domain_status: str = "unknown"  # "allow" | "block" | "unknown" (moderation.models.ListStatus)
     domain_post_count: int = 0

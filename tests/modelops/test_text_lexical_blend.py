@@ -8,11 +8,17 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import joblib
 import numpy as np
 import pytest
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline
 
 from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
+from modelops import model_repository
 from modelops.model_repository import Artifacts
 from modelops.text.baseline import LEXICAL_FILE, blend, load_lexical, save_lexical, train_baseline
 from modelops.text.data import load_sms_splits
@@ -92,3 +98,54 @@ def test_the_pipeline_serves_the_same_blend_as_the_offline_evaluation(blended_se
     np.testing.assert_allclose(served, OnnxTextClassifier(text_dir).predict_proba(TEXTS), atol=1e-5)
     transformer = OnnxTextClassifier(text_dir, lexical_weight=0.0).predict_proba(TEXTS)
     assert np.abs(served - transformer).max() > 1e-3  # the lexical half is really in it
+
+
+def _served_lexical() -> type:
+    """spam_pipeline's BundledLexical, compiled from its source (the module needs Triton's stub)."""
+    import ast
+    import math
+    from collections import Counter
+
+    source = (model_repository.SOURCE_REPOSITORY / "spam_pipeline" / "model.py").read_text()
+    wanted = {"BundledLexical", "_hashed_columns"}
+    nodes = [n for n in ast.parse(source).body if getattr(n, "name", None) in wanted]
+    namespace: dict[str, Any] = {"json": json, "math": math, "np": np, "Counter": Counter}
+    exec(compile(ast.Module(body=nodes, type_ignores=[]), "spam_pipeline/model.py", "exec"), namespace)  # noqa: S102
+    return namespace["BundledLexical"]
+
+
+def _vocabulary_pipeline(texts: list[str], labels: list[int]) -> Pipeline:
+    """A lexical model as published before the terms were hashed (a rollback target)."""
+    return Pipeline(
+        [
+            ("tfidf", TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, lowercase=True)),
+            ("lr", LogisticRegression(C=10.0, solver="liblinear")),
+        ]
+    ).fit(texts, labels)
+
+
+def test_the_served_lexical_score_is_predict_proba_for_hashed_and_vocabulary_models(tmp_path):
+    splits = load_sms_splits()
+    texts, labels = list(splits.train.texts[:600]), list(splits.train.labels[:600])
+    hashed = train_baseline(texts, labels, splits.validation.texts[:200], splits.validation.labels[:200]).pipeline
+    probe = [*TEXTS, *splits.test.texts[:50], "", "zzzq unseenword"]
+    bundled = _served_lexical()
+    for pipeline in (hashed, _vocabulary_pipeline(texts, labels)):
+        (tmp_path / "serving.json").write_text(json.dumps({"lexical_weight": 0.5}))
+        joblib.dump(pipeline, tmp_path / LEXICAL_FILE)
+        served = bundled(tmp_path).probs([t.encode() for t in probe])
+        np.testing.assert_allclose(served, pipeline.predict_proba(probe)[:, 1], rtol=0, atol=1e-12)
+
+
+def test_a_saved_lexical_model_holds_no_word_of_its_training_texts(tmp_path):
+    """The terms are hashed: a token that only one training text holds (a phone number, a name)
+    is nowhere in the saved file. The vocabulary model of before kept it (the control)."""
+    splits = load_sms_splits()
+    token = "zorblaxphone0771234"
+    texts = [*splits.train.texts[:400], f"call {token} now for your prize"]
+    labels = [*splits.train.labels[:400], 1]
+    result = train_baseline(texts, labels, splits.validation.texts[:100], splits.validation.labels[:100])
+    save_lexical(result, tmp_path)
+    assert token.encode() not in (tmp_path / LEXICAL_FILE).read_bytes()
+    joblib.dump(_vocabulary_pipeline(texts, labels), tmp_path / "vocabulary.joblib")
+    assert token.encode() in (tmp_path / "vocabulary.joblib").read_bytes()

@@ -30,9 +30,12 @@ def test_report_created_then_existing(api: ApiCaller):
     assert first.json()["post_report_count"] == 1
     again = api.post("/api/v1/reports", body)
     assert again.status_code == 200 and again.json()["id"] == first.json()["id"]
+    # Another reason from the same reporter is recorded, and the reporter still counts once.
     other_reason = api.post("/api/v1/reports", {**body, "reason": "abuse"})
-    assert other_reason.status_code == 201 and other_reason.json()["post_report_count"] == 2
-    assert Report.objects.count() == 2
+    assert other_reason.status_code == 201 and other_reason.json()["post_report_count"] == 1
+    other_reporter = api.post("/api/v1/reports", {**body, "reporter_id": "r-2"})
+    assert other_reporter.status_code == 201 and other_reporter.json()["post_report_count"] == 2
+    assert Report.objects.count() == 3
     post = Post.objects.select_related("link__domain").get()
     assert post.link is not None
     assert (post.report_count, post.link.report_count, post.link.domain.report_count) == (2, 2, 2)

@@ -11,7 +11,19 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from moderation.links import link_get_or_create
-from moderation.models import ALL_SCOPES, ApiKey, AuditLog, Author, BlockKind, Domain, IpAddress, Link, ListStatus, Post
+from moderation.models import (
+    ALL_SCOPES,
+    ApiKey,
+    AuditLog,
+    Author,
+    BlockKind,
+    Domain,
+    IpAddress,
+    Link,
+    ListStatus,
+    Post,
+    SourceDomainStats,
+)
 from moderation.services.api_keys import api_key_create, api_key_revoke, hash_key
 from moderation.services.authors import author_upsert
 from moderation.services.blocklists import global_block, global_unblock, source_block_add, source_block_remove
@@ -205,10 +217,16 @@ def test_report_create_is_idempotent_and_bumps_counters(django_capture_on_commit
     delay.assert_called_once_with([post.pk], after_report=True)
     _, created_again = report_create(source=source, post_external_id="p-1", reporter_id="r1", reason="spam")
     assert not created_again
-    report_create(source=source, post_external_id="p-1", reporter_id="r1", reason="abuse")
+    # Another reason from the same reporter is recorded, but a reporter counts once per post.
+    _, created_other_reason = report_create(source=source, post_external_id="p-1", reporter_id="r1", reason="abuse")
+    assert created_other_reason
     post.refresh_from_db()
-    assert post.report_count == 2
-    assert Link.objects.get().report_count == 2 and Domain.objects.get().report_count == 2
+    assert post.report_count == 1
+    assert Link.objects.get().report_count == 1 and Domain.objects.get().report_count == 1
+    report_create(source=source, post_external_id="p-1", reporter_id="r2", reason="spam")
+    post.refresh_from_db()
+    assert post.report_count == 2 and Domain.objects.get().report_count == 2
+    assert SourceDomainStats.objects.get(source=source).report_count == 2
 
 
 def test_report_for_another_sources_post_is_not_found():

@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
-from moderation.models import BlockKind, Report
+from moderation.models import BlockKind, Report, SourceDomainStats, SourceIpStats, SourceLinkStats
 from moderation.services.blocklists import source_block_add
 from scoring.features.extract import (
     PostFeatures,
@@ -37,7 +37,7 @@ def _batch(n: int) -> list[int]:
 @pytest.mark.parametrize("size", [1, 25])
 def test_query_count_is_fixed_whatever_the_batch_size(size, django_assert_num_queries):
     ids = _batch(size)
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(8):
         features = features_for_posts(ids)
     assert set(features) == set(ids)
 
@@ -54,9 +54,13 @@ def test_features_follow_the_schema_and_read_the_database():
         spam_count=1,
     )
     link = make_link("https://bit.ly/abc", domain="bit.ly")
-    link.domain.post_count, link.domain.spam_count, link.domain.report_count = 10, 5, 2
+    # The all-sources counters are never read: the post's own source's are.
+    link.domain.post_count, link.domain.spam_count, link.domain.report_count = 1000, 0, 99
     link.domain.save()
-    ip = make_ip(post_count=8, spam_count=2)
+    ip = make_ip(post_count=1000, spam_count=0)
+    SourceDomainStats.objects.create(source=source, domain=link.domain, post_count=10, spam_count=5, report_count=2)
+    SourceIpStats.objects.create(source=source, ip=ip, post_count=8, spam_count=2)
+    SourceLinkStats.objects.create(source=source, link=link, post_count=3)
     first = make_post(author=author, link=link, ip=ip, text="buy now")
     post = make_post(
         author=author,
@@ -83,6 +87,7 @@ def test_features_follow_the_schema_and_read_the_database():
     assert f.link["domain_spam_rate"] == 0.5
     assert f.link["domain_report_count"] == 2.0
     assert f.link["ip_spam_rate"] == 0.25
+    assert f.link["ip_post_count"] == 8.0 and f.link["url_post_count"] == 3.0
     assert f.link["post_share_count"] == 7.0
     assert f.behaviour["user_link_count"] == 2.0
     assert f.behaviour["user_post_count"] == 2.0

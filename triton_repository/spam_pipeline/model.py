@@ -181,16 +181,19 @@ class BundledTokenizer:
 
 
 class BundledLexical:
-    """The text model's lexical half (modelops/text/baseline.py: TF-IDF + logistic
+    """The text model's lexical half (modelops/text/baseline.py: hashed TF-IDF + logistic
     regression, lexical.joblib beside the tokenizer), blended into the text score:
     (1 - weight) x transformer + weight x lexical spam probability, as
     modelops.text.baseline.blend computes it offline. Absent file or weight 0: no blend.
 
     Scored here without the pipeline's predict_proba: its per-call overhead (input checks,
     building a sparse matrix) was 0.45 ms of CPU for one text, 30 times the arithmetic. The
-    same numbers from the fitted objects: sklearn's own analyzer (so tokens are identical),
-    sublinear tf x idf, L2 norm, the logistic regression's weights (max difference 5e-16 on
-    the SMS test split; tests/scoring/test_text_lexical_blend.py holds it to predict_proba)."""
+    same numbers from the fitted objects: sklearn's own analyzer (so tokens are identical), the
+    column HashingVectorizer gives a token (sklearn's murmurhash3_32, as its FeatureHasher
+    computes it), sublinear tf x idf, L2 norm, the logistic regression's weights
+    (tests/modelops/test_text_lexical_blend.py holds it to predict_proba). A model published
+    before the terms were hashed holds a vocabulary instead (a rollback target): its columns are
+    looked up there, the arithmetic is the same."""
 
     def __init__(self, folder):
         serving = json.loads((folder / "serving.json").read_text())
@@ -201,22 +204,28 @@ class BundledLexical:
             import joblib
 
             self.pipeline = joblib.load(path)
-            tfidf, lr = self.pipeline.named_steps["tfidf"], self.pipeline.named_steps["lr"]
-            self.analyze = tfidf.build_analyzer()
-            self.vocabulary = tfidf.vocabulary_
+            steps = self.pipeline.named_steps
+            tfidf, lr = steps["tfidf"], steps["lr"]
+            if "hash" in steps:
+                self.analyze = steps["hash"].build_analyzer()
+                self.column = _hashed_columns(steps["hash"].n_features)
+            else:
+                self.analyze = tfidf.build_analyzer()
+                self.column = tfidf.vocabulary_.get
             self.idf = np.asarray(tfidf.idf_, dtype=np.float64)
             self.coef = np.asarray(lr.coef_[0], dtype=np.float64)
             self.bias = float(lr.intercept_[0])
 
     def _prob(self, text):
-        counts = Counter(i for i in map(self.vocabulary.get, self.analyze(text)) if i is not None)
-        if not counts:
-            margin = self.bias
-        else:
+        counts = Counter(i for i in map(self.column, self.analyze(text)) if i is not None)
+        margin = self.bias
+        if counts:
             idx = np.fromiter(counts.keys(), dtype=np.intp, count=len(counts))
             tf = 1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))
             weighted = tf * self.idf[idx]
-            margin = self.bias + float(weighted @ self.coef[idx]) / math.sqrt(float(weighted @ weighted))
+            norm = math.sqrt(float(weighted @ weighted))
+            if norm > 0:  # 0: only columns no training text reached (idf 0), as sklearn's normalize
+                margin += float(weighted @ self.coef[idx]) / norm
         if margin >= 0:  # the logistic function without overflow either side
             return 1.0 / (1.0 + math.exp(-margin))
         low = math.exp(margin)
@@ -232,6 +241,21 @@ class BundledLexical:
         if lexical_probs is None:
             return transformer_probs
         return (1.0 - self.weight) * np.asarray(transformer_probs, dtype=np.float64) + self.weight * lexical_probs
+
+
+def _hashed_columns(n_features):
+    """token -> its HashingVectorizer column: the absolute signed 32-bit murmurhash3 of the
+    UTF-8 token (seed 0) modulo n_features, with sklearn's rule for -2^31 (whose absolute value
+    does not fit)."""
+    from sklearn.utils import murmurhash3_32
+
+    def column(token):
+        h = murmurhash3_32(token.encode("utf-8"), seed=0)
+        if h == -2147483648:
+            return (2147483647 - (n_features - 1)) % n_features
+        return abs(h) % n_features
+
+    return column
 
 
 class BundledTrees:
