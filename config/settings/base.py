@@ -303,6 +303,9 @@ WEBHOOK_CA_BUNDLE = env("WEBHOOK_CA_BUNDLE", default="")
 WEBHOOK_RETRY_BACKOFF_MAX = env.int("WEBHOOK_RETRY_BACKOFF_MAX", default=600)
 CELERY_BEAT_SCHEDULE = {
     "scoring.sweep_stuck_posts": {"task": "scoring.sweep_stuck_posts", "schedule": 60.0},
+    # Retention (Source.retention_days_*): hourly, so each run deletes about an hour's rows.
+    "scoring.apply_retention": {"task": "scoring.apply_retention", "schedule": 3600.0},
+    "feedback.apply_retention": {"task": "feedback.apply_retention", "schedule": 3600.0},
 }
 
 # --- Triton --------------------------------------------------------------------------------
