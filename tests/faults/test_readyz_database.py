@@ -1,4 +1,4 @@
-"""/readyz while PostgreSQL goes away and comes back, for real.
+"""/readyz while PostgreSQL (or the cache's Redis) goes away, for real.
 
 The app reaches the test database through a small TCP proxy started by the test. Stopping the
 proxy closes the listening socket and every open connection, which is what the app sees when
@@ -111,3 +111,23 @@ def test_readyz_names_the_database_while_postgres_is_down(client, database_behin
 
     proxy.start()  # the database is back on the same address
     assert client.get("/readyz").status_code == 200
+
+
+def test_readyz_names_the_cache_when_its_redis_goes_away(client, db, triton_settings):
+    """The same with the cache's Redis: open connections broken, new ones refused."""
+    from urllib.parse import urlsplit
+
+    caches = {**triton_settings.CACHES}
+    upstream = urlsplit(caches["default"]["LOCATION"])
+    proxy = TcpProxy((upstream.hostname or "127.0.0.1", upstream.port or 6379)).start()
+    try:
+        caches["default"] = {**caches["default"], "LOCATION": f"redis://127.0.0.1:{proxy.port}{upstream.path}"}
+        triton_settings.CACHES = caches  # Django resets its cache handlers on this setting change
+        assert client.get("/readyz").status_code == 200
+
+        proxy.stop()
+        response = client.get("/readyz")
+        assert response.status_code == 503, response.content
+        assert response.json()["error"]["fields"] == {"cache": ["unavailable"]}
+    finally:
+        proxy.stop()
