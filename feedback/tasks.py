@@ -34,3 +34,13 @@ def snapshot_dataset_task(name: str = "scheduled snapshot") -> int | None:
 
     dataset = dataset_snapshot_if_changed(name=name)
     return dataset.version if dataset is not None else None
+
+
+@shared_task(name="feedback.apply_retention", acks_late=True, soft_time_limit=1800, time_limit=1860)
+def apply_retention_task() -> dict[str, dict[str, int]]:
+    """Hourly (CELERY_BEAT_SCHEDULE): labelled examples past their source's retention."""
+    from django.utils import timezone
+
+    from feedback.services.retention import retention_apply
+
+    return retention_apply(now=timezone.now())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -46,6 +47,22 @@ class Source(models.Model):
         blank=True,
         default="",
         help_text="What happens to a suspended author's new posts; empty follows SUSPENDED_AUTHOR_POSTS.",
+    )
+    # Retention (moderation.services.retention): rows older than these many days are deleted,
+    # or anonymised where training data still needs them (docs/security.md, data lifecycle).
+    retention_days_posts = models.PositiveIntegerField(
+        default=365,
+        validators=[MinValueValidator(1)],
+        help_text="Days a post, with its decisions and appeals, is kept.",
+    )
+    retention_days_scores = models.PositiveIntegerField(
+        default=365, validators=[MinValueValidator(1)], help_text="Days a score row is kept."
+    )
+    retention_days_reports = models.PositiveIntegerField(
+        default=365, validators=[MinValueValidator(1)], help_text="Days a user report is kept."
+    )
+    retention_days_webhook_logs = models.PositiveIntegerField(
+        default=30, validators=[MinValueValidator(1)], help_text="Days a finished webhook delivery is kept."
     )
     created_at = models.DateTimeField(default=timezone.now)
 

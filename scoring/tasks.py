@@ -50,9 +50,10 @@ import logging
 from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
+from django.utils import timezone
 
 from scoring import workqueue
-from scoring.services import batching, scoring, webhooks
+from scoring.services import batching, retention, scoring, webhooks
 from scoring.services.inference import TritonUnavailable
 
 logger = logging.getLogger(__name__)
@@ -136,3 +137,10 @@ def sweep_stuck_posts(older_than_s: float | None = None) -> int:
 )
 def deliver_webhook(delivery_id: int) -> None:
     webhooks.webhook_deliver(delivery_id=delivery_id)
+
+
+@shared_task(name="scoring.apply_retention", acks_late=True, soft_time_limit=1800, time_limit=1860)
+def apply_retention() -> dict[str, dict[str, int]]:
+    # Batched: a run cut short by its time limit leaves whole batches done, and the next run
+    # (hourly, CELERY_BEAT_SCHEDULE) carries on.
+    return retention.retention_apply(now=timezone.now())

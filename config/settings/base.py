@@ -308,6 +308,9 @@ WEBHOOK_CA_BUNDLE = env("WEBHOOK_CA_BUNDLE", default="")
 WEBHOOK_RETRY_BACKOFF_MAX = env.int("WEBHOOK_RETRY_BACKOFF_MAX", default=600)
 CELERY_BEAT_SCHEDULE = {
     "scoring.sweep_stuck_posts": {"task": "scoring.sweep_stuck_posts", "schedule": 60.0},
+    # Retention (Source.retention_days_*): hourly, so each run deletes about an hour's rows.
+    "scoring.apply_retention": {"task": "scoring.apply_retention", "schedule": 3600.0},
+    "feedback.apply_retention": {"task": "feedback.apply_retention", "schedule": 3600.0},
 }
 
 # --- Triton --------------------------------------------------------------------------------
@@ -319,6 +322,10 @@ TRITON_URL = env("TRITON_URL", default=f"127.0.0.1:{TRITON_GRPC_PORT}")  # gRPC 
 # Several Triton servers, comma-separated host:port of the protocol's port (scoring.triton_pool):
 # calls go round robin and fail over. Empty: TRITON_URL alone.
 TRITON_URLS = env.list("TRITON_URLS", default=[])
+# Every Triton replica, for model control (scoring.triton_replicas): a promotion loads the new
+# versions on each. Comma-separated host:port, or dns:///<headless service>:<port> for every
+# address the name resolves to. Empty: the scoring servers above (dns:/// entries expanded).
+TRITON_REPLICAS = env.list("TRITON_REPLICAS", default=[])
 # Seconds a server that failed (refused, timed out, not ready) is skipped by this process.
 TRITON_DOWN_S = env.float("TRITON_DOWN_S", default=10.0)
 # gRPC load balancing over every address of one name: "round_robin" with

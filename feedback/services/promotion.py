@@ -16,15 +16,20 @@ auto_promote=True is promoted only if, for every bundle it trained,
     overrides it with a typed reason and a confirmation, which is audited).
 Anything else waits for an admin.
 
-If loading fails, the new version folders are removed and the models reloaded, so production
-keeps serving what it served before; the error is raised to the caller.
+Loading goes to every Triton replica (scoring.triton_replicas): a promotion or rollback is
+done only when each replica has loaded the new versions and answers that it serves them. If
+writing, loading or that check fails on any replica, the promotion fails as a whole: the new
+version folders are removed and every replica reloads, so each serves again what it served
+before (a replica that cannot be reached then loads the same older versions when it next
+starts, as the folders are gone), the registry keeps its production version, and the error,
+naming the replicas that failed, is raised to the caller.
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +42,7 @@ from feedback.models import ModelBundle, ModelVersion, RunStatus, TrainingRun
 from feedback.permissions import check_ml_admin
 from feedback.services.datasets import artifacts_dir
 from moderation.services.audit import audit_record
+from scoring.triton_replicas import load_everywhere
 
 logger = logging.getLogger(__name__)
 
@@ -130,28 +136,21 @@ def registry_sync() -> None:
 # --- loading with undo --------------------------------------------------------------------
 
 
-def _load(models: Sequence[str]) -> None:
-    from scoring.triton_client import get_client
-
-    client = get_client()
-    for name in models:
-        client.load_model(name)
-
-
 def _publish_and_load(write: Any) -> dict[str, int]:
     """Run `write()` (which creates new version folders and returns {model: version}), then
-    load every touched model; on any failure remove the new folders and reload, so the server
+    load every touched model on every Triton replica and check each serves the new versions;
+    on any failure remove the new folders and reload, so the server
     goes back to the versions it served before."""
     published: dict[str, int] = {}
     try:
         published = dict(write())
         order = [m for m in published if m != PIPELINE_MODEL] + [m for m in published if m == PIPELINE_MODEL]
-        _load(order)
+        load_everywhere(order, expected=published)
     except Exception as exc:
         for model, number in published.items():
             shutil.rmtree(repository() / model / str(number), ignore_errors=True)
         try:
-            _load(list(published))
+            load_everywhere(list(published))
         except Exception:
             logger.exception("feedback.promotion_reload_failed")
         raise PromotionFailed(f"Publishing or loading the new version failed; production is unchanged: {exc}") from exc

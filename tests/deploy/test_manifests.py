@@ -79,6 +79,7 @@ def test_topology(overlay):
     assert deployments["beat"]["spec"]["replicas"] == 1
     assert deployments["beat"]["spec"]["strategy"]["type"] == "Recreate"
     assert by_kind(docs, "HorizontalPodAutoscaler")["web"]["spec"]["scaleTargetRef"]["name"] == "web"
+    assert set(by_kind(docs, "HorizontalPodAutoscaler")) == {"web", "triton"}
     scaled = by_kind(docs, "ScaledObject")["worker"]
     assert scaled["spec"]["scaleTargetRef"]["name"] == "worker"
     assert {t["type"] for t in scaled["spec"]["triggers"]} == {"redis", "prometheus"}
@@ -93,6 +94,32 @@ def test_topology(overlay):
     assert web["livenessProbe"]["httpGet"]["path"] == "/healthz"
     gpus = [c["resources"].get("limits", {}).get("nvidia.com/gpu") for d in deployments.values() for c in containers(d)]
     assert [g for g in gpus if g] == (["1"] if overlay == "gpu" else [])
+
+
+@pytest.mark.parametrize("overlay", ["cpu", "gpu"])
+def test_every_triton_replica_gets_the_model_and_triton_scales_on_its_queue(overlay):
+    docs = render(overlay)
+    [config] = by_kind(docs, "ConfigMap").values()
+    services = by_kind(docs, "Service")
+    # Model control resolves every pod, starting ones included, of a headless Service.
+    host = config["data"]["TRITON_REPLICAS"].removeprefix("dns:///").rsplit(":", 1)[0]
+    control = services[host.split(".")[0]]
+    assert host == f"{control['metadata']['name']}.{control['metadata']['namespace']}.svc.cluster.local"
+    assert control["spec"]["clusterIP"] == "None" and control["spec"]["publishNotReadyAddresses"] is True
+    assert control["spec"]["selector"] == by_kind(docs, "Deployment")["triton"]["spec"]["selector"]["matchLabels"]
+    # Every pod reads the one shared repository: a ReadWriteMany claim.
+    volumes = by_kind(docs, "Deployment")["triton"]["spec"]["template"]["spec"]["volumes"]
+    [claim] = [v["persistentVolumeClaim"]["claimName"] for v in volumes if "persistentVolumeClaim" in v]
+    assert by_kind(docs, "PersistentVolumeClaim")[claim]["spec"]["accessModes"] == ["ReadWriteMany"]
+    # The HPA's custom metric is one the prometheus-adapter rules serve, built from Triton's own.
+    hpa = by_kind(docs, "HorizontalPodAutoscaler")["triton"]
+    assert hpa["spec"]["scaleTargetRef"]["name"] == "triton"
+    assert 1 <= hpa["spec"]["minReplicas"] < hpa["spec"]["maxReplicas"]
+    [pods_metric] = [m["pods"]["metric"]["name"] for m in hpa["spec"]["metrics"] if m["type"] == "Pods"]
+    rules = yaml.safe_load((K8S / "monitoring" / "prometheus-adapter-rules.yaml").read_text())["rules"]["custom"]
+    [rule] = [r for r in rules if r["name"]["as"] == pods_metric]
+    assert "nv_inference_queue_duration_us" in rule["seriesQuery"]
+    assert "nv_inference_request_success" in rule["metricsQuery"]
 
 
 def test_pods_take_secrets_from_secrets_and_state_their_resources():

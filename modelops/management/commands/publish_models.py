@@ -68,6 +68,7 @@ class Command(BaseCommand):
 
     def _load(self, models: list[str]) -> None:
         from scoring.triton_client import TritonError, TritonUnavailable, get_client
+        from scoring.triton_replicas import load_everywhere
 
         client = get_client()
         if not client.is_ready() and not _server_up(client):
@@ -75,12 +76,12 @@ class Command(BaseCommand):
             return
         # Sub-models first, the entry point last, so it never calls a half-switched set.
         order = [m for m in model_repository.ALL_MODELS if m in models]
+        try:
+            replicas = load_everywhere(order)
+        except (TritonUnavailable, TritonError) as exc:
+            raise CommandError(f"loading {', '.join(order)} failed: {exc}") from exc
         for model in order:
-            try:
-                client.load_model(model)
-            except (TritonUnavailable, TritonError) as exc:
-                raise CommandError(f"loading {model} failed: {exc}") from exc
-            self.stdout.write(f"loaded {model}")
+            self.stdout.write(f"loaded {model} on {len(replicas)} Triton replica(s)")
 
 
 def _server_up(client: Any) -> bool:
