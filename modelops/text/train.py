@@ -37,6 +37,7 @@ from modelops.text.calibrate import calibrate_text_model
 from modelops.text.card import write_model_card
 from modelops.text.convert import ID2LABEL, LABEL2ID, describe_base
 from modelops.text.data import SmsSplits
+from modelops.text.familiarity import fit_familiarity, save_familiarity
 from modelops.text.metrics import spam_metrics
 
 METRICS_FILE = "metrics.json"
@@ -338,6 +339,9 @@ def run_training(
     trained.model.save_pretrained(out)
     trained.tokenizer.save_pretrained(out)
     save_lexical(baseline, out)  # the lexical half of the served text score
+    # What the text model has seen: its train split, thresholds fitted on the test split.
+    familiarity = fit_familiarity(splits.train.texts, splits.test.texts)
+    save_familiarity(familiarity, out)
 
     metrics: dict[str, Any] = {
         "version": version,
@@ -346,6 +350,7 @@ def run_training(
         "base_description": describe_base(config.base),
         "data": splits.summary(),
         "hyperparameters": asdict(config),
+        "familiarity": familiarity.describe(),
         "truncation": truncation_stats(trained.tokenizer, splits.train.texts, config.max_length),
         "training": {
             "seconds": round(trained.train_seconds, 1),

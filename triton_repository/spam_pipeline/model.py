@@ -55,6 +55,10 @@ text model's card records the measured choice). A text that fits is the one inpu
 was, so short texts score exactly as before, and the windows are rows like any other in the
 classifier's batches.
 
+Familiarity: how far each post's text is from what the text model trained on
+(BundledFamiliarity, familiarity.joblib beside the tokenizer), returned as UNFAMILIARITY;
+computed here while the classifier works, like the trees.
+
 The version folder also carries schema.json, a copy of the feature lists written by publish
 (no import of the Django project here).
 """
@@ -234,6 +238,47 @@ class BundledLexical:
         return (1.0 - self.weight) * np.asarray(transformer_probs, dtype=np.float64) + self.weight * lexical_probs
 
 
+class BundledFamiliarity:
+    """How unfamiliar each text is to the text model (modelops/text/familiarity.py, whose
+    numbers these are: the same fitted objects from familiarity.joblib beside the tokenizer;
+    tests/modelops/test_familiarity.py holds the two together): max(mean cosine distance to
+    the k nearest reference texts / its threshold, share of unknown words / its threshold).
+    >= 1 is unfamiliar. Absent file: -1 for every text (no familiarity reference published).
+
+    One kneighbors call per execution for all its texts: the sparse product against the
+    reference is cheap, sklearn's per-call input checks are not."""
+
+    def __init__(self, folder):
+        path = folder / "familiarity.joblib"
+        self.loaded = path.is_file()
+        if self.loaded:
+            import joblib
+
+            data = joblib.load(path)
+            self.vectorizer = data["vectorizer"]
+            self.neighbours = data["neighbours"]
+            self.k = int(data["k"])
+            self.distance_threshold = float(data["distance_threshold"])
+            self.unknown_threshold = float(data["unknown_threshold"])
+            self.analyze = self.vectorizer.build_analyzer()
+            self.vocabulary = frozenset(w for w in self.vectorizer.vocabulary_ if " " not in w)
+
+    def _unknown(self, text):
+        words = [t for t in self.analyze(text) if " " not in t]
+        if not words:
+            return 1.0
+        return sum(w not in self.vocabulary for w in words) / len(words)
+
+    def __call__(self, texts):
+        if not self.loaded or not texts:
+            return np.full(len(texts), -1.0, dtype=np.float32)
+        decoded = [t.decode("utf-8", errors="replace") for t in texts]
+        distances, _ = self.neighbours.kneighbors(self.vectorizer.transform(decoded), n_neighbors=self.k)
+        distance = np.asarray(distances, dtype=np.float64).mean(axis=1)
+        unknown = np.array([self._unknown(t) for t in decoded], dtype=np.float64)
+        return np.maximum(distance / self.distance_threshold, unknown / self.unknown_threshold).astype(np.float32)
+
+
 class BundledTrees:
     """One XGBoost model's work (triton_repository/xgboost_model.py), in this process:
     FEATURES [rows, n] -> (PROB [rows], CONTRIBUTIONS [rows, n + 1])."""
@@ -280,6 +325,7 @@ class TritonPythonModel:
         buckets = sorted(int(b) for b in _param(config, "PAD_BUCKETS", "").split(",") if b.strip())
         self.tokenize = BundledTokenizer(version_dir / "tokenizer", buckets)
         self.lexical = BundledLexical(version_dir / "tokenizer")
+        self.familiarity = BundledFamiliarity(version_dir / "tokenizer")
         self.text_version = str(bundle["tokenizer"])
         self.trees = {model: BundledTrees(version_dir / model) for model in TREE_MODELS}
         self.tree_versions = {model: str(bundle[model]) for model in TREE_MODELS}
@@ -483,6 +529,7 @@ class TritonPythonModel:
             await asyncio.sleep(0)
         link_prob, link_contrib = self.trees["link_model"](link)
         behaviour_prob, behaviour_contrib = self.trees["behaviour_model"](behaviour)
+        unfamiliarity = self.familiarity(texts)
         try:
             all_text_probs = await text_task
         except SubModelError as exc:
@@ -530,6 +577,7 @@ class TritonPythonModel:
                         pb_utils.Tensor("BEHAVIOUR_CONTRIBUTIONS", behaviour_contrib[sl]),
                         pb_utils.Tensor("FUSION_CONTRIBUTIONS", fusion_contrib[sl]),
                         pb_utils.Tensor("MODEL_VERSIONS", np.full((n, 1), versions, dtype=np.object_)),
+                        pb_utils.Tensor("UNFAMILIARITY", col(unfamiliarity)),
                     ]
                 )
             )
