@@ -4,6 +4,8 @@ served by spam_pipeline as the same numbers."""
 from __future__ import annotations
 
 import ast
+import math
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +66,7 @@ def _served_familiarity() -> Any:
     """spam_pipeline's BundledFamiliarity, compiled from its source (the module needs Triton's stub)."""
     source = (model_repository.SOURCE_REPOSITORY / "spam_pipeline" / "model.py").read_text()
     (node,) = [n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "BundledFamiliarity"]
-    namespace: dict[str, Any] = {"np": np}
+    namespace: dict[str, Any] = {"np": np, "Counter": Counter, "math": math}
     exec(compile(ast.Module(body=[node], type_ignores=[]), "spam_pipeline/model.py", "exec"), namespace)  # noqa: S102
     return namespace["BundledFamiliarity"]
 

@@ -240,43 +240,64 @@ class BundledLexical:
 
 class BundledFamiliarity:
     """How unfamiliar each text is to the text model (modelops/text/familiarity.py, whose
-    numbers these are: the same fitted objects from familiarity.joblib beside the tokenizer;
+    numbers these are, from the same fitted objects in familiarity.joblib beside the tokenizer;
     tests/modelops/test_familiarity.py holds the two together): max(mean cosine distance to
     the k nearest reference texts / its threshold, share of unknown words / its threshold).
     >= 1 is unfamiliar. Absent file: -1 for every text (no familiarity reference published).
 
-    One kneighbors call per execution for all its texts: the sparse product against the
-    reference is cheap, sklearn's per-call input checks are not."""
+    Computed here without sklearn's transform and kneighbors: their per-call input checks cost
+    2.1 ms of CPU for one text, twenty times the arithmetic (0.1 ms; benchmarks/familiarity.py
+    measures the offline path). The same numbers from the fitted objects: the vectorizer's own
+    analyzer (identical tokens), sublinear tf x idf, L2 norm, then one sparse product with the
+    reference matrix (the rows NearestNeighbors was fitted on) and the k smallest distances."""
 
     def __init__(self, folder):
         path = folder / "familiarity.joblib"
         self.loaded = path.is_file()
         if self.loaded:
             import joblib
+            import scipy.sparse
 
             data = joblib.load(path)
-            self.vectorizer = data["vectorizer"]
-            self.neighbours = data["neighbours"]
+            vectorizer = data["vectorizer"]
+            self.sparse = scipy.sparse
+            self.analyze = vectorizer.build_analyzer()
+            self.vocabulary = vectorizer.vocabulary_
+            self.words = frozenset(w for w in self.vocabulary if " " not in w)
+            self.idf = np.asarray(vectorizer.idf_, dtype=np.float64)
+            self.reference_t = scipy.sparse.csr_matrix(data["reference"].T, dtype=np.float64)
             self.k = int(data["k"])
             self.distance_threshold = float(data["distance_threshold"])
             self.unknown_threshold = float(data["unknown_threshold"])
-            self.analyze = self.vectorizer.build_analyzer()
-            self.vocabulary = frozenset(w for w in self.vectorizer.vocabulary_ if " " not in w)
 
-    def _unknown(self, text):
-        words = [t for t in self.analyze(text) if " " not in t]
-        if not words:
-            return 1.0
-        return sum(w not in self.vocabulary for w in words) / len(words)
+    def _row(self, tokens):
+        counts = Counter(i for i in map(self.vocabulary.get, tokens) if i is not None)
+        if not counts:
+            return np.zeros(0, dtype=np.intp), np.zeros(0)
+        idx = np.fromiter(counts.keys(), dtype=np.intp, count=len(counts))
+        weights = (1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))) * self.idf[idx]
+        return idx, weights / math.sqrt(float(weights @ weights))
 
     def __call__(self, texts):
         if not self.loaded or not texts:
             return np.full(len(texts), -1.0, dtype=np.float32)
-        decoded = [t.decode("utf-8", errors="replace") for t in texts]
-        distances, _ = self.neighbours.kneighbors(self.vectorizer.transform(decoded), n_neighbors=self.k)
-        distance = np.asarray(distances, dtype=np.float64).mean(axis=1)
-        unknown = np.array([self._unknown(t) for t in decoded], dtype=np.float64)
-        return np.maximum(distance / self.distance_threshold, unknown / self.unknown_threshold).astype(np.float32)
+        indptr, indices, values, unknown = [0], [], [], []
+        for text in texts:
+            tokens = self.analyze(text.decode("utf-8", errors="replace"))
+            words = [t for t in tokens if " " not in t]
+            unknown.append(sum(w not in self.words for w in words) / len(words) if words else 1.0)
+            idx, weights = self._row(tokens)
+            indices.append(idx)
+            values.append(weights)
+            indptr.append(indptr[-1] + len(idx))
+        query = self.sparse.csr_matrix(
+            (np.concatenate(values), np.concatenate(indices), np.asarray(indptr)),
+            shape=(len(texts), self.reference_t.shape[0]),
+        )
+        distance = 1.0 - (query @ self.reference_t).toarray()
+        nearest = np.partition(distance, self.k - 1, axis=1)[:, : self.k].mean(axis=1)
+        ratio = np.maximum(nearest / self.distance_threshold, np.asarray(unknown) / self.unknown_threshold)
+        return ratio.astype(np.float32)
 
 
 class BundledTrees:
