@@ -37,6 +37,9 @@ OUTPUTS: dict[str, tuple[str, tuple[int, ...]]] = {
     "BEHAVIOUR_CONTRIBUTIONS": ("FP32", (len(BEHAVIOUR_FEATURES) + 1,)),
     "FUSION_CONTRIBUTIONS": ("FP32", (len(FUSION_FEATURES) + 1,)),
     "MODEL_VERSIONS": ("BYTES", (1,)),
+    # How unfamiliar the text is to the text model (modelops/text/familiarity.py): >= 1 is
+    # unfamiliar; -1 when the published text model has no familiarity reference.
+    "UNFAMILIARITY": ("FP32", (1,)),
 }
 # contributions key -> (output tensor, feature names; the last value is "bias")
 CONTRIBUTIONS: dict[str, tuple[str, tuple[str, ...]]] = {

@@ -82,7 +82,7 @@ def _meta(row: QueueRow, user_id: Any) -> SafeString:
     if row.routing_reason:
         parts.append(
             format_html(
-                '<span class="badge badge-routed" title="Why it was not auto-approved">{}</span>', row.routing_reason
+                '<span class="badge badge-routed" title="Why the score did not decide it">{}</span>', row.routing_reason
             )
         )
     if p.status != PostStatus.QUEUED:

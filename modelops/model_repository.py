@@ -219,6 +219,7 @@ def _publish_text(repository: Path, text_dir: Path) -> dict[str, int]:
     from django.conf import settings
 
     from modelops.text.baseline import DEFAULT_LEXICAL_WEIGHT, LEXICAL_FILE
+    from modelops.text.familiarity import FAMILIARITY_FILE
 
     text_dir = resolve_current(text_dir)
     serving = _read_serving(text_dir)
@@ -243,7 +244,7 @@ def _publish_text(repository: Path, text_dir: Path) -> dict[str, int]:
     digest = _sha256(onnx_path)
 
     tok = _VersionWriter(repository, "tokenizer", number)
-    for name in (*TOKENIZER_FILES, LEXICAL_FILE):
+    for name in (*TOKENIZER_FILES, LEXICAL_FILE, FAMILIARITY_FILE):
         if (text_dir / name).exists():
             tok.copy(text_dir / name)
     tok.write_json("serving.json", runtime)

@@ -23,6 +23,13 @@ class UnvalidatedLanguageAction(models.TextChoices):
     SCORE = "score", "Decide on the score as for any post"
 
 
+class UnfamiliarTextAction(models.TextChoices):
+    """What the policy does with a post whose text is unlike what the text model learned from."""
+
+    QUEUE = "queue", "Queue for review (never auto-approve or auto-remove on the text alone)"
+    SCORE = "score", "Decide on the score as for any post"
+
+
 class Source(models.Model):
     """A platform that pushes posts. Every other row hangs off one source."""
 
@@ -40,6 +47,13 @@ class Source(models.Model):
         choices=UnvalidatedLanguageAction.choices,
         default=UnvalidatedLanguageAction.QUEUE,
         help_text="Posts in a language the text model was not validated on (settings.TEXT_VALIDATED_LANGUAGES).",
+    )
+    unfamiliar_text_action = models.CharField(
+        max_length=10,
+        choices=UnfamiliarTextAction.choices,
+        default=UnfamiliarTextAction.QUEUE,
+        db_default=UnfamiliarTextAction.QUEUE,
+        help_text="Posts whose text is unlike what the text model learned from (the pipeline's familiarity measure).",
     )
     suspended_author_posts = models.CharField(
         max_length=10,

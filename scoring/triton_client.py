@@ -87,6 +87,9 @@ class ScoringOutput:
     # model -> version that produced this output (tokenizer, text_classifier, link_model,
     # behaviour_model, fusion_model, spam_pipeline)
     model_versions: dict[str, str] = field(default_factory=dict)
+    # How unfamiliar the text is to the text model: >= 1 unfamiliar (scoring.services.policy);
+    # None when the published text model has no familiarity reference.
+    unfamiliarity: float | None = None
 
     @property
     def final_margin(self) -> float:
@@ -300,6 +303,7 @@ class TritonScoringClient:
             raw_versions = arrays["MODEL_VERSIONS"][i].reshape(-1)[0]
             versions = _versions(raw_versions.decode() if isinstance(raw_versions, bytes) else str(raw_versions))
             preview = float(arrays["PREVIEW_PROB"][i].reshape(-1)[0])
+            unfamiliarity = float(arrays["UNFAMILIARITY"][i].reshape(-1)[0])
             outputs.append(
                 ScoringOutput(
                     text_prob=float(arrays["TEXT_PROB"][i].reshape(-1)[0]),
@@ -309,6 +313,7 @@ class TritonScoringClient:
                     final_prob=float(arrays["FINAL_PROB"][i].reshape(-1)[0]),
                     contributions=contributions,
                     model_versions=versions,
+                    unfamiliarity=None if unfamiliarity < 0 else unfamiliarity,
                 )
             )
         return outputs

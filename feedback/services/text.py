@@ -62,6 +62,7 @@ def train_text_candidate(
     from modelops.text.baseline import save_lexical, train_baseline
     from modelops.text.calibrate import calibrate_text_model
     from modelops.text.export import export_onnx, write_serving
+    from modelops.text.familiarity import fit_familiarity, save_familiarity
     from modelops.text.inference import OnnxTextClassifier
     from modelops.text.train import TrainConfig, train_text_model
 
@@ -101,6 +102,8 @@ def train_text_candidate(
     progress(0.78, "text: fitting the lexical half of the text score")
     lexical = train_baseline(_texts(train), y_train, _texts(validation) or _texts(train), y_val or y_train)
     save_lexical(lexical, out_dir)
+    # The run's training texts (the labels and the replayed ones) are what the model has seen.
+    save_familiarity(fit_familiarity(_texts(train), _texts(test) or _texts(validation) or _texts(train)), out_dir)
     progress(0.8, "text: exporting to ONNX")
     export_onnx(out_dir, out_dir / "model.onnx")
     write_serving(

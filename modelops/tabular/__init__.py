@@ -5,6 +5,8 @@
   ``cross_fit_predict``, ``evaluate``, ``explain`` (pred_contribs), ``load_model``
 - ``explain``: contributions that add up to the margin (pure numpy + xgboost)
 - ``text_probs``: the text model's held-out probabilities for the fusion tree (or a TF-IDF fallback)
+- ``uncertain_text``: fusion training rows for text scores the SMS validation split lacks
+- ``response``: the final score against the text score in a neutral context
 - ``bootstrap``: the leakage-controlled bootstrap run; ``card``: MODEL_CARD.md
 - ``artifacts``: the on-disk layout Triton's publish step reads (``ARTIFACTS_DIR/tabular/current``)
 """

@@ -6,7 +6,8 @@ the same one the text model uses):
 
 - link and behaviour models: trained on the train-split rows, early-stopped on the
   validation-split rows, evaluated on the test-split rows;
-- fusion model: trained on the validation-split rows only. Its ``text_prob``/``preview_prob``
+- fusion model: trained on the validation-split rows only (plus as many uncertain-text rows
+  copying their contexts, ``uncertain_text``). Its ``text_prob``/``preview_prob``
   come from a text model trained on the train split (never on these texts); its ``link_prob``/
   ``behaviour_prob`` are cross-fitted: the validation texts are cut into 5 folds and each fold is
   scored by a link/behaviour model trained on every other row (train split + the other folds)
@@ -31,6 +32,7 @@ from contracts.feature_schema import FUSION_FEATURES
 from modelops.calibration import calibrate_booster, prob_to_margin
 from modelops.tabular import artifacts
 from modelops.tabular.card import render_card
+from modelops.tabular.response import TEXT_GRID, neutral_response
 from modelops.tabular.synthetic import describe_distributions, generate
 from modelops.tabular.text_probs import TextProbabilities
 from modelops.tabular.train import (
@@ -42,6 +44,7 @@ from modelops.tabular.train import (
     train_fusion_model,
     train_link_model,
 )
+from modelops.tabular.uncertain_text import UNCERTAIN_TEXT_SHARE, uncertain_text_rows
 
 __all__ = ["BootstrapConfig", "BootstrapResult", "SplitLike", "fusion_frame", "run_bootstrap"]
 
@@ -60,6 +63,7 @@ class BootstrapConfig:
     contexts_per_text: int = 2
     cross_fit_folds: int = 5
     threshold: float = 0.5
+    uncertain_text_share: float = UNCERTAIN_TEXT_SHARE  # see modelops.tabular.uncertain_text
 
 
 @dataclass
@@ -171,17 +175,23 @@ def run_bootstrap(
     text_seconds = time.monotonic() - text_started
     log(f"text probabilities ({text_probabilities.kind}) for {len(val_text) + len(test_text)} texts")
 
-    fusion_train = fusion_frame(va, val_text, oof["link"], oof["behaviour"])
-    fusion = train_fusion_model(fusion_train, va["label"], seed=seed)
+    fusion_real = fusion_frame(va, val_text, oof["link"], oof["behaviour"])
+    uncertain = uncertain_text_rows(
+        fusion_real, va["label"].to_numpy(), va["text_index"].to_numpy(), seed=seed, share=config.uncertain_text_share
+    )
+    fusion_train = pd.concat([fusion_real, uncertain.rows], ignore_index=True)
+    fusion_labels = np.concatenate([va["label"].to_numpy(), uncertain.labels])
+    fusion_groups = np.concatenate([va["text_index"].to_numpy(), uncertain.groups])
+    fusion = train_fusion_model(fusion_train, fusion_labels, seed=seed)
     fusion_test = fusion_frame(te, test_text, link.predict_proba(te), behaviour.predict_proba(te))
     # The fusion tree is trained on the validation rows, so its calibrator is fitted on its
     # out-of-fold predictions of those rows (folds grouped by text).
     fusion_oof = cross_fit_predict(
         "fusion",
         fusion_train,
-        va["label"],
-        groups=va["text_index"].tolist(),
-        predict_mask=[True] * len(va),
+        fusion_labels,
+        groups=fusion_groups.tolist(),
+        predict_mask=[True] * len(fusion_train),
         rounds=fusion.num_trees,
         folds=config.cross_fit_folds,
         seed=seed,
@@ -190,12 +200,13 @@ def run_bootstrap(
     fusion.booster, calibration["fusion"], _ = calibrate_booster(
         fusion.booster,
         fusion_train[fusion_names].to_numpy(dtype=np.float32),
-        va["label"].to_numpy(),
+        fusion_labels,
         fusion.feature_names,
         val_margin=prob_to_margin(fusion_oof),
         test=(fusion_test[fusion_names].to_numpy(dtype=np.float32), te["label"].to_numpy()),
     )
     final = fusion.predict_proba(fusion_test)
+    response = neutral_response({"link": link, "behaviour": behaviour, "fusion": fusion})
     log(f"fusion model: {fusion.num_trees} trees ({fusion.stopping})")
 
     threshold = config.threshold
@@ -218,13 +229,14 @@ def run_bootstrap(
             "behaviour": evaluate(y_val, behaviour.predict_proba(va), threshold),
             "link_cross_fitted": evaluate(y_val, oof["link"], threshold),
             "behaviour_cross_fitted": evaluate(y_val, oof["behaviour"], threshold),
-            "text_only": evaluate(y_val, fusion_train["text_prob"], threshold),
+            "text_only": evaluate(y_val, fusion_real["text_prob"], threshold),
         },
         "importance_test": {
             "link": _importance(link, te),
             "behaviour": _importance(behaviour, te),
             "fusion": _importance(fusion, fusion_test),
         },
+        "neutral_response": {"text": list(TEXT_GRID), "final": [round(float(v), 4) for v in response]},
         "models": {m.kind: m.describe() for m in (link, behaviour, fusion)},
         "text_probabilities": text_probabilities.describe(),
         "data": {
@@ -232,6 +244,7 @@ def run_bootstrap(
             "contexts_per_text": cpt,
             "seed": seed,
             "cross_fit_folds": config.cross_fit_folds,
+            "uncertain_text_rows": len(uncertain.rows),
             "splits": {name: _split_summary(frame) for name, frame in frames.items()},
         },
         "timing_s": {"text_probabilities": round(text_seconds, 2)},

@@ -90,7 +90,8 @@ def render_card(metrics: dict[str, Any], distributions: dict[str, Any]) -> str:
     parts.append(
         "\nAll: XGBoost `binary:logistic`, `hist`, subsample/colsample 0.9, early stopping on validation "
         "aucpr (link, behaviour) or 5-fold CV on the fusion training rows. The fusion tree is monotone "
-        "increasing in text_prob, link_prob, behaviour_prob and report_count. Feature lists: "
+        "increasing in text_prob, link_prob, behaviour_prob, report_count and domain_report_count, and "
+        "decreasing in user_age_days. Feature lists: "
         "`contracts/feature_schema.py`; per-file names in `feature_names.json`.\n"
     )
     parts.append("## Evaluation on the SMS test split (threshold 0.5, spam = positive class)\n")
@@ -112,6 +113,18 @@ def render_card(metrics: dict[str, Any], distributions: dict[str, Any]) -> str:
         "Validation-split numbers (including the cross-fitted link/behaviour probabilities the fusion tree "
         "trained on) are in `metrics.json`.\n"
     )
+    response = metrics.get("neutral_response")
+    if response:
+        parts.append("## Final score against the text score in a neutral context\n")
+        parts.append(
+            "An unknown author's first post, no link, no preview, no reports (`modelops/tabular/response.py`). "
+            "The fusion tree is monotone in its sub-scores and reports, and decreasing in account age "
+            "(`MONOTONE` in `modelops/tabular/train.py`); it trained beside "
+            f"{data.get('uncertain_text_rows', 0)} uncertain-text rows (`modelops/tabular/uncertain_text.py`).\n"
+        )
+        parts.append("| text score | " + " | ".join(f"{t:.1f}" for t in response["text"]) + " |")
+        parts.append("|---" * (len(response["text"]) + 1) + "|")
+        parts.append("| final score | " + " | ".join(f"{f:.3f}" for f in response["final"]) + " |\n")
     parts.append("## What drives each model (mean |contribution| on the test split, log-odds)\n")
     for kind in ("link", "behaviour", "fusion"):
         top = ", ".join(f"{i['feature']} {i['mean_abs_contribution']}" for i in importance[kind])

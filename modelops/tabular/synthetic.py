@@ -11,8 +11,14 @@ How a row is drawn
    ``HAM_ARCHETYPES``). With probability ``CROSSOVER_P`` (5 %) the archetype comes from the other
    label's mixture instead: a spam post from a normal-looking account, a real user who looks like
    a bot. Together with the overlapping archetypes (compromised accounts, new users) this keeps
-   the models from being trivially perfect.
-2. Profile: account age (log-normal), e-mail domain (disposable / free / own domain / none, a
+   the models from being trivially perfect. One archetype, ``quiet_newcomer``, has the same
+   parameters and the same weight (``QUIET_NEWCOMER_WEIGHT``) in both mixtures: a new account
+   with no history, no link and often no profile at all is the common case on a platform's
+   first day, among spammers as much as among everyone else. Without it every quiet account in
+   the data was ham, and the models learned that a quiet author clears a post.
+2. Profile (absent with the archetype's ``no_profile_p``: the platform sent no account data, so
+   age, friends, followers, platform counts and e-mail are all 0, as ingest stores them):
+   account age (log-normal), e-mail domain (disposable / free / own domain / none, a
    real domain string fed through ``scoring.features.email``), friends and followers
    (log-normal counts), verified (Bernoulli), platform post count (Poisson of age x daily rate),
    platform spam posts (binomial), reports against the user (Poisson), posts this service saw
@@ -44,7 +50,7 @@ import bisect
 import itertools
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -65,6 +71,7 @@ __all__ = [
     "FEATURE_COLUMNS",
     "LINK_KINDS",
     "META_COLUMNS",
+    "QUIET_NEWCOMER_WEIGHT",
     "Archetype",
     "LinkKind",
     "describe_distributions",
@@ -104,35 +111,46 @@ class Archetype:
     comments: float
     ip_posts: tuple[float, float]  # log-normal (median, sigma)
     ip_spam: tuple[float, float]  # beta(a, b)
+    no_profile_p: float = 0.0  # the platform sent no account data (see _row)
 
+
+QUIET_NEWCOMER_WEIGHT = 0.25
+# Shared by both labels (see the module docstring): no history, no link, no reports, a human
+# journey or none; half the time no profile at all.
+_QUIET_NEWCOMER = Archetype(
+    "quiet_newcomer", 0, QUIET_NEWCOMER_WEIGHT, (3, 1.5), (0.05, 0.75, 0.10, 0.10), (2, 1.5), (2, 1.5), 0.0,
+    0.3, 0.0, 0.0, 0.3, 0.0, 0.08, 0.0, 0.0, 0.03, 0.2, 0.02, 0.3, 0.3, (3, 1.2), (1, 30), 0.5,
+)  # fmt: skip
 
 ARCHETYPES: tuple[Archetype, ...] = (
     # --- spam authors -----------------------------------------------------------------------
     Archetype(
-        "bot_farm", 1, 0.45, (6, 1.2), (0.40, 0.45, 0.05, 0.10), (4, 1.3), (8, 1.5), 0.005,
+        "bot_farm", 1, 0.34, (6, 1.2), (0.40, 0.45, 0.05, 0.10), (4, 1.3), (8, 1.5), 0.005,
         2.5, 0.30, 0.08, 10, 0.45, 0.75, 4.0, 4.0, 0.70, 0.5, 0.45, 2.0, 0.3, (40, 1.2), (3, 4),
     ),
     Archetype(
-        "compromised_account", 1, 0.30, (500, 0.9), (0.02, 0.70, 0.23, 0.05), (120, 1.0), (90, 1.2), 0.04,
+        "compromised_account", 1, 0.22, (500, 0.9), (0.02, 0.70, 0.23, 0.05), (120, 1.0), (90, 1.2), 0.04,
         0.35, 0.04, 0.01, 4, 0.15, 0.65, 1.5, 1.0, 0.30, 0.3, 0.35, 1.0, 0.8, (6, 1.0), (1, 12),
     ),
     Archetype(
-        "casual_spammer", 1, 0.25, (45, 1.3), (0.15, 0.65, 0.10, 0.10), (25, 1.2), (20, 1.3), 0.01,
+        "casual_spammer", 1, 0.19, (45, 1.3), (0.15, 0.65, 0.10, 0.10), (25, 1.2), (20, 1.3), 0.01,
         1.0, 0.12, 0.04, 6, 0.30, 0.60, 1.2, 1.5, 0.25, 0.6, 0.50, 1.0, 0.5, (10, 1.2), (2, 8),
     ),
+    replace(_QUIET_NEWCOMER, label=1),
     # --- ham authors ------------------------------------------------------------------------
     Archetype(
-        "regular_user", 0, 0.78, (700, 0.9), (0.01, 0.72, 0.22, 0.05), (120, 1.0), (100, 1.2), 0.06,
+        "regular_user", 0, 0.58, (700, 0.9), (0.01, 0.72, 0.22, 0.05), (120, 1.0), (100, 1.2), 0.06,
         0.3, 0.003, 0.003, 8, 0.01, 0.15, 0.2, 0.05, 0.02, 0.15, 0.05, 1.5, 2.0, (5, 1.0), (1, 60),
     ),
     Archetype(
-        "new_user", 0, 0.17, (12, 1.1), (0.06, 0.75, 0.12, 0.07), (8, 1.2), (5, 1.3), 0.01,
+        "new_user", 0, 0.13, (12, 1.1), (0.06, 0.75, 0.12, 0.07), (8, 1.2), (5, 1.3), 0.01,
         0.6, 0.01, 0.008, 1.5, 0.03, 0.12, 0.2, 0.2, 0.06, 0.25, 0.08, 0.8, 1.0, (8, 1.2), (1, 30),
     ),
     Archetype(
-        "power_user", 0, 0.05, (1500, 0.5), (0.0, 0.40, 0.60, 0.0), (800, 1.0), (3000, 1.5), 0.55,
+        "power_user", 0, 0.04, (1500, 0.5), (0.0, 0.40, 0.60, 0.0), (800, 1.0), (3000, 1.5), 0.55,
         1.5, 0.001, 0.002, 20, 0.005, 0.35, 0.8, 0.3, 0.04, 0.3, 0.12, 6.0, 6.0, (4, 1.0), (1, 80),
     ),
+    _QUIET_NEWCOMER,
 )  # fmt: skip
 
 
@@ -368,6 +386,13 @@ def _row(d: _Draw, text: str, label: int, at: datetime) -> dict[str, Any]:
             "user_post_count": float(1 + d.poisson(a.repeat_text)),
         }
     )
+    if a.no_profile_p and d.bernoulli(a.no_profile_p):
+        # What ingest stores for an author the platform sent nothing about.
+        row.update(email_features(""))
+        row.update(
+            dict.fromkeys(("user_age_days", "user_friends", "user_followers", "user_verified", "user_posts"), 0.0)
+            | {"email_domain": "", "user_spam_posts": 0.0, "user_spam_report": 0.0}
+        )
     row.update(journey_features(_journey(d, a, at)))
 
     # Reports on this post

@@ -77,11 +77,28 @@ PER_MODEL_PARAMS: dict[str, dict[str, Any]] = {
     "behaviour": {"max_depth": 4},
     "fusion": {"max_depth": 2, "eta": 0.08},
 }
-# The fusion tree may never lower the score when a sub-model grows more confident of spam, or
-# when more people report the post. preview_prob is left free: its -1 ("no preview") sentinel
-# must be allowed to sit between a clean and a spammy preview.
+# The fusion tree's direction per feature: +1 the score never falls as the feature grows, -1 it
+# never rises, 0 free. Without these a tree over few examples may learn any step, e.g. that a
+# higher text score lowers the final score somewhere in a range it saw no examples in.
 MONOTONE: dict[str, dict[str, int]] = {
-    "fusion": {"text_prob": 1, "link_prob": 1, "behaviour_prob": 1, "report_count": 1},
+    "fusion": {
+        # Sub-model spam probabilities: more confident of spam, never a lower final score.
+        "text_prob": 1,
+        "link_prob": 1,
+        "behaviour_prob": 1,
+        # Reports on the post and on its link's domain are evidence of spam, never of ham.
+        "report_count": 1,
+        "domain_report_count": 1,
+        # An older account is trust, and a missing or new one is no evidence of ham: the score
+        # may only fall as the account ages (a platform that sends no account data gives 0).
+        "user_age_days": -1,
+        # Free: preview_prob's -1 ("no preview") must be allowed to sit between a clean and a
+        # spammy preview, which one direction over the whole column cannot express.
+        "preview_prob": 0,
+        # Free: it says whether link_prob describes a link at all; the link's evidence is
+        # link_prob itself.
+        "url_present": 0,
+    },
 }
 NUM_BOOST_ROUND = 400
 EARLY_STOPPING_ROUNDS = 30

@@ -106,6 +106,29 @@ def _long_texts_section(metrics: dict[str, Any]) -> list[str]:
     return out
 
 
+def _familiarity_section(metrics: dict[str, Any]) -> list[str]:
+    reference = metrics.get("familiarity")
+    if not reference:
+        return []
+    out = [
+        "## Familiarity",
+        f"- {reference['method']} (familiarity.joblib; k {reference['k']}, {reference['reference_texts']} reference "
+        f"texts: the SMS train split). Thresholds: distance {reference['distance_threshold']}, unknown words "
+        f"{reference['unknown_threshold']}, fitted so that at most 3 % of the SMS test split is unfamiliar. "
+        "An unfamiliar post is neither auto-approved nor auto-removed on its text alone.",
+    ]
+    measured = metrics.get("familiarity_out_of_domain")
+    if not measured:
+        return [*out, "- Not measured on other kinds of text yet (`benchmarks/familiarity.py --write`).", ""]
+    out += ["", "| set | texts | flagged unfamiliar | source and licence |", "|---|---|---|---|"]
+    licences = measured.get("licences", {})
+    for name, value in measured["sets"].items():
+        source = licences.get(name, "SMS Spam Collection test split")
+        out.append(f"| {name} | {value['texts']} | {value['flagged']:.1%} | {source} |")
+    cost = ", ".join(f"{k.replace('_', ' ')} {v:.3f} ms" for k, v in measured.get("cpu_ms_per_post", {}).items())
+    return [*out, "", f"- CPU per post: {cost}.", ""]
+
+
 def _out_of_domain_section(metrics: dict[str, Any]) -> list[str]:
     out = [
         "## Out of domain and the lexical blend",
@@ -248,6 +271,7 @@ def render_model_card(metrics: dict[str, Any]) -> str:
         out += ["## ONNX export", "- Not exported yet (run `manage.py export_text_model`).", ""]
     out += calibration_markdown(metrics.get("calibration"), model="temperature scaling")
     out += [*_languages_section(metrics), *_long_texts_section(metrics), *_out_of_domain_section(metrics)]
+    out += _familiarity_section(metrics)
     out += [
         "## Limitations",
         "- Trained on English SMS only (UCI collection, 2000s-era UK/Singapore messages); no social posts, "

@@ -27,6 +27,7 @@ from modelops.text.calibrate import calibrate_text_model
 from modelops.text.card import write_model_card
 from modelops.text.convert import describe_base
 from modelops.text.data import SmsSplits
+from modelops.text.familiarity import fit_familiarity, save_familiarity
 from modelops.text.finetune import TrainConfig, predict_proba, train_text_model
 from modelops.text.metrics import spam_metrics
 
@@ -128,6 +129,9 @@ def run_training(
     trained.model.save_pretrained(out)
     trained.tokenizer.save_pretrained(out)
     save_lexical(baseline, out)  # the lexical half of the served text score
+    # What the text model has seen: its train split, thresholds fitted on the test split.
+    familiarity = fit_familiarity(splits.train.texts, splits.test.texts)
+    save_familiarity(familiarity, out)
 
     metrics: dict[str, Any] = {
         "version": version,
@@ -136,6 +140,7 @@ def run_training(
         "base_description": describe_base(config.base),
         "data": splits.summary(),
         "hyperparameters": asdict(config),
+        "familiarity": familiarity.describe(),
         "truncation": truncation_stats(trained.tokenizer, splits.train.texts, config.max_length),
         "training": {
             "seconds": round(trained.train_seconds, 1),

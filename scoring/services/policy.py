@@ -14,6 +14,12 @@ moderation.language) in a language the text model was not validated on
 text score means nothing there (Spanish spam scored 0.002-0.08 with the English SMS model). Its
 source's unvalidated_language_action chooses: "queue" (the default) or "score" (decide on the
 score as usual); the Score row's routing_reason says "language not validated: <code>".
+A post whose text is unfamiliar to the text model (spam_pipeline's UNFAMILIARITY >= 1,
+modelops/text/familiarity.py: far from every text it trained on, or mostly words it never saw)
+is neither auto-approved nor auto-removed on its text alone: the text score means little
+there. It is removed only when its link, preview or behaviour score alone reaches the remove
+threshold. Its source's unfamiliar_text_action chooses: "queue" (the default) or "score"; the
+routing_reason says "unfamiliar text (<measure> x the limit)".
 
 Policies are append-only: an edit creates a new version, makes it the active one and writes
 an AuditLog row, so every Score points at the exact thresholds that decided it."""
@@ -31,7 +37,7 @@ from django.db.models import Max
 from core import sql_rows
 from core.errors import ApplicationError, NotFound
 from moderation.language import UNDETERMINED
-from moderation.models import AuditLog, Post, UnvalidatedLanguageAction
+from moderation.models import AuditLog, Post, UnfamiliarTextAction, UnvalidatedLanguageAction
 from scoring.models import Action, DecisionPolicy
 
 DEFAULT_REMOVE_THRESHOLD = 0.9
@@ -69,14 +75,19 @@ def policy_decide(
     report_count: int,
     sub_scores: Iterable[float | None] = (),
     language_unvalidated: bool = False,
+    unfamiliar: bool = False,
 ) -> Action:
-    """The action for one scored post (live scoring); the same rule as policy_actions."""
+    """The action for one scored post (live scoring); the same rule as policy_actions.
+    `sub_scores`: text, preview, link, behaviour, in that order."""
+    subs = list(sub_scores)
     (action,) = policy_actions(
         policy=policy,
         final_scores=np.asarray([final_score], dtype=np.float64),
         report_counts=np.asarray([report_count], dtype=np.float64),
-        strongest_sub_scores=np.asarray([strongest_sub_score(sub_scores)], dtype=np.float64),
+        strongest_sub_scores=np.asarray([strongest_sub_score(subs)], dtype=np.float64),
         languages_unvalidated=np.asarray([language_unvalidated], dtype=bool),
+        unfamiliar=np.asarray([unfamiliar], dtype=bool),
+        strongest_context_scores=np.asarray([strongest_sub_score(subs[1:])], dtype=np.float64),
     )
     return Action(action)
 
@@ -93,6 +104,16 @@ def language_routing_reason(post: Post) -> str:
     return f"language not validated: {language}"
 
 
+def familiarity_routing_reason(post: Post, unfamiliarity: float | None) -> str:
+    """ "unfamiliar text (<measure> x the limit)" when the post's text keeps it from being decided
+    on its text alone (see the module docstring), else "". None: no familiarity measure."""
+    if unfamiliarity is None or unfamiliarity < 1.0:
+        return ""
+    if post.source.unfamiliar_text_action != UnfamiliarTextAction.QUEUE:
+        return ""
+    return f"unfamiliar text ({unfamiliarity:.1f} x the limit)"
+
+
 def strongest_sub_score(sub_scores: Iterable[float | None]) -> float:
     """The highest text/preview/link/behaviour probability; 0 when there is none (a
     short-circuited post, a missing preview)."""
@@ -106,12 +127,16 @@ def policy_actions(
     report_counts: np.ndarray | None = None,
     strongest_sub_scores: np.ndarray | None = None,
     languages_unvalidated: np.ndarray | None = None,
+    unfamiliar: np.ndarray | None = None,
+    strongest_context_scores: np.ndarray | None = None,
 ) -> np.ndarray:
     """The action (Action values) for each of many posts: the one rule behind live scoring
     (policy_decide), the threshold what-if and the training evaluation, so a preview or a
     metric can never count differently from what the pipeline does. Missing report counts or
     sub-scores count as none; `languages_unvalidated` (bool per post, language_routing_reason
-    non-empty) as validated."""
+    non-empty) as validated; `unfamiliar` (bool per post, familiarity_routing_reason non-empty)
+    as familiar. `strongest_context_scores`: the highest preview/link/behaviour score per post,
+    what may still remove an unfamiliar post."""
     final = np.asarray(final_scores, dtype=np.float64)
     reports = np.zeros_like(final) if report_counts is None else np.asarray(report_counts, dtype=np.float64)
     strongest = np.zeros_like(final) if strongest_sub_scores is None else np.asarray(strongest_sub_scores, np.float64)
@@ -120,6 +145,11 @@ def policy_actions(
     if languages_unvalidated is not None:
         approve &= ~np.asarray(languages_unvalidated, dtype=bool)
     remove = final >= policy.remove_threshold
+    if unfamiliar is not None:
+        odd = np.asarray(unfamiliar, dtype=bool)
+        context = np.zeros_like(final) if strongest_context_scores is None else np.asarray(strongest_context_scores)
+        approve &= ~odd
+        remove &= ~odd | (np.nan_to_num(np.asarray(context, dtype=np.float64)) >= policy.remove_threshold)
     return np.where(remove, Action.REMOVE.value, np.where(approve, Action.APPROVE.value, Action.QUEUE.value))
 
 

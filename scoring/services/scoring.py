@@ -38,7 +38,13 @@ from scoring.services.inference import (
     TritonUnavailable,
     get_client,
 )
-from scoring.services.policy import language_routing_reason, policy_actions, policy_active, strongest_sub_score
+from scoring.services.policy import (
+    familiarity_routing_reason,
+    language_routing_reason,
+    policy_actions,
+    policy_active,
+    strongest_sub_score,
+)
 from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET, short_circuit_reason
 from scoring.services.webhooks import webhooks_enqueue_for_posts
 
@@ -202,15 +208,21 @@ def _actions(
     policy: DecisionPolicy,
     report_counts: Sequence[int],
     routing_reasons: Sequence[str] = (),
+    unfamiliar_reasons: Sequence[str] = (),
 ) -> list[Action]:
     """The policy's action for each item, in ONE policy_actions call: the same rule as
     policy_decide, without its per-post numpy overhead (8 % of the worker's CPU as a call per
     post, py-spy). A short-circuited post is removed whatever the policy says.
-    `routing_reasons`: language_routing_reason per item (none given: no item is routed)."""
+    `routing_reasons`: language_routing_reason per item, `unfamiliar_reasons`:
+    familiarity_routing_reason per item (none given: no item is routed)."""
     strongest = [
         strongest_sub_score((o.text_prob, o.preview_prob, o.link_prob, o.behaviour_prob))
         if (o := item.output) is not None
         else 0.0
+        for item in items
+    ]
+    context = [
+        strongest_sub_score((o.preview_prob, o.link_prob, o.behaviour_prob)) if (o := item.output) is not None else 0.0
         for item in items
     ]
     decided = policy_actions(
@@ -219,6 +231,8 @@ def _actions(
         report_counts=np.asarray(report_counts, dtype=np.float64),
         strongest_sub_scores=np.asarray(strongest, dtype=np.float64),
         languages_unvalidated=np.asarray([bool(r) for r in routing_reasons], dtype=bool) if routing_reasons else None,
+        unfamiliar=np.asarray([bool(r) for r in unfamiliar_reasons], dtype=bool) if unfamiliar_reasons else None,
+        strongest_context_scores=np.asarray(context, dtype=np.float64),
     )
     return [
         Action.REMOVE if item.reason is not None else Action(str(action))
@@ -255,7 +269,13 @@ def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_m
         # Only where it decided: a removed post was not routed, a queued one may have been.
         routing_reason=routing_reason[:255] if action == Action.QUEUE else "",
         policy=None if item.reason is not None else policy,
-        features={"link": item.features.link, "behaviour": item.features.behaviour, **item.extra},
+        features={
+            "link": item.features.link,
+            "behaviour": item.features.behaviour,
+            # The evidence page shows it; >= 1 is unfamiliar (scoring.services.policy).
+            **({"unfamiliarity": round(out.unfamiliarity, 4)} if out and out.unfamiliarity is not None else {}),
+            **item.extra,
+        },
         contributions=dict(out.contributions) if out else {},
         model_versions=dict(out.model_versions) if out else {},
         latency_ms=round(latency_ms, 3),
@@ -303,11 +323,14 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
             report_count = max(int(row["report_count"]), int(item.features.behaviour["report_count"]))
             to_score.append((item, current, report_count))
         scored_items = [i for i, _, _ in to_score]
-        routing = [language_routing_reason(i.post) for i in scored_items]
+        language = [language_routing_reason(i.post) for i in scored_items]
+        unfamiliar = [
+            familiarity_routing_reason(i.post, i.output.unfamiliarity if i.output else None) for i in scored_items
+        ]
+        routing = ["; ".join(r for r in pair if r) for pair in zip(language, unfamiliar, strict=True)]
+        reports = [r for _, _, r in to_score]
         actions = (
-            _enforce(scored_items, _actions(scored_items, policy, [r for _, _, r in to_score], routing))
-            if to_score
-            else []
+            _enforce(scored_items, _actions(scored_items, policy, reports, language, unfamiliar)) if to_score else []
         )
         for (item, current, _), action, reason in zip(to_score, actions, routing, strict=True):
             post = item.post

@@ -392,3 +392,16 @@ def test_other_statuses_list_newest_first_with_keyset(mod_client):
     assert [r.post for r in q.queue_page(filters=f, page_size=2, cursor=page.next_cursor).rows] == [old]
     html = mod_client.get(reverse("dashboard:queue"), {"status": "auto_removed"}).content.decode()
     assert "newest first" in html
+
+
+def test_detail_and_queue_row_show_why_an_unfamiliar_post_was_queued(mod_client):
+    post = PostFactory(text="Mitochondrial phosphorylation gradients", final_score=0.05)
+    reason = "unfamiliar text (2.5 x the limit)"
+    ScoreFactory(post=post, final_score=0.05, routing_reason=reason, features={"unfamiliarity": 2.4567})
+    familiar = PostFactory(text="see you at lunch", final_score=0.5)
+    ScoreFactory(post=familiar, final_score=0.5, features={"unfamiliarity": 0.31})
+    html = mod_client.get(reverse("dashboard:post_detail", args=[post.pk])).content.decode()
+    assert reason in html and "unfamiliarity 2.46" in html
+    assert "unfamiliarity 0.31" in mod_client.get(reverse("dashboard:post_detail", args=[familiar.pk])).content.decode()
+    queue = mod_client.get(reverse("dashboard:queue")).content.decode()
+    assert queue.count(reason) == 1

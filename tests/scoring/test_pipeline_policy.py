@@ -170,3 +170,42 @@ def test_validated_languages_come_from_settings(settings):
     settings.TEXT_VALIDATED_LANGUAGES = ["en", "es"]
     assert language_routing_reason(Post(language="es", source=Source())) == ""
     assert language_routing_reason(Post(language="pt", source=Source())) == "language not validated: pt"
+
+
+@pytest.mark.parametrize(
+    ("final", "subs", "unfamiliar", "action"),
+    [
+        # (text, preview, link, behaviour)
+        (0.05, (0.05, None, 0.1, 0.1), False, Action.APPROVE),
+        (0.05, (0.05, None, 0.1, 0.1), True, Action.QUEUE),  # never approved on its text alone
+        (0.97, (0.99, None, 0.1, 0.1), False, Action.REMOVE),
+        (0.97, (0.99, None, 0.1, 0.1), True, Action.QUEUE),  # nor removed on its text alone
+        (0.97, (0.99, None, 0.95, 0.1), True, Action.REMOVE),  # the link alone would remove it
+        (0.97, (0.99, None, 0.1, 0.92), True, Action.REMOVE),  # so would the behaviour alone
+        (0.97, (0.99, 0.93, 0.1, 0.1), True, Action.REMOVE),  # or the linked page's text
+        (0.5, (0.5, None, 0.1, 0.1), True, Action.QUEUE),
+    ],
+)
+def test_an_unfamiliar_post_is_never_decided_on_its_text_alone(final, subs, unfamiliar, action):
+    policy = policy_create_version(remove_threshold=0.9, approve_threshold=0.2, escalate_threshold=1.0)
+    decided = policy_decide(policy=policy, final_score=final, report_count=0, sub_scores=subs, unfamiliar=unfamiliar)
+    assert decided == action
+
+
+@pytest.mark.parametrize(
+    ("unfamiliarity", "source_action", "reason"),
+    [
+        (None, "queue", ""),  # no familiarity reference published
+        (0.4, "queue", ""),
+        (0.999, "queue", ""),
+        (1.0, "queue", "unfamiliar text (1.0 x the limit)"),
+        (2.46, "queue", "unfamiliar text (2.5 x the limit)"),
+        (2.46, "score", ""),  # this source chose to act on the score alone
+    ],
+)
+def test_familiarity_routing_reason_follows_the_measure_and_the_source(unfamiliarity, source_action, reason):
+    from moderation.models import Post, Source
+    from scoring.services.policy import familiarity_routing_reason
+
+    post = Post(source=Source(unfamiliar_text_action=source_action))
+    assert familiarity_routing_reason(post, unfamiliarity) == reason

@@ -55,6 +55,10 @@ text model's card records the measured choice). A text that fits is the one inpu
 was, so short texts score exactly as before, and the windows are rows like any other in the
 classifier's batches.
 
+Familiarity: how far each post's text is from what the text model trained on
+(BundledFamiliarity, familiarity.joblib beside the tokenizer), returned as UNFAMILIARITY;
+computed here while the classifier works, like the trees.
+
 The version folder also carries schema.json, a copy of the feature lists written by publish
 (no import of the Django project here).
 """
@@ -258,6 +262,68 @@ def _hashed_columns(n_features):
     return column
 
 
+class BundledFamiliarity:
+    """How unfamiliar each text is to the text model (modelops/text/familiarity.py, whose
+    numbers these are, from the same fitted objects in familiarity.joblib beside the tokenizer;
+    tests/modelops/test_familiarity.py holds the two together): max(mean cosine distance to
+    the k nearest reference texts / its threshold, share of unknown words / its threshold).
+    >= 1 is unfamiliar. Absent file: -1 for every text (no familiarity reference published).
+
+    Computed here without sklearn's transform and kneighbors: their per-call input checks cost
+    2.1 ms of CPU for one text, twenty times the arithmetic (0.1 ms; benchmarks/familiarity.py
+    measures the offline path). The same numbers from the fitted objects: the vectorizer's own
+    analyzer (identical tokens), sublinear tf x idf, L2 norm, then one sparse product with the
+    reference matrix (the rows NearestNeighbors was fitted on) and the k smallest distances."""
+
+    def __init__(self, folder):
+        path = folder / "familiarity.joblib"
+        self.loaded = path.is_file()
+        if self.loaded:
+            import joblib
+            import scipy.sparse
+
+            data = joblib.load(path)
+            vectorizer = data["vectorizer"]
+            self.sparse = scipy.sparse
+            self.analyze = vectorizer.build_analyzer()
+            self.vocabulary = vectorizer.vocabulary_
+            self.words = frozenset(w for w in self.vocabulary if " " not in w)
+            self.idf = np.asarray(vectorizer.idf_, dtype=np.float64)
+            self.reference_t = scipy.sparse.csr_matrix(data["reference"].T, dtype=np.float64)
+            self.k = int(data["k"])
+            self.distance_threshold = float(data["distance_threshold"])
+            self.unknown_threshold = float(data["unknown_threshold"])
+
+    def _row(self, tokens):
+        counts = Counter(i for i in map(self.vocabulary.get, tokens) if i is not None)
+        if not counts:
+            return np.zeros(0, dtype=np.intp), np.zeros(0)
+        idx = np.fromiter(counts.keys(), dtype=np.intp, count=len(counts))
+        weights = (1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))) * self.idf[idx]
+        return idx, weights / math.sqrt(float(weights @ weights))
+
+    def __call__(self, texts):
+        if not self.loaded or not texts:
+            return np.full(len(texts), -1.0, dtype=np.float32)
+        indptr, indices, values, unknown = [0], [], [], []
+        for text in texts:
+            tokens = self.analyze(text.decode("utf-8", errors="replace"))
+            words = [t for t in tokens if " " not in t]
+            unknown.append(sum(w not in self.words for w in words) / len(words) if words else 1.0)
+            idx, weights = self._row(tokens)
+            indices.append(idx)
+            values.append(weights)
+            indptr.append(indptr[-1] + len(idx))
+        query = self.sparse.csr_matrix(
+            (np.concatenate(values), np.concatenate(indices), np.asarray(indptr)),
+            shape=(len(texts), self.reference_t.shape[0]),
+        )
+        distance = 1.0 - (query @ self.reference_t).toarray()
+        nearest = np.partition(distance, self.k - 1, axis=1)[:, : self.k].mean(axis=1)
+        ratio = np.maximum(nearest / self.distance_threshold, np.asarray(unknown) / self.unknown_threshold)
+        return ratio.astype(np.float32)
+
+
 class BundledTrees:
     """One XGBoost model's work (triton_repository/xgboost_model.py), in this process:
     FEATURES [rows, n] -> (PROB [rows], CONTRIBUTIONS [rows, n + 1])."""
@@ -304,6 +370,7 @@ class TritonPythonModel:
         buckets = sorted(int(b) for b in _param(config, "PAD_BUCKETS", "").split(",") if b.strip())
         self.tokenize = BundledTokenizer(version_dir / "tokenizer", buckets)
         self.lexical = BundledLexical(version_dir / "tokenizer")
+        self.familiarity = BundledFamiliarity(version_dir / "tokenizer")
         self.text_version = str(bundle["tokenizer"])
         self.trees = {model: BundledTrees(version_dir / model) for model in TREE_MODELS}
         self.tree_versions = {model: str(bundle[model]) for model in TREE_MODELS}
@@ -507,6 +574,7 @@ class TritonPythonModel:
             await asyncio.sleep(0)
         link_prob, link_contrib = self.trees["link_model"](link)
         behaviour_prob, behaviour_contrib = self.trees["behaviour_model"](behaviour)
+        unfamiliarity = self.familiarity(texts)
         try:
             all_text_probs = await text_task
         except SubModelError as exc:
@@ -554,6 +622,7 @@ class TritonPythonModel:
                         pb_utils.Tensor("BEHAVIOUR_CONTRIBUTIONS", behaviour_contrib[sl]),
                         pb_utils.Tensor("FUSION_CONTRIBUTIONS", fusion_contrib[sl]),
                         pb_utils.Tensor("MODEL_VERSIONS", np.full((n, 1), versions, dtype=np.object_)),
+                        pb_utils.Tensor("UNFAMILIARITY", col(unfamiliarity)),
                     ]
                 )
             )
