@@ -68,7 +68,10 @@ def repository(settings: Any, tmp_path: Path, monkeypatch: Any) -> Path:
     publish(artifacts, repository=repo)
     settings.TRITON_MODEL_REPOSITORY = repo
     loaded: list[str] = []
-    monkeypatch.setattr("feedback.services.promotion._load", lambda models: loaded.extend(models))
+    monkeypatch.setattr(
+        "feedback.services.promotion.load_everywhere",
+        lambda models, expected=None: loaded.extend(models) or [],
+    )
     registry_sync()
     return repo
 
