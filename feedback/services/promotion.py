@@ -32,6 +32,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from contracts.triton import served_models
 from core.errors import ApplicationError, Conflict
 from feedback.models import ModelBundle, ModelVersion, RunStatus, TrainingRun
 from feedback.permissions import check_ml_admin
@@ -131,11 +132,15 @@ def registry_sync() -> None:
 
 
 def _load(models: Sequence[str]) -> None:
+    """Load the given models that this deployment's Triton serves; the standalone tokenizer and
+    trees stay on disk where it does not (contracts.triton.served_models)."""
     from scoring.triton_client import get_client
 
     client = get_client()
+    served = served_models(standalone=settings.TRITON_STANDALONE_MODELS)
     for name in models:
-        client.load_model(name)
+        if name in served:
+            client.load_model(name)
 
 
 def _publish_and_load(write: Any) -> dict[str, int]:
