@@ -15,8 +15,15 @@ scratch folder that shares this checkout's .venv), in turn and --repeat times:
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/<migrated db> \\
     python benchmarks/memory.py --revs d1f101d,worktree --repeat 2
 
-The web, Triton and the other services of the local stack are not started here. Prints a
-table and writes JSON to benchmarks/results/. Never part of the tests."""
+--triton also measures the Triton server (this checkout only): the tiny models of
+modelops/tiny.py (or --artifacts: the trained ones) published into a scratch repository, the
+server started with TRITON_STANDALONE_MODELS off and on in turn, its process tree (the server
+and one python-backend stub per model instance) summed after readiness and a settle. Tiny
+models stand in for the stubs' fixed cost (interpreter, numpy, tokenizers, XGBoost), which is
+what the standalone models add; the text model's own memory is in both.
+
+The web and the other services of the local stack are not started here. Prints a table and
+writes JSON to benchmarks/results/. Never part of the tests."""
 
 from __future__ import annotations
 
@@ -129,19 +136,72 @@ def measure(code: Path, broker: str, messages: int, settle_s: float, workdir: Pa
             stop(proc)
 
 
+def triton_memory(standalone: bool, artifacts_dir: str | None, settle_s: float, workdir: Path) -> dict[str, Any]:
+    sys.path.insert(0, str(REPO))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+    import django
+
+    django.setup()  # publishing reads the text settings (max length, windows)
+    from contracts.triton import served_models
+    from modelops import triton_server
+    from modelops.model_repository import Artifacts, publish
+    from modelops.tiny import cached_tiny_artifacts
+
+    if artifacts_dir:
+        root = Path(artifacts_dir)
+        artifacts = Artifacts(text=root / "text" / "current", tabular=root / "tabular" / "current")
+    else:
+        artifacts = cached_tiny_artifacts()
+    repository = workdir / "repository"
+    repository.mkdir(parents=True)
+    publish(artifacts, repository=repository)
+    ports = [int(p) for p in os.environ.get("MEMORY_TRITON_PORTS", "8470,8471,8472").split(",")]
+    cfg = triton_server.ServerConfig(
+        repository=repository,
+        log_dir=workdir / "log",
+        http_port=ports[0],
+        grpc_port=ports[1],
+        metrics_port=ports[2],
+        models=served_models(standalone=standalone),
+    )
+    pid = triton_server.start(cfg, wait_s=300, die_with_parent=True)
+    try:
+        time.sleep(settle_s)
+        result = tree_memory(pid)
+    finally:
+        triton_server.stop(cfg)
+    return {"standalone": standalone, "models": list(cfg.models), **result}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--revs", default="worktree", help="comma-separated: git revisions and/or 'worktree'")
     parser.add_argument("--messages", type=int, default=200)
     parser.add_argument("--settle", type=float, default=3.0, help="seconds after the queue empties")
     parser.add_argument("--repeat", type=int, default=1, help="rounds, the revisions alternating")
+    parser.add_argument("--triton", action="store_true", help="also Triton with the standalone models off and on")
+    parser.add_argument(
+        "--artifacts", default=None, help="with --triton: ARTIFACTS_DIR of trained models (default tiny)"
+    )
+    parser.add_argument("--no-celery", action="store_true", help="skip the worker and beat")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="memory-bench-"))
     try:
         broker = start_private_redis(scratch)
-        codes = {rev: checkout(rev, scratch / "code") for rev in args.revs.split(",")}
+        codes = {} if args.no_celery else {rev: checkout(rev, scratch / "code") for rev in args.revs.split(",")}
         runs: list[dict[str, Any]] = []
         for round_ in range(args.repeat):
+            if args.triton:
+                for standalone in (True, False):
+                    workdir = scratch / f"triton-{standalone}-{round_}"
+                    workdir.mkdir()
+                    row = triton_memory(standalone, args.artifacts, args.settle, workdir)
+                    runs.append({"rev": "worktree", "round": round_, "triton": row})
+                    print(
+                        f"triton standalone={standalone} round {round_}: {row['rss_mb']:.0f} MB in "
+                        f"{len(row['processes'])} processes ({', '.join(row['models'])})",
+                        flush=True,
+                    )
             for rev, code in codes.items():
                 workdir = scratch / f"{rev}-{round_}"
                 workdir.mkdir()
