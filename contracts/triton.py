@@ -19,6 +19,18 @@ TREE_MODELS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 SUB_MODELS = (*TEXT_MODELS, *TREE_MODELS)
 ALL_MODELS = (*SUB_MODELS, PIPELINE_MODEL)
+# spam_pipeline runs the tokenizer and the trees in-process from copies bundled into its version
+# folder and calls text_classifier over BLS: the standalone tokenizer and tree models serve only
+# direct callers, so a deployment loads them only when it has some (each is a python-backend stub
+# process: about 50 MB for the tokenizer, 200 MB for each tree model).
+PIPELINE_CALLS = ("text_classifier",)
+
+
+def served_models(*, standalone: bool) -> tuple[str, ...]:
+    """The models Triton loads, in ALL_MODELS order: all of them with ``standalone``, else only
+    what spam_pipeline calls and spam_pipeline itself."""
+    return tuple(m for m in ALL_MODELS if standalone or m in (*PIPELINE_CALLS, PIPELINE_MODEL))
+
 
 # name -> (datatype, dims without the batch dim)
 INPUTS: dict[str, tuple[str, tuple[int, ...]]] = {

@@ -35,6 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from contracts.triton import served_models
+
 # Load order matters only for readability of the log: spam_pipeline (BLS) resolves its
 # sub-models per request, so it can load before them.
 MODEL_NAMES: tuple[str, ...] = (
@@ -113,6 +115,7 @@ class ServerConfig:
         from django.conf import settings
 
         return cls(
+            models=served_models(standalone=settings.TRITON_STANDALONE_MODELS),
             repository=Path(settings.TRITON_MODEL_REPOSITORY),
             log_dir=Path(settings.TRITON_LOG_DIR),
             http_port=settings.TRITON_HTTP_PORT,

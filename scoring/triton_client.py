@@ -415,9 +415,9 @@ class TritonScoringClient:
         except (TritonUnavailable, TritonError):
             return False
 
-    def ready_with(self, expected: Mapping[str, str] | None) -> bool:
-        """The server is ready and every model of `expected` (model -> version) is READY at that
-        version; with no `expected`, every model of ALL_MODELS is READY. Never raises."""
+    def ready_with(self, expected: Mapping[str, str | None] | None) -> bool:
+        """The server is ready and every model of `expected` (model -> version, None: any) is
+        READY at that version; with no `expected`, every model of ALL_MODELS is READY. Never raises."""
         try:
             if not self._call("is_server_ready"):
                 return False
@@ -426,7 +426,7 @@ class TritonScoringClient:
             return False
         if expected is None:
             return all(name in served for name in ALL_MODELS)
-        return all(served.get(name) == version for name, version in expected.items())
+        return all(name in served and version in (None, served[name]) for name, version in expected.items())
 
     def repository_index(self) -> list[dict[str, Any]]:
         kwargs = {"as_json": True} if self.protocol == "grpc" else {}

@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -124,7 +124,7 @@ class TritonPool:
     def is_ready(self) -> bool:
         return any(self.clients[i].is_ready() for i in self._health.order(self.urls))
 
-    def ready_with(self, expected: dict[str, str] | None) -> bool:
+    def ready_with(self, expected: Mapping[str, str | None] | None) -> bool:
         """Some server is ready and serves `expected` (model -> version)."""
         now = time.monotonic()
         by_health = sorted(range(len(self.clients)), key=lambda i: self._health.down_until.get(self.urls[i], 0.0) > now)

@@ -100,7 +100,7 @@ def train_once(args: argparse.Namespace, precision: str, out_model: Path) -> dic
         max_steps=3 if args.smoke else None,
         time_budget_s=None,
         device="auto",
-        precision=precision,
+        precision=precision,  # fp32 on a CPU whatever is asked
     )
     trained = train_text_model(
         train.texts, train.labels, val.texts, val.labels, config, progress=False, log=lambda m: print(m, flush=True)

@@ -336,6 +336,9 @@ TRITON_PROTOCOL = env("TRITON_PROTOCOL", default="grpc")  # grpc | http
 TRITON_TIMEOUT_S = env.float("TRITON_TIMEOUT_S", default=5.0)
 TRITON_MODEL_REPOSITORY = env.path("TRITON_MODEL_REPOSITORY", default=BASE_DIR / "triton_repository")
 TRITON_LOG_DIR = env.path("TRITON_LOG_DIR", default=VAR_DIR / "log")
+# Also load the standalone tokenizer and tree models (contracts.triton.served_models): only for
+# clients that call them directly; spam_pipeline runs its own copies.
+TRITON_STANDALONE_MODELS = env.bool("TRITON_STANDALONE_MODELS", default=False)
 
 # --- Health (config.health) ----------------------------------------------------------------
 # Each /readyz dependency check must answer within this long (they run concurrently).

@@ -37,6 +37,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from contracts.triton import served_models
 from core.errors import ApplicationError, Conflict
 from feedback.models import ModelBundle, ModelVersion, RunStatus, TrainingRun
 from feedback.permissions import check_ml_admin
@@ -144,13 +145,17 @@ def _publish_and_load(write: Any) -> dict[str, int]:
     published: dict[str, int] = {}
     try:
         published = dict(write())
-        order = [m for m in published if m != PIPELINE_MODEL] + [m for m in published if m == PIPELINE_MODEL]
-        load_everywhere(order, expected=published)
+        # Models this deployment does not load (the standalone tokenizer and trees, unless
+        # switched on) stay published on disk only.
+        served = served_models(standalone=settings.TRITON_STANDALONE_MODELS)
+        loaded = [m for m in published if m in served]
+        order = [m for m in loaded if m != PIPELINE_MODEL] + [m for m in loaded if m == PIPELINE_MODEL]
+        load_everywhere(order, expected={m: published[m] for m in order})
     except Exception as exc:
         for model, number in published.items():
             shutil.rmtree(repository() / model / str(number), ignore_errors=True)
         try:
-            load_everywhere(list(published))
+            load_everywhere([m for m in published if m in served_models(standalone=settings.TRITON_STANDALONE_MODELS)])
         except Exception:
             logger.exception("feedback.promotion_reload_failed")
         raise PromotionFailed(f"Publishing or loading the new version failed; production is unchanged: {exc}") from exc

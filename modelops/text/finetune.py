@@ -5,11 +5,17 @@ batch only to its own longest text (short SMS dominate, so fixed-length padding 
 the compute), truncate at ``max_length`` tokens, AdamW with linear warm-up/decay, the best epoch
 chosen on validation F1 (then validation loss).
 
-It runs on a GPU when one is present (``TrainConfig.device``): the batches go to the device and
-the forward pass runs under autocast, fp16 with a gradient scaler (fp16's narrow range would let
-small gradients underflow to zero) or bf16 without one (same range as fp32). On the CPU it is
-plain fp32: autocast and the scaler are disabled, so the arithmetic is the CPU recipe's. The
-trained model comes back on the CPU, where calibration, export and saving run.
+It runs on a GPU when one is present (``TrainConfig.device``): the model and the batches go to
+the device. ``TrainConfig.precision`` may ask for autocast there, fp16 with a gradient scaler
+(fp16's narrow range would let small gradients underflow to zero) or bf16 without one (same
+range as fp32); the default stays fp32 because on this 6-layer model in batches of 32 the GPU
+waits on kernel launches, and autocast adds casts. Measured with scripts/gpu_session.py on one
+NVIDIA H200, two epochs of the SMS train split: fp32 3.4 s (1,885 texts/s, validation included),
+bf16 20.3 s, fp16 20.9 s (their first epoch 17.7 s, the second 2.5-3.1 s against fp32's 1.7 s);
+test F1 0.964 fp32, 0.982 both half precisions. On the CPU it is always fp32: autocast and the
+scaler are disabled, so the arithmetic is the CPU recipe's (same weights, bit for bit, as before
+the device handling). The trained model comes back on the CPU, where calibration, export and
+saving run.
 
 Imports only torch, transformers, numpy and project modules that need nothing else, so
 benchmarks/gpu_check.py and scripts/gpu_session.py can train on a stock PyTorch image.
@@ -38,7 +44,7 @@ from modelops.text.batches import encode, length_sorted_batches, pad_batch
 from modelops.text.convert import ID2LABEL, LABEL2ID
 from modelops.text.metrics import spam_metrics
 
-PRECISIONS = ("auto", "fp32", "fp16", "bf16")
+PRECISIONS = ("fp32", "fp16", "bf16")
 
 
 @dataclass(frozen=True)
@@ -61,7 +67,7 @@ class TrainConfig:
     # cost more CPU per step than they buy on a few thousand SMS, so it stays as pre-trained.
     freeze_word_embeddings: bool = True
     device: str = "auto"  # "auto": the first CUDA GPU when there is one, else the CPU; or "cpu", "cuda:1"
-    precision: str = "auto"  # "auto": bf16 on a GPU that has it, else fp16; always fp32 on the CPU
+    precision: str = "fp32"  # or "fp16", "bf16": autocast on a GPU (module docstring); the CPU is always fp32
 
 
 @dataclass
@@ -97,16 +103,16 @@ def select_device(preference: str = "auto", *, cuda_available: bool | None = Non
     return device
 
 
-def select_precision(device: torch.device, preference: str = "auto", *, bf16_supported: bool | None = None) -> str:
-    """fp32 on the CPU (the reference recipe); on a GPU bf16 where supported, else fp16."""
+def select_precision(device: torch.device, preference: str = "fp32", *, bf16_supported: bool | None = None) -> str:
+    """The precision asked for on a GPU; fp32 on the CPU (the reference recipe), whatever was asked."""
     if preference not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, not {preference!r}")
     if device.type != "cuda":
         return "fp32"
-    if preference != "auto":
-        return preference
     supported = torch.cuda.is_bf16_supported() if bf16_supported is None else bf16_supported
-    return "bf16" if supported else "fp16"
+    if preference == "bf16" and not supported:
+        raise ValueError(f"bf16 asked for, but {device} does not support it; use fp16")
+    return preference
 
 
 def autocast(device: torch.device, precision: str) -> AbstractContextManager[object]:

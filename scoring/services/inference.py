@@ -11,7 +11,7 @@ from typing import Protocol
 
 from django.conf import settings
 
-from contracts.triton import ALL_MODELS, latest_version
+from contracts.triton import latest_version, served_models
 from scoring.triton_client import (
     ScoringInput,
     ScoringOutput,
@@ -33,16 +33,20 @@ def get_client_with_timeout(timeout_s: float) -> ScoringClient:
     return get_client(timeout_s=timeout_s)
 
 
-def expected_versions() -> dict[str, str] | None:
-    """model -> the version Triton must serve: the newest version folder of each model in
-    settings.TRITON_MODEL_REPOSITORY (`version_policy latest 1`). None where this process does
-    not see the repository (a web container without the volume): then every model must be
-    loaded, at whatever version."""
+def loaded_models() -> tuple[str, ...]:
+    """The models this deployment's Triton loads (settings.TRITON_STANDALONE_MODELS)."""
+    return served_models(standalone=settings.TRITON_STANDALONE_MODELS)
+
+
+def expected_versions() -> dict[str, str | None]:
+    """model -> the version Triton must serve, for each model it loads: the newest version folder
+    in settings.TRITON_MODEL_REPOSITORY (`version_policy latest 1`). None (any version) where
+    this process does not see the repository (a web container without the volume) or the model
+    has no version there yet."""
     repository = Path(settings.TRITON_MODEL_REPOSITORY)
-    if not repository.is_dir():
-        return None
-    found = {m: latest_version(m, repository=repository) for m in ALL_MODELS}
-    return {m: str(v) for m, v in found.items() if v is not None} or None
+    visible = repository.is_dir()
+    found = {m: latest_version(m, repository=repository) if visible else None for m in loaded_models()}
+    return {m: None if v is None else str(v) for m, v in found.items()}
 
 
 def serving_ready(*, timeout_s: float) -> bool:
@@ -58,5 +62,6 @@ __all__ = [
     "TritonUnavailable",
     "get_client",
     "get_client_with_timeout",
+    "loaded_models",
     "serving_ready",
 ]

@@ -47,6 +47,8 @@ def served(settings, private_triton):
     settings.TRITON_HTTP_PORT = private_triton.config.http_port
     settings.TRITON_METRICS_PORT = private_triton.config.metrics_port
     settings.TRITON_MODEL_REPOSITORY = private_triton.repository
+    # The tiny server loads every model, and these tests read the standalone trees' versions.
+    settings.TRITON_STANDALONE_MODELS = True
     # These tests are about publishing and serving; the gate has tests of its own
     # (tests/feedback/test_gate.py), so here it lets every candidate through.
     settings.PROMOTION_GATE_MAX_F1_DROP = 1.0

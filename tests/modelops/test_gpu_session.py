@@ -56,3 +56,15 @@ def test_smoke_run_without_the_project_dependencies(tmp_path: Path) -> None:
     assert check["parity"]["PyTorch fp32 (CPU)"]["argmax_agreement"] == 1.0
     assert "no CUDA GPU" in check["skipped"] and "throughput" not in check
     assert "| PyTorch fp32 (CPU) |" in (out / "SUMMARY.md").read_text()
+
+
+def test_graphable_forward_equals_the_transformers_forward(tmp_path: Path) -> None:
+    from benchmarks.gpu_check import graphable_parity, load_model, make_batches
+
+    tiny = build_tiny_checkpoint(tmp_path / "tiny", seed=3)
+    model = load_model(tiny, "eager")
+    _, tokenizer = load_base(str(tiny))
+    texts = small_splits(n_train=8, n_eval=24).test.texts  # mixed lengths: padded batches
+
+    assert graphable_parity(model, make_batches(tokenizer, texts, 128, 8)) < 1e-5
+    assert graphable_parity(load_model(tiny, "sdpa"), make_batches(tokenizer, texts, 128, 8)) < 1e-5

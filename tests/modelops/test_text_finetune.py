@@ -28,21 +28,22 @@ def test_asking_for_cuda_without_a_gpu_is_an_error_not_a_cpu_run() -> None:
 @pytest.mark.parametrize(
     ("device", "preference", "bf16", "expected"),
     [
-        ("cpu", "auto", True, "fp32"),
+        ("cpu", "bf16", True, "fp32"),
         ("cpu", "fp16", True, "fp32"),  # autocast stays off on the CPU: the reference recipe
-        ("cuda", "auto", True, "bf16"),
-        ("cuda", "auto", False, "fp16"),
-        ("cuda", "fp16", True, "fp16"),
         ("cuda", "fp32", True, "fp32"),
+        ("cuda", "bf16", True, "bf16"),
+        ("cuda", "fp16", False, "fp16"),
     ],
 )
 def test_select_precision(device: str, preference: str, bf16: bool, expected: str) -> None:
     assert select_precision(torch.device(device), preference, bf16_supported=bf16) == expected
 
 
-def test_unknown_precision_is_refused() -> None:
+def test_unknown_or_unsupported_precision_is_refused() -> None:
     with pytest.raises(ValueError, match="precision"):
         select_precision(torch.device("cuda"), "int8", bf16_supported=True)
+    with pytest.raises(ValueError, match="bf16"):
+        select_precision(torch.device("cuda"), "bf16", bf16_supported=False)
 
 
 def test_cpu_path_trains_in_fp32_and_returns_the_model_on_the_cpu(tmp_path: Path) -> None:

@@ -24,11 +24,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from modelops.text.card import write_model_card
 from modelops.text.data import load_sms_splits
+from modelops.text.finetune import load_base, predict_proba
 from modelops.text.metrics import spam_metrics
 from modelops.text.train import (
-    load_base,
     new_version,
-    predict_proba,
     read_metrics,
     set_current,
     trained_model_dir,

@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from contracts.triton import served_models
 from modelops import model_repository
 
 
@@ -74,8 +75,10 @@ class Command(BaseCommand):
         if not client.is_ready() and not _server_up(client):
             self.stdout.write("triton not running: new versions load at the next start")
             return
-        # Sub-models first, the entry point last, so it never calls a half-switched set.
-        order = [m for m in model_repository.ALL_MODELS if m in models]
+        # Sub-models first, the entry point last, so it never calls a half-switched set; models
+        # this deployment does not load stay published on disk only.
+        served = served_models(standalone=settings.TRITON_STANDALONE_MODELS)
+        order = [m for m in served if m in models]
         try:
             replicas = load_everywhere(order)
         except (TritonUnavailable, TritonError) as exc:
