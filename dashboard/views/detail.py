@@ -19,6 +19,7 @@ from moderation.services.decisions import (
     decision_can_undo,
     decision_record,
     decision_undo,
+    decision_undo_blocker,
     key_reason,
     post_version,
     undo_window,
@@ -101,6 +102,7 @@ def detail(request: HttpRequest, post_id: int) -> HttpResponse:
             "decided": decided and latest is not None,
             "latest_decision": latest,
             "can_undo": latest is not None and decision_can_undo(decision=latest, user=request.user),
+            "undo_blocker": decision_undo_blocker(decision=latest) if latest is not None else "",
             "key_reasons": {
                 label: key_reason(label=label, reason_codes=data.reason_codes) for label in ("spam", "ham")
             },
