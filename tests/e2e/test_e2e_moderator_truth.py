@@ -1,0 +1,40 @@
+"""The moderator's tool in a real headless Chromium, one test per finding a team would not
+trust: decisions that stay consistent with appeals, reasons that belong to outcomes, claims,
+zoned times."""
+
+from __future__ import annotations
+
+import pytest
+
+from moderation.models import Appeal, AppealStatus, PostStatus
+from moderation.services.appeals import appeal_submit
+from moderation.services.decisions import decision_record
+from tests.dashboard.dashboard_factories import UserFactory
+from tests.e2e.seed import seed_world
+from tests.e2e.test_e2e_dashboard import login
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+def test_undo_cannot_contradict_a_resolved_appeal(page, live_server):
+    world = seed_world()
+    mia = UserFactory(username="mia", role="moderator")
+    UserFactory(username="zed", role="moderator")
+    post = world["posts"][1]
+    decision_record(post=post, moderator=mia, label="spam", reason_code="scam")
+    appeal, _ = appeal_submit(source=post.source, post_external_id=post.external_id, statement="It is my bakery")
+    login(page, live_server, "zed")
+    page.goto(f"{live_server.url}/dashboard/appeals/{appeal.pk}/")
+    page.locator('input[name="outcome"][value="overturn"]').check()
+    page.locator("#id_reason_code").select_option("legitimate")
+    page.get_by_role("button", name="Record the review").click()
+    page.wait_for_url("**/dashboard/appeals/")
+
+    # The overturn's own decision is zed's and fresh, yet the post page offers no Undo: it says why.
+    page.goto(f"{live_server.url}/dashboard/posts/{post.pk}/")
+    assert page.locator("[data-undo-decision]").count() == 0
+    blocked = page.locator("[data-undo-blocked]").inner_text()
+    assert f"Appeal #{appeal.pk} was resolved" in blocked and "Override" in blocked
+    post.refresh_from_db()
+    assert post.status == PostStatus.APPROVED
+    assert Appeal.objects.get(pk=appeal.pk).status == AppealStatus.OVERTURNED
