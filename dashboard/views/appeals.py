@@ -15,7 +15,7 @@ from dashboard.selectors.appeals import appeal_figures, appeals_queue
 from moderation.models import Appeal, AppealStatus, ReasonCode
 from moderation.permissions import CAN_MODERATE, role_required
 from moderation.selectors.thresholds import live_thresholds
-from moderation.services.appeals import appeal_can_resolve, appeal_resolve
+from moderation.services.appeals import REMOVED_STATUSES, appeal_can_resolve, appeal_outcome_label, appeal_resolve
 from scoring.api import Score
 
 OUTCOME_DONE = {"uphold": "decision upheld", "overturn": "decision overturned"}
@@ -68,7 +68,9 @@ def appeal(request: HttpRequest, appeal_id: int) -> HttpResponse:
                 note=form.cleaned_data["note"],
             )
         except ApplicationError as exc:
-            form.add_error(None, exc.message)
+            # The message goes beside the field it is about; the form keeps what was chosen.
+            field = next((f for f in (exc.fields or {}) if f in form.fields), None)
+            form.add_error(field, exc.message)
         else:
             messages.success(request, f"Appeal #{item.pk}: {OUTCOME_DONE[form.cleaned_data['outcome']]}.")
             return HttpResponseRedirect(reverse("dashboard:appeals"))
@@ -80,6 +82,11 @@ def appeal(request: HttpRequest, appeal_id: int) -> HttpResponse:
         "score": score,
         "form": form,
         "can_resolve": item.status == AppealStatus.PENDING and appeal_can_resolve(appeal=item, user=request.user),
+        "reason_codes": list(ReasonCode.objects.filter(is_active=True)),
+        "outcome_labels": {
+            outcome: appeal_outcome_label(outcome=outcome, removed=item.post.status in REMOVED_STATUSES)
+            for outcome in OUTCOME_DONE
+        },
         "thresholds": live_thresholds(),
     }
     return render(request, "dashboard/appeal.html", context, status=400 if request.method == "POST" else 200)

@@ -35,6 +35,7 @@ from moderation.models import (
 )
 from moderation.services.audit import audit_record
 from moderation.services.priority import posts_report_weight_refresh, reporter_records_relabel
+from moderation.services.reasons import reason_code_check
 from moderation.signals import decision_recorded, decisions_undone
 
 logger = logging.getLogger(__name__)
@@ -113,14 +114,7 @@ def post_set_status(*, post: Post, status: str, check: bool = True) -> str:
 def reason_code_validate(*, label: str, reason_code: str) -> None:
     if label not in LABEL_TO_STATUS:
         raise ApplicationError("Unknown label.", code="invalid_label", fields={"label": ["Choose spam or ham."]})
-    if not reason_code:
-        return
-    if not ReasonCode.objects.filter(code=reason_code, is_active=True, applies_to=label).exists():
-        raise ApplicationError(
-            "Unknown reason code for this label.",
-            code="invalid_reason_code",
-            fields={"reason_code": [f"{reason_code!r} is not an active reason for {label}."]},
-        )
+    reason_code_check(label=label, reason_code=reason_code, doing=f"marking a post {Label(label).label.lower()}")
 
 
 @transaction.atomic

@@ -60,11 +60,14 @@
     const cur = select.selectedOptions[0];
     if (cur && cur.disabled) select.value = "";
   }
+  // A choice names the label its reasons belong to: a label radio by its value, an appeal
+  // outcome by data-reason-label (upholding a removal takes a spam reason).
   $$("form").forEach((form) => {
     const select = $("[data-reason-select]", form);
-    $$("input[name=label]", form).forEach((r) => {
-      r.addEventListener("change", () => syncReasons(select, r.value));
-      if (r.checked) syncReasons(select, r.value);
+    $$("input[name=label], input[data-reason-label]", form).forEach((r) => {
+      const label = r.dataset.reasonLabel || r.value;
+      r.addEventListener("change", () => syncReasons(select, label));
+      if (r.checked) syncReasons(select, label);
     });
   });
 
@@ -107,8 +110,8 @@
   if (bulkForm) {
     // A bulk action without a chosen reason records the key reason of its label.
     bulkForm.addEventListener("submit", (e) => {
-      const select = $("[data-reason-select]", bulkForm);
       const label = e.submitter && e.submitter.value;
+      const select = label && $("[data-reason-for=" + label + "]", bulkForm);
       if (select && !select.value && label) select.value = keyReason(label);
     });
   }
