@@ -38,3 +38,44 @@ def test_undo_cannot_contradict_a_resolved_appeal(page, live_server):
     post.refresh_from_db()
     assert post.status == PostStatus.APPROVED
     assert Appeal.objects.get(pk=appeal.pk).status == AppealStatus.OVERTURNED
+
+
+def test_reason_lists_follow_the_outcome_and_a_mismatch_keeps_the_form(page, live_server):
+    world = seed_world()
+    mia = UserFactory(username="mia", role="moderator")
+    UserFactory(username="zed", role="moderator")
+    post = world["posts"][0]
+    decision_record(post=post, moderator=mia, label="spam", reason_code="scam")
+    appeal, _ = appeal_submit(source=post.source, post_external_id=post.external_id, statement="Not a scam")
+    login(page, live_server, "zed")
+
+    # The bulk bar: the spam button's list has no not-spam reason.
+    page.goto(f"{live_server.url}/dashboard/")
+    spam_reasons = page.locator("#bulk-reason option").evaluate_all("os => os.map(o => o.value)")
+    assert "scam" in spam_reasons and "legitimate" not in spam_reasons
+
+    # The suspend form offers the suspension's reasons only.
+    page.goto(f"{live_server.url}/dashboard/enforce/author/{post.author_id}/suspend/")
+    suspend_reasons = page.locator("#id_reason_code option").evaluate_all("os => os.map(o => o.value)")
+    assert "bot-activity" in suspend_reasons and "legitimate" not in suspend_reasons
+
+    # The appeal form: upholding a scam removal cannot pick "Legitimate content".
+    page.goto(f"{live_server.url}/dashboard/appeals/{appeal.pk}/")
+    page.locator('input[name="outcome"][value="uphold"]').check()
+    assert page.locator('#id_reason_code option[value="legitimate"]').is_disabled()
+    assert not page.locator('#id_reason_code option[value="scam"]').is_disabled()
+    page.locator('input[name="outcome"][value="overturn"]').check()
+    assert page.locator('#id_reason_code option[value="scam"]').is_disabled()
+
+    # A client that sends the mismatch anyway (an old page, a script) is refused, readably,
+    # and the form comes back with the outcome still chosen.
+    page.locator('input[name="outcome"][value="uphold"]').check()
+    page.locator('#id_reason_code option[value="legitimate"]').evaluate(
+        "o => { o.disabled = false; o.hidden = false; }"
+    )
+    page.locator("#id_reason_code").select_option("legitimate")
+    page.get_by_role("button", name="Record the review").click()
+    page.wait_for_selector("#reason-error")
+    assert "upholding this removal needs a spam reason" in page.locator("#reason-error").inner_text()
+    assert page.locator('input[name="outcome"][value="uphold"]').is_checked()
+    assert Appeal.objects.get(pk=appeal.pk).status == AppealStatus.PENDING
