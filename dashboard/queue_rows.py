@@ -87,8 +87,19 @@ def _meta(row: QueueRow, user_id: Any) -> SafeString:
         )
     if p.status != PostStatus.QUEUED:
         parts.append(format_html('<span class="badge badge-{}">{}</span>', p.status, p.get_status_display()))
-    if user_id is not None and p.claimed_by_id == user_id:
-        parts.append(mark_safe('<span class="badge badge-claimed">claimed by you</span>'))
+    if p.claimed_by_id is not None and p.claimed_until is not None and p.claimed_until > timezone.now():
+        if p.claimed_by_id == user_id:
+            parts.append(mark_safe('<span class="badge badge-claimed">claimed by you</span>'))
+        else:
+            # A colleague's claim is shown, not hidden: the row stays reachable and can be skipped.
+            parts.append(
+                format_html(
+                    '<span class="badge badge-claimed" data-claimed-by="{}">claimed by {} until {}</span>',
+                    p.claimed_by,
+                    p.claimed_by,
+                    format_date(_local(p.claimed_until), "H:i T"),
+                )
+            )
     return format_html('<div class="meta">{}</div>', mark_safe("".join(parts)))  # noqa: S308  (parts are escaped)
 
 

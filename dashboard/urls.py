@@ -8,6 +8,7 @@ urlpatterns = [
     path("focus/", queue.focus, name="focus"),
     path("posts/<int:post_id>/", detail.detail, name="post_detail"),
     path("posts/<int:post_id>/decide/", detail.decide, name="decide"),
+    path("posts/<int:post_id>/claim/", detail.claim, name="claim"),
     path("posts/<int:post_id>/release/", detail.release, name="release"),
     path("decisions/<int:decision_id>/undo/", detail.undo_decision, name="decision_undo"),
     path("authors/<int:author_id>/", authors.author, name="author"),

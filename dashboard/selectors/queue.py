@@ -23,7 +23,6 @@ from django.utils import timezone
 from dashboard.selectors.keyset import Cursor, after_cursor_q
 from dashboard.selectors.query_values import query_date, query_float, query_ip, query_text
 from moderation.models import Post, PostStatus, Report
-from moderation.services.claims import claimable_q
 from moderation.services.decisions import DECIDED_STATUSES
 from moderation.services.priority import effective_priority, sla_seconds
 
@@ -122,8 +121,9 @@ class QueueFilters:
         return bool(self.as_query())
 
 
-def queue_queryset(*, filters: QueueFilters, user: Any = None, with_text: bool = True) -> QuerySet[Post]:
-    """Filtered, ordered posts; `user` hides items claimed by other moderators."""
+def queue_queryset(*, filters: QueueFilters, with_text: bool = True) -> QuerySet[Post]:
+    """Filtered, ordered posts, claimed ones included: the queue marks a colleague's claim
+    instead of hiding it, and focus mode passes over it (claims.claim_next)."""
     qs = Post.objects.all()
     if filters.view == "reported":
         # Reported and not yet decided by a moderator, whatever the models made of it.
@@ -155,9 +155,16 @@ def queue_queryset(*, filters: QueueFilters, user: Any = None, with_text: bool =
         qs = qs.filter(received_at__lt=datetime.combine(filters.date_to, datetime.max.time(), tz))
     if filters.q and with_text:
         qs = qs.filter(text__icontains=filters.q)
-    if user is not None:
-        qs = qs.filter(claimable_q(user=user))
     return qs.order_by(*queue_order(filters))
+
+
+def queue_tab_counts() -> dict[str, int]:
+    """How many posts each queue tab holds, unfiltered: waiting for review, and reported and
+    not decided by a moderator yet (the Reported view)."""
+    return {
+        "queue": Post.objects.filter(status=PostStatus.QUEUED).count(),
+        "reported": queue_queryset(filters=QueueFilters(view="reported")).order_by().count(),
+    }
 
 
 @dataclass
@@ -220,7 +227,7 @@ TEXT_WINDOW = 5000
 
 
 def _text_search_window(
-    *, qs: QuerySet[Post], filters: QueueFilters, user: Any, cursor: Cursor | None, limit: int
+    *, qs: QuerySet[Post], filters: QueueFilters, cursor: Cursor | None, limit: int
 ) -> list[Post] | None:
     """Text search, first within the next TEXT_WINDOW rows of the queue order.
 
@@ -232,7 +239,7 @@ def _text_search_window(
     runs the trigram query."""
     if not filters.q or connection.vendor != "postgresql":
         return None
-    window = queue_queryset(filters=filters, user=user, with_text=False)
+    window = queue_queryset(filters=filters, with_text=False)
     if cursor is not None:
         window = window.filter(after_cursor_q(cursor, nullable=NULLABLE_SORT_FIELDS))
     columns = ("pk", "text", "final_score", "report_count", "received_at", "priority", "report_weight")
@@ -255,18 +262,16 @@ def _text_search_window(
     return posts if len(posts) == limit else None
 
 
-def queue_page(
-    *, filters: QueueFilters, user: Any = None, cursor: str | None = None, page_size: int = PAGE_SIZE
-) -> QueuePage:
-    """One page of the queue: 3 queries (posts with their author/link/domain, latest scores,
-    report reasons)."""
+def queue_page(*, filters: QueueFilters, cursor: str | None = None, page_size: int = PAGE_SIZE) -> QueuePage:
+    """One page of the queue: 3 queries (posts with their author/link/domain/claimer, latest
+    scores, report reasons)."""
     order = queue_order(filters)
-    qs = queue_queryset(filters=filters, user=user).select_related("author", "link__domain", "source")
+    qs = queue_queryset(filters=filters).select_related("author", "link__domain", "source", "claimed_by")
     qs = qs.defer("preview_text", "preview_description", "journey")
     decoded = Cursor.decode(cursor, order=order, types=CURSOR_TYPES) if cursor else None
     if decoded is not None:
         qs = qs.filter(after_cursor_q(decoded, nullable=NULLABLE_SORT_FIELDS))
-    posts = _text_search_window(qs=qs, filters=filters, user=user, cursor=decoded, limit=page_size + 1)
+    posts = _text_search_window(qs=qs, filters=filters, cursor=decoded, limit=page_size + 1)
     if posts is None:
         posts = list(qs[: page_size + 1])
     has_more = len(posts) > page_size

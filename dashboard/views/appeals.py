@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from core.errors import ApplicationError
-from dashboard.selectors.appeals import appeal_figures, appeals_queue
+from dashboard.selectors.appeals import appeal_figures, appeal_status_counts, appeals_queue
 from moderation.models import Appeal, AppealStatus, ReasonCode
 from moderation.permissions import CAN_MODERATE, role_required
 from moderation.selectors.thresholds import live_thresholds
@@ -46,6 +46,7 @@ def appeals(request: HttpRequest) -> HttpResponse:
         "appeals": list(appeals_queue(status=status)[:200]),
         "status": status,
         "statuses": AppealStatus.choices,
+        "status_counts": appeal_status_counts(),
         "figures": appeal_figures(),
         "thresholds": live_thresholds(),
     }

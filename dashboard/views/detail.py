@@ -13,7 +13,7 @@ from dashboard.views.common import json_error, redirect_next, wants_json, with_q
 from moderation.models import Decision, Label, Post, ReasonCode
 from moderation.permissions import CAN_MODERATE, role_required
 from moderation.selectors.thresholds import live_thresholds
-from moderation.services.claims import claim_post, claim_release
+from moderation.services.claims import claim_post, claim_release, claim_until_label, post_claim_state
 from moderation.services.decisions import (
     DECIDED_STATUSES,
     decision_can_undo,
@@ -66,9 +66,12 @@ def detail(request: HttpRequest, post_id: int) -> HttpResponse:
     except NotFound as exc:
         raise Http404(str(exc)) from exc
     decided = data.post.status in DECIDED_STATUSES
-    # A decided post is read-only: opening it claims nothing.
-    claimed = True if decided else claim_post(post=data.post, user=request.user)
     focus = request.GET.get("focus") == "1"
+    # Reading claims nothing: only focus mode (which serves one post at a time) and the Claim
+    # button do, so a colleague's queue never loses a post someone merely looked at.
+    if focus and not decided:
+        claim_post(post=data.post, user=request.user)
+    claim = post_claim_state(post=data.post, user=request.user)
     live = [d for d in data.decisions if d.undone_at is None]
     latest = live[0] if live else None
     form = DecisionForm(reason_codes=data.reason_codes)
@@ -92,7 +95,7 @@ def detail(request: HttpRequest, post_id: int) -> HttpResponse:
             "nav": "focus" if focus else "queue",
             "sub_scores": sub_scores,
             "post": data.post,
-            "claimed": claimed,
+            "claim": claim,
             "form": form,
             "focus": focus,
             "focus_params": _focus_params(request),
@@ -165,6 +168,18 @@ def undo_decision(request: HttpRequest, decision_id: int) -> HttpResponse:
             return JsonResponse({"decision_id": decision.pk, "post_id": decision.post_id, "undone": True})
         messages.success(request, f"Decision on post #{decision.post_id} undone.")
     return redirect_next(request, reverse("dashboard:post_detail", args=[decision.post_id]))
+
+
+@require_POST
+@role_required(CAN_MODERATE)
+def claim(request: HttpRequest, post_id: int) -> HttpResponse:
+    """The explicit claim: "I am working on this one" for a post opened from the queue."""
+    post = get_object_or_404(Post.objects.select_related("claimed_by"), pk=post_id)
+    if claim_post(post=post, user=request.user):
+        messages.success(request, f"Post #{post.pk} is yours until {claim_until_label(post)}.")
+    else:
+        messages.error(request, f"Post #{post.pk} is claimed by {post.claimed_by} until {claim_until_label(post)}.")
+    return redirect_next(request, reverse("dashboard:post_detail", args=[post.pk]))
 
 
 @require_POST

@@ -7,7 +7,14 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from dashboard.queue_rows import render_queue_rows
-from dashboard.selectors.queue import SORT_CHOICES, STATUS_CHOICES, QueueFilters, queue_page, queue_queryset
+from dashboard.selectors.queue import (
+    SORT_CHOICES,
+    STATUS_CHOICES,
+    QueueFilters,
+    queue_page,
+    queue_queryset,
+    queue_tab_counts,
+)
 from dashboard.templatetags.dashboard import duration_s
 from dashboard.views.common import is_htmx, with_query
 from moderation.models import ReasonCode, Source
@@ -43,7 +50,7 @@ def queue(request: HttpRequest) -> HttpResponse:
 
 def _queue_page(request: HttpRequest) -> HttpResponse:
     filters = QueueFilters.from_query(request.GET)
-    page = queue_page(filters=filters, user=request.user, cursor=request.GET.get("cursor"))
+    page = queue_page(filters=filters, cursor=request.GET.get("cursor"))
     query = filters.as_query()
     next_url = with_query(reverse("dashboard:queue"), {**query, "cursor": page.next_cursor}) if page.next_cursor else ""
     thresholds = live_thresholds()
@@ -69,6 +76,7 @@ def _queue_page(request: HttpRequest) -> HttpResponse:
             "sla_label": duration_s(sla_seconds()),
             "key_reasons": {label: key_reason(label=label, reason_codes=reason_codes) for label in ("spam", "ham")},
             "focus_url": with_query(reverse("dashboard:focus"), query),
+            "tab_counts": queue_tab_counts(),
         }
     )
     return render(request, "dashboard/queue.html", context, status=status)

@@ -77,12 +77,15 @@ def test_moderator_flow(page, live_server, screenshot_dir):
     page.locator(f'tr.qrow[data-post-id="{second}"]').wait_for(state="detached")
     wait_for(lambda: Post.objects.get(pk=second).status == PostStatus.APPROVED, what="ham decision")
 
-    # o opens the current post; the detail page claims it
+    # o opens the current post; reading it claims nothing, the Claim button does
     target = current_id(page)
     page.keyboard.press("o")
     page.wait_for_url(f"**/dashboard/posts/{target}/")
     assert page.get_by_role("heading", name="Why the model scored it").is_visible()
     page.screenshot(path=str(screenshot_dir / "detail.png"), full_page=True)
+    assert Post.objects.get(pk=target).claimed_by is None
+    page.locator("[data-claim]").click()
+    page.wait_for_selector("[data-claimed-mine]")
     claimed_by = Post.objects.get(pk=target).claimed_by
     assert claimed_by is not None and claimed_by.username == "mia"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from moderation.models import Appeal, AppealStatus, PostStatus
+from moderation.models import Appeal, AppealStatus, Post, PostStatus
 from moderation.services.appeals import appeal_submit
 from moderation.services.decisions import decision_record
 from tests.dashboard.dashboard_factories import UserFactory
@@ -79,3 +79,29 @@ def test_reason_lists_follow_the_outcome_and_a_mismatch_keeps_the_form(page, liv
     assert "upholding this removal needs a spam reason" in page.locator("#reason-error").inner_text()
     assert page.locator('input[name="outcome"][value="uphold"]').is_checked()
     assert Appeal.objects.get(pk=appeal.pk).status == AppealStatus.PENDING
+
+
+def test_reading_claims_nothing_and_a_claim_is_shown_not_hidden(page, live_server):
+    seed_world()
+    UserFactory(username="mia", role="moderator")
+    UserFactory(username="zed", role="moderator")
+    queued = Post.objects.filter(status=PostStatus.QUEUED).order_by("-priority", "id")
+    top = queued.first()
+    login(page, live_server, "mia")
+    page.goto(f"{live_server.url}/dashboard/posts/{top.pk}/")
+    assert Post.objects.get(pk=top.pk).claimed_by is None  # reading the evidence claims nothing
+    page.locator("[data-claim]").click()
+    page.wait_for_selector("[data-claimed-mine]")
+
+    page.context.clear_cookies()
+    login(page, live_server, "zed")
+    # The queue tabs carry their counts; mia's post is still listed, marked with her claim.
+    assert page.locator('[data-tab-count="queue"]').inner_text() == str(queued.count())
+    reported = Post.objects.filter(report_count__gt=0).exclude(status__in=(PostStatus.REMOVED, PostStatus.APPROVED))
+    assert page.locator('[data-tab-count="reported"]').inner_text() == str(reported.count())
+    mark = page.locator(f'tr.qrow[data-post-id="{top.pk}"] [data-claimed-by="mia"]').inner_text()
+    assert mark.startswith("claimed by mia until ") and mark.endswith(("UTC", "GMT"))
+    # Focus mode passes over it.
+    page.keyboard.press("f")
+    page.wait_for_url("**/dashboard/posts/*/?focus=1")
+    assert f"/posts/{top.pk}/" not in page.url
