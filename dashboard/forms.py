@@ -39,6 +39,11 @@ class EnforcementForm(forms.Form):
         reason_field.required = imposing
         if not imposing:
             del self.fields["expires_at"]
+        else:
+            zone = timezone.get_current_timezone_name()
+            abbr = timezone.localtime().strftime("%Z")
+            suffix = f" ({abbr})" if abbr and abbr != zone else ""
+            self.fields["expires_at"].help_text = f"Empty: until lifted. In your time zone, {zone}{suffix}."
 
     def clean_expires_at(self) -> datetime | None:
         value: datetime | None = self.cleaned_data.get("expires_at")

@@ -151,7 +151,7 @@ def _age_cell(row: QueueRow) -> SafeString:
         cell += format_html(
             '<span class="sla{}" data-sla title="SLA deadline {}">{}</span>',
             " sla-breach" if row.sla_breached else "",
-            format_date(_local(row.due_at), "Y-m-d H:i"),
+            format_date(_local(row.due_at), "Y-m-d H:i T"),
             sla_left(row.sla_seconds_left),
         )
     return cell

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard.views import actions, appeals, audit, authors, detail, metrics, queue
+from dashboard.views import actions, appeals, audit, authors, detail, metrics, queue, timezone
 
 app_name = "dashboard"
 urlpatterns = [
@@ -23,4 +23,6 @@ urlpatterns = [
     path("audit.csv", audit.audit_csv, name="audit_csv"),
     path("metrics/", metrics.metrics, name="metrics"),
     path("metrics/triton/", metrics.triton_panel, name="metrics_triton"),
+    path("timezone/", timezone.timezone_choose, name="timezone"),
+    path("timezone/browser/", timezone.timezone_browser, name="timezone_browser"),
 ]

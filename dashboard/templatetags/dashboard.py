@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
 from django import template
 from django.utils import timezone
+from django.utils.dateformat import format as date_format
 
 from moderation import permissions
 
@@ -32,6 +34,28 @@ def short_age(value: datetime | None) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+ZONED_FORMAT = "Y-m-d H:i T"
+_ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
+
+
+@register.filter
+def zoned(value: datetime | str | None) -> str:
+    """A stored time in the moderator's zone, zone named: "2026-11-27 09:00 EST". Also takes
+    the ISO strings audit entries keep."""
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    else:
+        moment = value
+    if timezone.is_naive(moment):
+        return date_format(moment, "Y-m-d H:i")
+    return date_format(timezone.localtime(moment), ZONED_FORMAT)
 
 
 @register.filter
@@ -171,6 +195,8 @@ def _readable(value: Any) -> str:
         )
     elif isinstance(value, list):
         text = ", ".join(_readable(v) for v in value)
+    elif isinstance(value, str) and _ISO_DATETIME.match(value):
+        text = zoned(value)  # an expiry or a time the entry recorded, in the reader's zone
     else:
         text = str(names.get(value, value)) if isinstance(value, str) else str(value)
     return text if len(text) <= 160 else text[:159] + "…"

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from core.errors import ApplicationError
 from dashboard.forms import EnforcementForm
+from dashboard.timezones import SESSION_ZONE, zone_remember
 from dashboard.views.common import redirect_next, safe_next
 from moderation.models import Author, BulkAction, Domain, IpAddress, Label, ListStatus, ReasonCode
 from moderation.permissions import CAN_MODERATE, role_required
@@ -221,6 +222,9 @@ def enforce(request: HttpRequest, kind: str, pk: int, action: str) -> HttpRespon
     if entry is None:
         return HttpResponseBadRequest("Unknown action.")
     target = get_object_or_404(entry.model, pk=pk)
+    if request.method == "POST" and SESSION_ZONE not in request.session:
+        # The expiry is typed in the browser's zone; a first page may not have reported it yet.
+        zone_remember(request, request.POST.get("tz", ""), chosen=False)
     form = EnforcementForm(
         request.POST if request.method == "POST" else None,
         imposing=entry.imposing,

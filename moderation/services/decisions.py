@@ -175,7 +175,7 @@ def decision_record(
 
 def _changed_message(post: Post, prior: Decision | None) -> str:
     if prior is not None and post.status in DECIDED_STATUSES:
-        when = timezone.localtime(prior.created_at).strftime("%Y-%m-%d %H:%M")
+        when = timezone.localtime(prior.created_at).strftime("%Y-%m-%d %H:%M %Z")
         return (
             f"Already decided: {prior.get_label_display().lower()} by {prior.moderator} at {when}. "
             "Override to change it."

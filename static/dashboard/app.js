@@ -44,6 +44,23 @@
     setTimeout(() => div.remove(), 5000);
   }
 
+  /* ---- the moderator's time zone: the browser's, until they pick one ---- */
+  const browserZone = (() => {
+    try { return Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (_) { return ""; }
+  })();
+  // Forms that take a time carry the browser's zone, so even a first page reads it right.
+  $$("input[data-browser-tz]").forEach((input) => { input.value = browserZone; });
+  if (document.body.dataset.tzUrl && !document.body.dataset.tz && browserZone) {
+    const body = new FormData();
+    body.append("tz", browserZone);
+    fetch(document.body.dataset.tzUrl, {
+      method: "POST", body, credentials: "same-origin",
+      headers: { "X-CSRFToken": csrf(), "Accept": "application/json" },
+    }).then((r) => (r.ok ? r.json() : null)).then((data) => {
+      if (data && data.tz) document.body.dataset.tz = data.tz;
+    }).catch(() => { /* the next page tries again */ });
+  }
+
   /* ---- help overlay ---- */
   const help = $("#help");
   function openHelp() { if (help && !help.open) help.showModal(); }

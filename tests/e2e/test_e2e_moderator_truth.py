@@ -4,9 +4,11 @@ zoned times."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from moderation.models import Appeal, AppealStatus, Post, PostStatus
+from moderation.models import Appeal, AppealStatus, Author, Post, PostStatus
 from moderation.services.appeals import appeal_submit
 from moderation.services.decisions import decision_record
 from tests.dashboard.dashboard_factories import UserFactory
@@ -105,3 +107,29 @@ def test_reading_claims_nothing_and_a_claim_is_shown_not_hidden(page, live_serve
     page.keyboard.press("f")
     page.wait_for_url("**/dashboard/posts/*/?focus=1")
     assert f"/posts/{top.pk}/" not in page.url
+
+
+def test_times_are_entered_and_shown_in_the_browsers_zone(browser, live_server):
+    seed_world()
+    UserFactory(username="mia", role="moderator")
+    spammer = Author.objects.get(external_id="u-991")
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, timezone_id="America/New_York")
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    try:
+        login(page, live_server, "mia")
+        page.wait_for_function("document.body.dataset.tz === 'America/New_York'")
+        page.goto(f"{live_server.url}/dashboard/enforce/author/{spammer.pk}/suspend/")
+        assert "America/New_York" in page.locator("#id_expires_at ~ .small").inner_text()
+        page.locator("#id_reason_code").select_option("bot-activity")
+        page.locator("#id_expires_at").fill("2999-11-27T09:00")
+        page.get_by_role("button", name=f"Suspend @{spammer}").click()
+        page.wait_for_url("**/dashboard/**")
+        spammer.refresh_from_db()
+        assert spammer.suspended_until == datetime(2999, 11, 27, 14, 0, tzinfo=UTC)
+        page.goto(f"{live_server.url}/dashboard/authors/{spammer.pk}/")
+        assert "until 2999-11-27 09:00 EST" in page.locator("[data-author-suspended]").inner_text()
+        history = page.locator("[data-enforcement-history]").inner_text()
+        assert "2999-11-27 09:00 EST" in history and "+00:00" not in history
+    finally:
+        context.close()
