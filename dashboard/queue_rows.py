@@ -30,6 +30,7 @@ from dashboard.selectors.queue import QueueRow
 from dashboard.templatetags.dashboard import pct5, percent, score_band, short_age, sla_left
 from moderation.models import ListStatus, PostStatus
 from moderation.services.decisions import post_version
+from moderation.services.priority import PriorityParts
 from moderation.text_safety import bidi_controls_visible, spoofing_warnings
 
 TEXT_PREVIEW_CHARS = 160
@@ -54,11 +55,25 @@ def _score_cell(row: QueueRow, thresholds: Any, policy_title: str) -> SafeString
         '<span class="score score-{}" title="{}">{}</span>', score_band(p.final_score, thresholds), policy_title, score
     )
     if row.priority is not None:
-        cell += format_html(
-            '<span class="prio" title="Priority: score + report weight + time waited / SLA">P {}</span>',
-            floatformat(row.priority, 2),
+        parts = row.priority
+        title = (
+            f"Priority {parts.total:.2f} = score {parts.score or 0:.2f} + reports {parts.report_weight:.2f}"
+            f" + waited {parts.waited_slas:.2f} (time waited / SLA)"
         )
+        cell += format_html('<span class="prio" title="{}" data-priority>{}</span>', title, priority_reasons(parts))
     return cell
+
+
+def priority_reasons(parts: PriorityParts) -> str:
+    """ "2 reports · due in 3.7 h · score 0.83": what puts the post where it is in the queue."""
+    reasons = []
+    if parts.report_count:
+        reasons.append(f"{parts.report_count} report{'s' if parts.report_count != 1 else ''}")
+    hours = abs(parts.due_in_seconds) / 3600
+    span = f"{hours:.1f} h" if hours >= 1 else f"{max(1, round(hours * 60))} min"
+    reasons.append(f"due in {span}" if parts.due_in_seconds > 0 else f"overdue {span}")
+    reasons.append(f"score {parts.score:.2f}" if parts.score is not None else "not scored")
+    return " · ".join(reasons)
 
 
 def _warnings(text: str, template: str) -> SafeString:

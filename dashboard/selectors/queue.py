@@ -24,7 +24,7 @@ from dashboard.selectors.keyset import Cursor, after_cursor_q
 from dashboard.selectors.query_values import query_date, query_float, query_ip, query_text
 from moderation.models import Post, PostStatus, Report
 from moderation.services.decisions import DECIDED_STATUSES
-from moderation.services.priority import effective_priority, sla_seconds
+from moderation.services.priority import PriorityParts, priority_parts, sla_seconds
 
 SCORE_ORDER = ("-final_score", "-report_count", "received_at", "id")
 PRIORITY_ORDER = ("-priority", "id")
@@ -176,7 +176,7 @@ class QueueRow:
     routing_reason: str = ""
     report_reasons: list[tuple[str, int]] = field(default_factory=list)
     due_at: datetime | None = None  # received_at + SLA, for a pending post
-    priority: float | None = None  # harm + waited / SLA, for a queued post
+    priority: PriorityParts | None = None  # harm + waited / SLA as its reasons, for a queued post
 
     @property
     def sla_breached(self) -> bool:
@@ -292,7 +292,15 @@ def queue_page(*, filters: QueueFilters, cursor: str | None = None, page_size: i
                 behaviour_score=s.behaviour_score if s else None,
                 report_reasons=reasons.get(p.pk, []),
                 due_at=p.received_at + sla if pending else None,
-                priority=effective_priority(stored=p.priority, now=now) if p.status == PostStatus.QUEUED else None,
+                priority=priority_parts(
+                    final_score=p.final_score,
+                    report_count=p.report_count,
+                    report_weight=p.report_weight,
+                    received_at=p.received_at,
+                    now=now,
+                )
+                if p.status == PostStatus.QUEUED
+                else None,
                 routing_reason=s.routing_reason if s else "",
             )
         )

@@ -4,6 +4,7 @@ zoned times."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -133,3 +134,16 @@ def test_times_are_entered_and_shown_in_the_browsers_zone(browser, live_server):
         assert "2999-11-27 09:00 EST" in history and "+00:00" not in history
     finally:
         context.close()
+
+
+def test_the_queue_shows_priority_as_its_reasons(page, live_server):
+    seed_world()
+    UserFactory(username="mia", role="moderator")
+    login(page, live_server, "mia")
+    shown = page.locator("tr.qrow [data-priority]")
+    assert shown.count() == Post.objects.filter(status=PostStatus.QUEUED).count()
+    for i in range(shown.count()):
+        text = shown.nth(i).inner_text()
+        assert re.fullmatch(r"(\d+ reports? · )?(due in|overdue) [\d.]+ (h|min) · (score \d\.\d\d|not scored)", text)
+        assert re.fullmatch(r"Priority \d+\.\d\d = score .+ \(time waited / SLA\)", shown.nth(i).get_attribute("title"))
+    assert "P " not in page.locator("[data-queue] .col-score").first.inner_text()
