@@ -146,6 +146,16 @@ def feature_label(name: str) -> str:
 
 
 @register.filter
+def feature_value(value: float | None) -> str:
+    """A feature's value as a person reads it: counts whole, rates and scores to 2 places."""
+    if value is None:
+        return "not recorded"
+    if float(value).is_integer() and abs(value) >= 1:
+        return f"{int(value):,}"
+    return f"{value:.2f}"
+
+
+@register.filter
 def model_label(key: str) -> str:
     """`behaviour_model` / `behaviour` -> "Behaviour model"."""
     base = str(key).removesuffix("_model").replace("_", " ").strip()

@@ -12,7 +12,7 @@ import pytest
 from moderation.models import Appeal, AppealStatus, Author, Post, PostStatus
 from moderation.services.appeals import appeal_submit
 from moderation.services.decisions import decision_record
-from tests.dashboard.dashboard_factories import UserFactory
+from tests.dashboard.dashboard_factories import IpFactory, PostFactory, ScoreFactory, UserFactory
 from tests.e2e.seed import seed_world
 from tests.e2e.test_e2e_dashboard import login
 
@@ -147,3 +147,27 @@ def test_the_queue_shows_priority_as_its_reasons(page, live_server):
         assert re.fullmatch(r"(\d+ reports? · )?(due in|overdue) [\d.]+ (h|min) · (score \d\.\d\d|not scored)", text)
         assert re.fullmatch(r"Priority \d+\.\d\d = score .+ \(time waited / SLA\)", shown.nth(i).get_attribute("title"))
     assert "P " not in page.locator("[data-queue] .col-score").first.inner_text()
+
+
+def test_evidence_shows_values_and_the_panels_agree(page, live_server):
+    seed_world()
+    UserFactory(username="mia", role="moderator")
+    ip = IpFactory(post_count=5, spam_count=3)
+    post = PostFactory(ip=ip, text="Cheap followers here")
+    features = {"link": {"ip_post_count": 2.0, "ip_spam_rate": 0.0}, "behaviour": {}}
+    ScoreFactory(post=post, features=features, contributions={"link_model": {"ip_spam_rate": -0.987, "bias": -1.0}})
+    login(page, live_server, "mia")
+    page.goto(f"{live_server.url}/dashboard/posts/{post.pk}/")
+    row = page.locator('tr[data-contrib="ip_spam_rate"]')
+    assert row.locator("[data-feature-value]").inner_text() == "0.00"
+    assert "towards not spam" in row.inner_text()
+    # The IP panel's "when scored" rate is the value beside the contribution; today's counters
+    # are labelled as such.
+    assert page.locator("[data-ip-scored] [data-feature-value]").inner_text() == "0.00"
+    assert page.locator("[data-ip-now]").inner_text() == "5 / 3"
+    assert "log-odds" in page.locator("[data-contrib-scale]").inner_text()
+    # Internals wait behind a toggle.
+    internals = page.locator("[data-internals] p")
+    assert not internals.is_visible()
+    page.locator("[data-internals] summary").click()
+    assert " ms" in internals.inner_text()
