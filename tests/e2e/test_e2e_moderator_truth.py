@@ -8,10 +8,13 @@ import re
 from datetime import UTC, datetime
 
 import pytest
+from django.urls import reverse
 
-from moderation.models import Appeal, AppealStatus, Author, Post, PostStatus
+from moderation.models import Appeal, AppealStatus, AuditLog, Author, Post, PostStatus
 from moderation.services.appeals import appeal_submit
 from moderation.services.decisions import decision_record
+from scoring.models import DecisionPolicy
+from scoring.services.policy import policy_active
 from tests.dashboard.dashboard_factories import IpFactory, PostFactory, ScoreFactory, UserFactory
 from tests.e2e.seed import seed_world
 from tests.e2e.test_e2e_dashboard import login
@@ -171,3 +174,25 @@ def test_evidence_shows_values_and_the_panels_agree(page, live_server):
     assert not internals.is_visible()
     page.locator("[data-internals] summary").click()
     assert " ms" in internals.inner_text()
+
+
+def test_the_whatif_says_what_it_does_not_know_and_saving_asks_first(page, live_server):
+    seed_world()
+    policy_active()
+    UserFactory(username="ada", role="admin")
+    login(page, live_server, "ada")
+    page.goto(f"{live_server.url}{reverse('feedback:thresholds')}?remove_threshold=0.7&approve_threshold=0.2&days=7")
+    # No reviewed post scores 0.7 or more: the error there is unknown, not 0.000.
+    assert page.locator("[data-whatif-fpr]").inner_text() == "unknown"
+    assert "is unknown" in page.locator("[data-whatif-unknown]").inner_text()
+    assert "would get a different action" in page.locator("[data-whatif-changed]").inner_text()
+    versions = DecisionPolicy.objects.count()
+    page.locator("#save-thresholds").click()  # no note, no confirmation: the browser holds it
+    assert page.locator("#save-note:invalid").count() == 1 and DecisionPolicy.objects.count() == versions
+    page.locator("#save-note").fill("catch the watch spam wave")
+    page.locator("[data-confirm-policy]").check()
+    page.locator("#save-thresholds").click()
+    page.wait_for_selector(".flash-success")
+    active = DecisionPolicy.objects.get(is_active=True)
+    assert active.remove_threshold == 0.7 and active.note == "catch the watch spam wave"
+    assert AuditLog.objects.filter(action="scoring.policy_version_created", actor__username="ada").exists()
