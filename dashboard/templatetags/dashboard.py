@@ -146,6 +146,22 @@ def feature_label(name: str) -> str:
 
 
 @register.filter
+def rate(value: float | None) -> str:
+    """A rate with the precision it needs: 2 of 2,045 is "0.098 %", not "0 %"; from 1 % on,
+    one decimal, from 10 % on, none."""
+    if value is None:
+        return "—"
+    pct_value = float(value) * 100
+    if pct_value == 0:
+        return "0 %"
+    if pct_value >= 10:
+        return f"{pct_value:.0f} %"
+    if pct_value >= 1:
+        return f"{pct_value:.1f} %"
+    return f"{pct_value:.2g} %"
+
+
+@register.filter
 def feature_value(value: float | None) -> str:
     """A feature's value as a person reads it: counts whole, rates and scores to 2 places."""
     if value is None:
@@ -241,6 +257,14 @@ def pct_of_100(value: float | None) -> int:
     if value is None:
         return 0
     return int(round(max(0.0, min(100.0, float(value))) / 5) * 5)
+
+
+@register.filter
+def div_rate(part: float | None, whole: float | None) -> str:
+    """part / whole as a rate (see `rate`); "—" without a whole."""
+    if not whole:
+        return "—"
+    return rate(float(part or 0) / float(whole))
 
 
 @register.filter

@@ -13,7 +13,7 @@ from django.urls import reverse
 from moderation.models import Appeal, AppealStatus, AuditLog, Author, Post, PostStatus
 from moderation.services.appeals import appeal_submit
 from moderation.services.decisions import decision_record
-from scoring.models import DecisionPolicy
+from scoring.models import DecisionPolicy, Score
 from scoring.services.policy import policy_active
 from tests.dashboard.dashboard_factories import IpFactory, PostFactory, ScoreFactory, UserFactory
 from tests.e2e.seed import seed_world
@@ -196,3 +196,43 @@ def test_the_whatif_says_what_it_does_not_know_and_saving_asks_first(page, live_
     active = DecisionPolicy.objects.get(is_active=True)
     assert active.remove_threshold == 0.7 and active.note == "catch the watch spam wave"
     assert AuditLog.objects.filter(action="scoring.policy_version_created", actor__username="ada").exists()
+
+
+WIDEST = """() => Array.from(document.querySelectorAll('body *'))
+  .filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+  .slice(0, 5).map((el) => el.tagName + '.' + el.className + ' ' + Math.round(el.getBoundingClientRect().right))"""
+
+
+def assert_fits(page, what: str) -> None:
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= page.viewport_size["width"], f"{what} is {width} px wide: {page.evaluate(WIDEST)}"
+
+
+def test_metrics_and_appeals_pages_read_right_at_desktop_and_390(page, live_server):
+    world = seed_world()
+    mia = UserFactory(username="mia", role="moderator")
+    UserFactory(username="zed", role="moderator")
+    for post in world["posts"][:5]:
+        decision_record(post=post, moderator=mia, label="spam", reason_code="scam")
+    decided = world["posts"][0]
+    appeal_submit(source=decided.source, post_external_id=decided.external_id, statement="mine")
+    Score.objects.update(latency_ms=12_000)  # a slow day: five-digit axis labels
+    login(page, live_server, "zed")
+    page.goto(f"{live_server.url}/dashboard/metrics/")
+    # The share column says what it is, with its number.
+    assert page.locator('[data-moderator="mia"] [data-spam-share]').inner_text().strip() == "100 %"
+    assert "marked spam" in page.locator("table:has([data-moderator])").inner_text().lower()
+    # 1 appeal of 5 decisions: a rate, not "0 %" or a rounded guess.
+    assert page.locator('[data-figures-for="mia"] [data-appeal-rate]').inner_text() == "20 %"
+    # No y-axis label is cut at the chart's left edge.
+    for chart in page.locator("svg.chart").all():
+        lefts = chart.evaluate("svg => Array.from(svg.querySelectorAll('text')).map((t) => t.getBBox().x)")
+        assert min(lefts) >= 0
+    page.goto(f"{live_server.url}/dashboard/appeals/")
+    current = page.locator('nav[aria-label="Appeal status"] a[aria-current="page"]')
+    assert current.count() == 1 and "Waiting for review" in current.inner_text()
+    assert current.evaluate("a => getComputedStyle(a).fontWeight") in ("600", "700")
+    page.set_viewport_size({"width": 390, "height": 844})
+    for path in ("/dashboard/metrics/", "/dashboard/appeals/"):
+        page.goto(f"{live_server.url}{path}")
+        assert_fits(page, path)
