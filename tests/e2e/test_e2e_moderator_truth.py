@@ -236,3 +236,15 @@ def test_metrics_and_appeals_pages_read_right_at_desktop_and_390(page, live_serv
     for path in ("/dashboard/metrics/", "/dashboard/appeals/"):
         page.goto(f"{live_server.url}{path}")
         assert_fits(page, path)
+
+
+def test_ordinary_japanese_gets_no_spoofing_warning(page, live_server):
+    seed_world()
+    UserFactory(username="mia", role="moderator")
+    japanese = PostFactory(text="新しいTシャツを買いました。コーヒーも美味しかったです")
+    spoof = PostFactory(text="Verify your pаypal account now")
+    login(page, live_server, "mia")
+    page.goto(f"{live_server.url}/dashboard/posts/{japanese.pk}/")
+    assert page.locator("[data-spoof-warning]").count() == 0
+    page.goto(f"{live_server.url}/dashboard/posts/{spoof.pk}/")
+    assert "pаypal" in page.locator("[data-spoof-warning]").inner_text()
