@@ -23,6 +23,7 @@ from django.utils import timezone
 from dashboard.selectors.keyset import Cursor, after_cursor_q
 from dashboard.selectors.query_values import query_date, query_float, query_ip, query_text
 from moderation.models import Post, PostStatus, Report
+from moderation.services.claims import claimable_q
 from moderation.services.decisions import DECIDED_STATUSES
 from moderation.services.priority import PriorityParts, priority_parts, sla_seconds
 
@@ -156,6 +157,18 @@ def queue_queryset(*, filters: QueueFilters, with_text: bool = True) -> QuerySet
     if filters.q and with_text:
         qs = qs.filter(text__icontains=filters.q)
     return qs.order_by(*queue_order(filters))
+
+
+def queue_next_post(*, after_post_id: int, user: Any) -> Post | None:
+    """The post to open after deciding one outside focus mode: the top of the default queue,
+    other than that post and not held by a colleague. Nothing is claimed."""
+    return (
+        queue_queryset(filters=QueueFilters())
+        .exclude(pk=after_post_id)
+        .filter(claimable_q(user=user))
+        .only("pk")
+        .first()
+    )
 
 
 def queue_tab_counts() -> dict[str, int]:

@@ -3,16 +3,20 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from core.errors import ApplicationError, NotFound
 from dashboard.selectors.detail import post_detail
+from dashboard.selectors.queue import queue_next_post
 from dashboard.views.common import json_error, redirect_next, wants_json, with_query
 from moderation.models import Decision, Label, Post, ReasonCode
 from moderation.permissions import CAN_MODERATE, role_required
 from moderation.selectors.thresholds import live_thresholds
+from moderation.services.bulk import bulk_can_undo
 from moderation.services.claims import claim_post, claim_release, claim_until_label, post_claim_state
 from moderation.services.decisions import (
     DECIDED_STATUSES,
@@ -106,6 +110,12 @@ def detail(request: HttpRequest, post_id: int) -> HttpResponse:
             "latest_decision": latest,
             "can_undo": latest is not None and decision_can_undo(decision=latest, user=request.user),
             "undo_blocker": decision_undo_blocker(decision=latest) if latest is not None else "",
+            # A post decided by a bulk action: its Undo is the whole action's.
+            "bulk_undo": latest.bulk_action
+            if latest is not None
+            and latest.bulk_action is not None
+            and bulk_can_undo(bulk=latest.bulk_action, user=request.user)
+            else None,
             "key_reasons": {
                 label: key_reason(label=label, reason_codes=data.reason_codes) for label in ("spam", "ham")
             },
@@ -147,10 +157,30 @@ def decide(request: HttpRequest, post_id: int) -> HttpResponse:
         return HttpResponseRedirect(reverse("dashboard:post_detail", args=[post.pk]))
     if wants_json(request):
         return JsonResponse({"post_id": post.pk, "decision_id": decision.pk, "status": decision.post.status})
-    messages.success(request, f"Post #{post.pk} marked {decision.get_label_display().lower()}.")
+    post_page = reverse("dashboard:post_detail", args=[post.pk])
+    messages.success(
+        request,
+        format_html(
+            'Post #{} marked {}. <form method="post" action="{}" class="inline-form">'
+            '<input type="hidden" name="csrfmiddlewaretoken" value="{}"><input type="hidden" name="next" value="{}">'
+            '<button type="submit" class="btn btn-small" data-undo>Undo</button></form>',
+            post.pk,
+            decision.get_label_display().lower(),
+            reverse("dashboard:decision_undo", args=[decision.pk]),
+            get_token(request),
+            post_page,
+        ),
+        extra_tags="undo",
+    )
     if request.POST.get("focus") == "1":
         return HttpResponseRedirect(with_query(reverse("dashboard:focus"), _focus_params(request)))
-    return redirect_next(request, reverse("dashboard:post_detail", args=[post.pk]))
+    if request.POST.get("next"):
+        return redirect_next(request, post_page)
+    # Decided: on to the next post, as focus mode does, without claiming it.
+    following = queue_next_post(after_post_id=post.pk, user=request.user)
+    return HttpResponseRedirect(
+        reverse("dashboard:post_detail", args=[following.pk]) if following else reverse("dashboard:queue")
+    )
 
 
 @require_POST

@@ -28,7 +28,7 @@
   applyStyles(document);
   document.addEventListener("htmx:load", (e) => applyStyles(e.detail && e.detail.elt));
 
-  function flash(text, kind) {
+  function flash(text, kind, action) {
     let stack = $(".flash-stack");
     if (!stack) {
       stack = document.createElement("div");
@@ -40,8 +40,20 @@
     const div = document.createElement("div");
     div.className = "flash flash-" + (kind || "info");
     div.textContent = text;
+    if (action) {
+      // An undoable decision: the toast keeps its Undo until it is used or the page changes.
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "btn btn-small";
+      button.dataset.undo = "";
+      button.textContent = action.label;
+      button.addEventListener("click", () => { button.disabled = true; action.run(div); });
+      div.append(" ", button);
+      div.classList.add("flash-undo");
+    } else {
+      setTimeout(() => div.remove(), 5000);
+    }
     stack.appendChild(div);
-    setTimeout(() => div.remove(), 5000);
   }
 
   /* ---- the moderator's time zone: the browser's, until they pick one ---- */
@@ -175,15 +187,34 @@
         flash(msg, "error");
         return;
       }
+      const decided = await resp.json();
       const idx = rows().indexOf(row);
       row.remove();
       updateBulk();
-      flash("Post #" + row.dataset.postId + (label === "spam" ? " removed as spam." : " approved as not spam."), "success");
+      const undoUrl = table.dataset.undoUrl && table.dataset.undoUrl.replace("/0/", "/" + decided.decision_id + "/");
+      flash("Post #" + row.dataset.postId + (label === "spam" ? " removed as spam." : " approved as not spam."), "success",
+        undoUrl ? { label: "Undo", run: (toast) => undoDecision(undoUrl, row.dataset.postId, toast) } : null);
       if (rows().length) setCurrent(idx); else window.location.reload();
     } catch (err) {
       row.classList.remove("is-leaving");
       flash("Network error: " + err.message, "error");
     }
+  }
+
+  async function undoDecision(url, postId, toast) {
+    const resp = await fetch(url, {
+      method: "POST", credentials: "same-origin",
+      headers: { "X-CSRFToken": csrf(), "Accept": "application/json" },
+    });
+    toast.remove();
+    if (!resp.ok) {
+      let msg = "Could not undo the decision.";
+      try { msg = (await resp.json()).error.message || msg; } catch (_) { /* not JSON */ }
+      flash(msg, "error");
+      return;
+    }
+    // The post is back in the queue: show it where it now sorts.
+    window.location.reload();
   }
 
   /* ---- detail ---- */

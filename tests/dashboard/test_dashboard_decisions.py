@@ -239,3 +239,29 @@ def test_undo_of_an_appealed_decision_is_refused_and_bulk_undo_skips_it(moderato
     other.refresh_from_db()
     assert post.status == PostStatus.REMOVED and other.status == PostStatus.QUEUED
     assert AuditLog.objects.get(action="bulk.undo").after["skipped"] == [str(post.pk)]
+
+
+def test_deciding_on_the_post_page_goes_to_the_next_post_with_an_undo(mod_client, moderator):
+    decided = PostFactory(final_score=0.99, priority=10.0)
+    held = PostFactory(final_score=0.98, priority=9.0)
+    following = PostFactory(final_score=0.5, priority=5.0)
+    type(held).objects.filter(pk=held.pk).update(
+        claimed_by=UserFactory(username="peer", role="moderator"), claimed_until=timezone.now() + timedelta(minutes=5)
+    )
+    response = mod_client.post(
+        reverse("dashboard:decide", args=[decided.pk]), {"label": "spam", "reason_code": "scam"}, follow=True
+    )
+    # On to the next post nobody else holds; the decided one's Undo rides along in the message.
+    assert response.redirect_chain[-1][0] == reverse("dashboard:post_detail", args=[following.pk])
+    decision = Decision.objects.get(post=decided)
+    html = response.content.decode()
+    assert reverse("dashboard:decision_undo", args=[decision.pk]) in html and "data-undo" in html
+
+
+def test_a_post_decided_by_a_bulk_action_offers_that_actions_undo(mod_client, moderator):
+    posts = [PostFactory(), PostFactory()]
+    bulk = bulk_decide(moderator=moderator, label="spam", post_ids=[p.pk for p in posts])
+    html = mod_client.get(reverse("dashboard:post_detail", args=[posts[0].pk])).content.decode()
+    assert reverse("dashboard:bulk_undo", args=[bulk.pk]) in html and "data-undo-bulk" in html
+    other = client_for(UserFactory(username="o4", role="moderator"))
+    assert "data-undo-bulk" not in other.get(reverse("dashboard:post_detail", args=[posts[0].pk])).content.decode()

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from moderation.models import Appeal, AppealStatus, AuditLog, Author, Post, PostStatus
 from moderation.services.appeals import appeal_submit
+from moderation.services.bulk import bulk_decide
 from moderation.services.decisions import decision_record
 from scoring.models import DecisionPolicy, Score
 from scoring.services.policy import policy_active
@@ -248,3 +249,34 @@ def test_ordinary_japanese_gets_no_spoofing_warning(page, live_server):
     assert page.locator("[data-spoof-warning]").count() == 0
     page.goto(f"{live_server.url}/dashboard/posts/{spoof.pk}/")
     assert "pаypal" in page.locator("[data-spoof-warning]").inner_text()
+
+
+def test_undo_wherever_a_decision_is_made_and_next_post_after_deciding(page, live_server):
+    world = seed_world()
+    mia = UserFactory(username="mia", role="moderator")
+    login(page, live_server, "mia")
+    # s in the queue: the toast carries an Undo that puts the post back.
+    first = int(page.locator("tr.qrow.is-current").get_attribute("data-post-id"))
+    page.keyboard.press("s")
+    page.locator(f'tr.qrow[data-post-id="{first}"]').wait_for(state="detached")
+    page.locator(".flash-undo").get_by_role("button", name="Undo").click()
+    page.locator(f'tr.qrow[data-post-id="{first}"]').wait_for()
+    assert Post.objects.get(pk=first).status == PostStatus.QUEUED
+
+    # The post page: a decision moves on to the next post, its Undo comes along.
+    page.goto(f"{live_server.url}/dashboard/posts/{first}/")
+    page.keyboard.press("h")
+    page.get_by_role("button", name="Record decision").click()
+    page.wait_for_selector(".flash-undo")
+    assert f"/posts/{first}/" not in page.url
+    page.locator(".flash-undo").get_by_role("button", name="Undo").click()
+    page.wait_for_url(f"**/dashboard/posts/{first}/")
+    assert Post.objects.get(pk=first).status == PostStatus.QUEUED
+
+    # A post decided by a bulk action has that action's Undo on its page.
+    picked = [p.pk for p in world["posts"][2:4]]
+    bulk_decide(moderator=mia, label="spam", post_ids=picked)
+    page.goto(f"{live_server.url}/dashboard/posts/{picked[0]}/")
+    page.locator("[data-undo-bulk]").click()
+    page.wait_for_url(f"**/dashboard/posts/{picked[0]}/")
+    assert set(Post.objects.filter(pk__in=picked).values_list("status", flat=True)) == {PostStatus.QUEUED}
