@@ -27,7 +27,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
 from dashboard.selectors.queue import QueueRow
-from dashboard.templatetags.dashboard import pct5, percent, score_band, short_age, sla_left
+from dashboard.templatetags.dashboard import language_name, pct5, percent, score_band, short_age, sla_left
 from moderation.models import ListStatus, PostStatus
 from moderation.services.decisions import post_version
 from moderation.services.priority import PriorityParts
@@ -93,7 +93,9 @@ def _meta(row: QueueRow, user_id: Any) -> SafeString:
         parts.append(format_html('<span class="domain{}" title="Link domain">{}</span>', blocked, domain.name))
     parts.append(format_html('<span class="muted">{}</span>', p.source.slug))
     if p.language:
-        parts.append(format_html('<span class="muted" title="Language detected at ingest">{}</span>', p.language))
+        parts.append(
+            format_html('<span class="muted" title="Language detected at ingest">{}</span>', language_name(p.language))
+        )
     if row.routing_reason:
         parts.append(
             format_html(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Q, QuerySet
 from django.http import QueryDict
@@ -93,6 +94,9 @@ class QueueFilters:
         f.date_from = query_date(params, "date_from", errors)
         f.date_to = query_date(params, "date_to", errors)
         f.language = query_text(params, "language", errors, max_length=8).lower()
+        if f.language and f.language not in queue_languages():
+            errors.append(f"language: {f.language!r} is not a language the detector assigns; pick one from the list.")
+            f.language = ""
         f.q = query_text(params, "q", errors, max_length=200)
         sort = params.get("sort", "priority")
         f.sort = sort if sort in SORTS else "priority"
@@ -120,6 +124,11 @@ class QueueFilters:
     @property
     def active(self) -> bool:
         return bool(self.as_query())
+
+
+def queue_languages() -> tuple[str, ...]:
+    """The codes a post's language can hold: the detector's candidates and "und" (not detected)."""
+    return (*settings.LANGUAGE_CANDIDATES, "und")
 
 
 def queue_queryset(*, filters: QueueFilters, with_text: bool = True) -> QuerySet[Post]:

@@ -194,9 +194,10 @@ def bidi_visible(value: str | None) -> str:
 
 
 @register.filter
-def audit_diff(entry: Any) -> list[tuple[str, str, str]]:
+def audit_diff(entry: Any, reason_labels: dict[str, str] | None = None) -> list[tuple[str, str, str]]:
     """(field, before, after) for every key that differs between an audit row's before and
-    after, values as short readable text."""
+    after, values as short readable text; reason codes by their labels when `reason_labels`
+    (code -> label) is given."""
     before = entry.before if isinstance(entry.before, dict) else {}
     after = entry.after if isinstance(entry.after, dict) else {}
     rows: list[tuple[str, str, str]] = []
@@ -204,8 +205,34 @@ def audit_diff(entry: Any) -> list[tuple[str, str, str]]:
         b, a = before.get(key), after.get(key)
         if b == a:
             continue
+        if reason_labels and key.endswith("reason_code"):
+            b, a = reason_labels.get(b, b) if b else b, reason_labels.get(a, a) if a else a
+            key = key.removesuffix("_code")
         rows.append((key.replace("_", " "), _readable(b), _readable(a)))
     return rows
+
+
+# How a moderator reads a domain's or an IP's list status.
+LIST_STATUS_WORDS = {"unknown": "not listed", "allow": "trusted", "block": "blocked"}
+
+
+@register.filter
+def list_status(value: str) -> str:
+    return LIST_STATUS_WORDS.get(str(value), str(value))
+
+
+@register.filter
+def language_name(code: str | None) -> str:
+    """An ISO 639-1 code as a language's English name ("de" -> "German"); "und", the
+    detector's "undetermined", reads "not detected"."""
+    from django.conf.locale import LANG_INFO
+
+    if not code:
+        return "unknown"
+    if code == "und":
+        return "not detected"
+    info = LANG_INFO.get(code)
+    return str(info["name"]) if info and "name" in info else code
 
 
 def _readable(value: Any) -> str:

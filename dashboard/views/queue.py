@@ -11,11 +11,12 @@ from dashboard.selectors.queue import (
     SORT_CHOICES,
     STATUS_CHOICES,
     QueueFilters,
+    queue_languages,
     queue_page,
     queue_queryset,
     queue_tab_counts,
 )
-from dashboard.templatetags.dashboard import duration_s
+from dashboard.templatetags.dashboard import duration_s, language_name
 from dashboard.views.common import is_htmx, with_query
 from moderation.models import ReasonCode, Source
 from moderation.permissions import ALL_ROLES, CAN_MODERATE, can_moderate, role_required
@@ -77,6 +78,10 @@ def _queue_page(request: HttpRequest) -> HttpResponse:
             "key_reasons": {label: key_reason(label=label, reason_codes=reason_codes) for label in ("spam", "ham")},
             "focus_url": with_query(reverse("dashboard:focus"), query),
             "tab_counts": queue_tab_counts(),
+            # The language picker: the codes posts can carry, by their names.
+            "languages": sorted(
+                ((code, language_name(code)) for code in queue_languages()), key=lambda pair: pair[1].lower()
+            ),
         }
     )
     return render(request, "dashboard/queue.html", context, status=status)

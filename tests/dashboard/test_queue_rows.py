@@ -60,7 +60,7 @@ def test_row_links_version_scores_and_badges(mod_client, moderator):
     assert ">0.46</span>" in row  # two decimals
     assert re.search(r">x{159}…</a>", row)  # 160 characters with the ellipsis
     assert 'class="domain is-blocked"' in row
-    assert 'title="Language detected at ingest">es<' in row
+    assert 'title="Language detected at ingest">Spanish<' in row
     assert "claimed by you" in row
     assert 'aria-label="Text 91%, link —, behaviour 5%"' in row
     assert 'class="lvl-high w-90"' in row and 'class="lvl-none w-0"' in row and 'class="lvl-low w-5"' in row

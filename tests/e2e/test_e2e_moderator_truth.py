@@ -16,7 +16,7 @@ from moderation.services.bulk import bulk_decide
 from moderation.services.decisions import decision_record
 from scoring.models import DecisionPolicy, Score
 from scoring.services.policy import policy_active
-from tests.dashboard.dashboard_factories import IpFactory, PostFactory, ScoreFactory, UserFactory
+from tests.dashboard.dashboard_factories import AuthorFactory, IpFactory, PostFactory, ScoreFactory, UserFactory
 from tests.e2e.seed import seed_world
 from tests.e2e.test_e2e_dashboard import login
 
@@ -280,3 +280,30 @@ def test_undo_wherever_a_decision_is_made_and_next_post_after_deciding(page, liv
     page.locator("[data-undo-bulk]").click()
     page.wait_for_url(f"**/dashboard/posts/{picked[0]}/")
     assert set(Post.objects.filter(pk__in=picked).values_list("status", flat=True)) == {PostStatus.QUEUED}
+
+
+def test_plain_words_instead_of_codes(page, live_server):
+    world = seed_world()
+    mia = UserFactory(username="mia", role="moderator")
+    undetected = world["posts"][6]
+    Post.objects.filter(pk=undetected.pk).update(language="und")
+    Post.objects.filter(pk=world["posts"][7].pk).update(language="de")
+    spammer = world["spammer"]
+    Author.objects.filter(pk=spammer.pk).update(email_domain="gmail.com")
+    AuthorFactory(source=spammer.source, email_domain="gmail.com")
+    decision_record(post=world["posts"][0], moderator=mia, label="spam", reason_code="commercial-spam")
+    login(page, live_server, "mia")
+    page.goto(f"{live_server.url}/dashboard/posts/{undetected.pk}/")
+    assert page.locator("[data-language]").inner_text() == "not detected"
+    assert "Unknown" not in page.locator("#h-link + .kv").inner_text()
+    # The language filter is a list of names; German finds the German post.
+    page.goto(f"{live_server.url}/dashboard/?status=all")
+    page.get_by_text("More filters").click()
+    page.locator("[data-language-picker]").select_option(label="German")
+    page.get_by_role("button", name="Apply").click()
+    page.wait_for_url("**language=de**")
+    assert page.locator("tr.qrow").count() == 1
+    page.goto(f"{live_server.url}/dashboard/authors/{spammer.pk}/")
+    assert "Commercial spam / advertising" in page.locator("main").inner_text()
+    assert "commercial-spam" not in page.locator("main").inner_text()
+    assert page.locator("[data-email-free-mail]").is_visible() and page.locator("[data-linked-email]").count() == 0
