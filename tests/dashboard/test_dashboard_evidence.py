@@ -43,7 +43,7 @@ def test_contributions_carry_the_value_the_panels_show(scored_then_decided):
 def test_the_page_shows_values_direction_one_scale_and_hides_internals(mod_client, scored_then_decided):
     html = mod_client.get(reverse("dashboard:post_detail", args=[scored_then_decided.pk])).content.decode()
     row = re.search(r'<tr data-contrib="ip_spam_rate">.*?</tr>', html, re.S).group(0)
-    assert "<td class=\"contrib-fv\" data-feature-value>0.00</td>" in row
+    assert '<td class="contrib-fv" data-feature-value>0.00</td>' in row
     assert "-0.99" in row and "towards not spam" in row
     scored = re.search(r"data-ip-scored>(.*?)</span></span>", html, re.S).group(1)
     assert "2 posts" in scored and "0.00" in scored  # what the model saw, beside ...

@@ -19,7 +19,7 @@ def test_the_browser_zone_is_kept_until_the_moderator_picks_one(mod_client):
     url = reverse("dashboard:timezone_browser")
     assert mod_client.post(url, {"tz": "Not/AZone"}).status_code == 400
     assert mod_client.post(url, {"tz": "America/New_York"}).json() == {"tz": "America/New_York"}
-    assert 'data-tz-link>America/New_York</a>' in mod_client.get(reverse("dashboard:queue")).content.decode()
+    assert "data-tz-link>America/New_York</a>" in mod_client.get(reverse("dashboard:queue")).content.decode()
     mod_client.post(reverse("dashboard:timezone"), {"tz": "Asia/Tokyo"})
     # The browser reporting again does not undo the choice.
     assert mod_client.post(url, {"tz": "America/New_York"}).json() == {"tz": "Asia/Tokyo"}

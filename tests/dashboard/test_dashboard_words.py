@@ -29,14 +29,14 @@ def test_the_language_filter_is_a_picker_and_refuses_what_it_does_not_know(mod_c
     assert response.status_code == 400  # said out loud, not an empty list
     assert "is not a language the detector assigns" in response.content.decode()
     html = mod_client.get(reverse("dashboard:queue"), {"language": "de"}).content.decode()
-    assert f'data-post-id="{german.pk}"' in html and html.count("tr class=\"qrow") == 1
+    assert f'data-post-id="{german.pk}"' in html and html.count('tr class="qrow') == 1
 
 
 def test_the_post_page_names_the_language_and_the_list_status(mod_client):
     post = PostFactory(language="und", link=LinkFactory())
     html = mod_client.get(reverse("dashboard:post_detail", args=[post.pk])).content.decode()
     assert "<span data-language>not detected</span>" in html and "language und" not in html
-    assert "badge-list-unknown\">not listed<" in html
+    assert 'badge-list-unknown">not listed<' in html
 
 
 def test_the_author_page_shows_reason_labels_and_links_nobody_by_free_mail(mod_client, moderator):
