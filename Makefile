@@ -77,13 +77,20 @@ browsers:
 # dclint (npm) validates and lints deploy/compose*.yaml (tests/deploy/test_manifests.py). Pinned
 # here because requirements/ only holds Python packages; npm is the machine's (Node.js 20).
 DCLINT_VERSION := 3.1.0
+AXE_VERSION := 4.14.1
+AXE := var/deploy-tools/node_modules/axe-core/axe.min.js
 DCLINT := var/deploy-tools/node_modules/.bin/dclint
 $(DCLINT): Makefile
 	@mkdir -p var/deploy-tools
-	npm install --prefix var/deploy-tools --no-audit --no-fund --no-save --silent dclint@$(DCLINT_VERSION)
-	@touch $(DCLINT)
+	npm install --prefix var/deploy-tools --no-audit --no-fund --no-save --silent \
+		dclint@$(DCLINT_VERSION) axe-core@$(AXE_VERSION)
+	@touch $(DCLINT) $(AXE)
 
-deploy-tools: $(DCLINT)
+# axe-core for the browser tests' accessibility checks (tests/e2e/axe.py injects axe.min.js).
+# Installed with dclint in one npm call: a second --no-save install would remove the first.
+$(AXE): $(DCLINT)
+
+deploy-tools: $(DCLINT) $(AXE)
 
 # whatwg-url (npm), the URL Standard's reference implementation by its editors: core.urls is
 # property-tested against it (tests/scoring/test_urls_whatwg.py). 16.x is the newest line that

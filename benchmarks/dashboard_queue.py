@@ -231,8 +231,8 @@ def main() -> None:
     client = Client()
     client.force_login(user)
 
-    # EXPLAIN the queue page query as the view runs it (claims filter, joins, LIMIT 51)
-    qs = queue_queryset(filters=QueueFilters(), user=user).select_related("author", "link__domain", "source")[:51]
+    # EXPLAIN the queue page query as the view runs it (joins, LIMIT 51)
+    qs = queue_queryset(filters=QueueFilters()).select_related("author", "link__domain", "source", "claimed_by")[:51]
     sql, params = qs.query.sql_with_params()
     with connection.cursor() as cur:
         cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
@@ -251,7 +251,7 @@ def main() -> None:
     cursor = None
     deep_urls = []
     for _ in range(40):
-        page = queue_page(filters=QueueFilters(), user=user, cursor=cursor)
+        page = queue_page(filters=QueueFilters(), cursor=cursor)
         cursor = page.next_cursor
         if not cursor:
             break

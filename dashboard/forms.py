@@ -24,16 +24,26 @@ class EnforcementForm(forms.Form):
         input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"],
     )
 
-    def __init__(self, *args: Any, imposing: bool, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, imposing: bool, reason_label: str | None, **kwargs: Any) -> None:
+        """`reason_label`: the label this action's reasons belong to (the service refuses the
+        others); None offers every active reason."""
         super().__init__(*args, **kwargs)
         self.imposing = imposing
-        codes = [(r.code, r.label) for r in ReasonCode.objects.filter(is_active=True)]
+        reasons = ReasonCode.objects.filter(is_active=True)
+        if reason_label is not None:
+            reasons = reasons.filter(applies_to=reason_label)
+        codes = [(r.code, r.label) for r in reasons]
         reason_field = self.fields["reason_code"]
         assert isinstance(reason_field, forms.ChoiceField)
         reason_field.choices = [("", "Choose a reason…"), *codes]
         reason_field.required = imposing
         if not imposing:
             del self.fields["expires_at"]
+        else:
+            zone = timezone.get_current_timezone_name()
+            abbr = timezone.localtime().strftime("%Z")
+            suffix = f" ({abbr})" if abbr and abbr != zone else ""
+            self.fields["expires_at"].help_text = f"Empty: until lifted. In your time zone, {zone}{suffix}."
 
     def clean_expires_at(self) -> datetime | None:
         value: datetime | None = self.cleaned_data.get("expires_at")

@@ -27,9 +27,10 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
 from dashboard.selectors.queue import QueueRow
-from dashboard.templatetags.dashboard import pct5, percent, score_band, short_age, sla_left
+from dashboard.templatetags.dashboard import language_name, pct5, percent, score_band, short_age, sla_left
 from moderation.models import ListStatus, PostStatus
 from moderation.services.decisions import post_version
+from moderation.services.priority import PriorityParts
 from moderation.text_safety import bidi_controls_visible, spoofing_warnings
 
 TEXT_PREVIEW_CHARS = 160
@@ -54,11 +55,25 @@ def _score_cell(row: QueueRow, thresholds: Any, policy_title: str) -> SafeString
         '<span class="score score-{}" title="{}">{}</span>', score_band(p.final_score, thresholds), policy_title, score
     )
     if row.priority is not None:
-        cell += format_html(
-            '<span class="prio" title="Priority: score + report weight + time waited / SLA">P {}</span>',
-            floatformat(row.priority, 2),
+        parts = row.priority
+        title = (
+            f"Priority {parts.total:.2f} = score {parts.score or 0:.2f} + reports {parts.report_weight:.2f}"
+            f" + waited {parts.waited_slas:.2f} (time waited / SLA)"
         )
+        cell += format_html('<span class="prio" title="{}" data-priority>{}</span>', title, priority_reasons(parts))
     return cell
+
+
+def priority_reasons(parts: PriorityParts) -> str:
+    """ "2 reports · due in 3.7 h · score 0.83": what puts the post where it is in the queue."""
+    reasons = []
+    if parts.report_count:
+        reasons.append(f"{parts.report_count} report{'s' if parts.report_count != 1 else ''}")
+    hours = abs(parts.due_in_seconds) / 3600
+    span = f"{hours:.1f} h" if hours >= 1 else f"{max(1, round(hours * 60))} min"
+    reasons.append(f"due in {span}" if parts.due_in_seconds > 0 else f"overdue {span}")
+    reasons.append(f"score {parts.score:.2f}" if parts.score is not None else "not scored")
+    return " · ".join(reasons)
 
 
 def _warnings(text: str, template: str) -> SafeString:
@@ -78,7 +93,9 @@ def _meta(row: QueueRow, user_id: Any) -> SafeString:
         parts.append(format_html('<span class="domain{}" title="Link domain">{}</span>', blocked, domain.name))
     parts.append(format_html('<span class="muted">{}</span>', p.source.slug))
     if p.language:
-        parts.append(format_html('<span class="muted" title="Language detected at ingest">{}</span>', p.language))
+        parts.append(
+            format_html('<span class="muted" title="Language detected at ingest">{}</span>', language_name(p.language))
+        )
     if row.routing_reason:
         parts.append(
             format_html(
@@ -87,8 +104,19 @@ def _meta(row: QueueRow, user_id: Any) -> SafeString:
         )
     if p.status != PostStatus.QUEUED:
         parts.append(format_html('<span class="badge badge-{}">{}</span>', p.status, p.get_status_display()))
-    if user_id is not None and p.claimed_by_id == user_id:
-        parts.append(mark_safe('<span class="badge badge-claimed">claimed by you</span>'))
+    if p.claimed_by_id is not None and p.claimed_until is not None and p.claimed_until > timezone.now():
+        if p.claimed_by_id == user_id:
+            parts.append(mark_safe('<span class="badge badge-claimed">claimed by you</span>'))
+        else:
+            # A colleague's claim is shown, not hidden: the row stays reachable and can be skipped.
+            parts.append(
+                format_html(
+                    '<span class="badge badge-claimed" data-claimed-by="{}">claimed by {} until {}</span>',
+                    p.claimed_by,
+                    p.claimed_by,
+                    format_date(_local(p.claimed_until), "H:i T"),
+                )
+            )
     return format_html('<div class="meta">{}</div>', mark_safe("".join(parts)))  # noqa: S308  (parts are escaped)
 
 
@@ -140,7 +168,7 @@ def _age_cell(row: QueueRow) -> SafeString:
         cell += format_html(
             '<span class="sla{}" data-sla title="SLA deadline {}">{}</span>',
             " sla-breach" if row.sla_breached else "",
-            format_date(_local(row.due_at), "Y-m-d H:i"),
+            format_date(_local(row.due_at), "Y-m-d H:i T"),
             sla_left(row.sla_seconds_left),
         )
     return cell

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard.views import actions, appeals, audit, authors, detail, lockouts, metrics, queue
+from dashboard.views import actions, appeals, audit, authors, detail, lockouts, metrics, queue, timezone
 
 app_name = "dashboard"
 urlpatterns = [
@@ -8,6 +8,7 @@ urlpatterns = [
     path("focus/", queue.focus, name="focus"),
     path("posts/<int:post_id>/", detail.detail, name="post_detail"),
     path("posts/<int:post_id>/decide/", detail.decide, name="decide"),
+    path("posts/<int:post_id>/claim/", detail.claim, name="claim"),
     path("posts/<int:post_id>/release/", detail.release, name="release"),
     path("decisions/<int:decision_id>/undo/", detail.undo_decision, name="decision_undo"),
     path("authors/<int:author_id>/", authors.author, name="author"),
@@ -24,4 +25,6 @@ urlpatterns = [
     path("lockouts/unlock/", lockouts.unlock, name="lockout_unlock"),
     path("metrics/", metrics.metrics, name="metrics"),
     path("metrics/triton/", metrics.triton_panel, name="metrics_triton"),
+    path("timezone/", timezone.timezone_choose, name="timezone"),
+    path("timezone/browser/", timezone.timezone_browser, name="timezone_browser"),
 ]

@@ -4,6 +4,8 @@ every change needs the admin role (checked here and again in the services)."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -330,6 +332,15 @@ def thresholds_save(request: HttpRequest) -> HttpResponse:
             for error in errors:
                 messages.error(request, str(error))
         return _redirect("feedback:thresholds")
+    # Back to the same proposal when something is missing, so nothing has to be typed again.
+    proposal = (
+        reverse("feedback:thresholds")
+        + "?"
+        + urlencode({k: request.POST.get(k, "") for k in ("remove_threshold", "approve_threshold", "days")})
+    )
+    if request.POST.get("confirm") != "1":
+        messages.error(request, "Tick the confirmation: the new policy decides every post from now on.")
+        return HttpResponseRedirect(proposal)
     try:
         policy = thresholds.thresholds_save(
             user=request.user,
@@ -341,7 +352,7 @@ def thresholds_save(request: HttpRequest) -> HttpResponse:
         raise
     except ApplicationError as exc:
         messages.error(request, exc.message)
-        return _redirect("feedback:thresholds")
+        return HttpResponseRedirect(proposal)
     messages.success(
         request,
         f"Policy v{policy.version} is active: remove >= {policy.remove_threshold:.2f}, "

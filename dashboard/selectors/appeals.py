@@ -21,6 +21,14 @@ def appeals_queue(*, status: str = AppealStatus.PENDING) -> QuerySet[Appeal]:
     )
 
 
+def appeal_status_counts() -> dict[str, int]:
+    """status -> how many appeals, every status present (the tabs show a count each)."""
+    counts = dict.fromkeys(AppealStatus.values, 0)
+    for row in Appeal.objects.values("status").annotate(n=Count("id")).order_by():
+        counts[row["status"]] = row["n"]
+    return counts
+
+
 @dataclass(frozen=True)
 class AppealFigures:
     who: str  # a moderator's username, or AUTOMATIC

@@ -9,6 +9,7 @@ from django.db.models import Q
 
 from core.errors import NotFound
 from moderation.models import AuditLog, Author, Decision, Post, Report
+from scoring.features.email import is_free_provider
 
 AUTHOR_PAGE_LIMIT = 100
 LINKED_LIMIT = 20
@@ -23,6 +24,8 @@ class AuthorPage:
     enforcement: list[AuditLog]
     linked_by_ip: list[Author]
     linked_by_email_domain: list[Author]
+    # A free mail domain (gmail.com) says nothing about who is behind an account.
+    email_domain_is_free_mail: bool = False
 
 
 def author_page(*, author_id: int) -> AuthorPage:
@@ -56,10 +59,11 @@ def author_page(*, author_id: int) -> AuthorPage:
         .order_by("-post_count", "pk")[:LINKED_LIMIT]
     )
     by_email: list[Author] = []
-    if author.email_domain:
+    free_mail = bool(author.email_domain) and is_free_provider(author.email_domain)
+    if author.email_domain and not free_mail:
         by_email = list(
             Author.objects.filter(Q(source_id=author.source_id) & Q(email_domain=author.email_domain))
             .exclude(pk=author.pk)
             .order_by("-post_count", "pk")[:LINKED_LIMIT]
         )
-    return AuthorPage(author, posts, decisions, reports, enforcement, by_ip, by_email)
+    return AuthorPage(author, posts, decisions, reports, enforcement, by_ip, by_email, free_mail)

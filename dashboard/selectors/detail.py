@@ -23,8 +23,9 @@ REJECT_STATUSES = (PostStatus.REMOVED, PostStatus.AUTO_REMOVED)
 @dataclass
 class Contribution:
     feature: str
-    value: float
+    value: float  # the contribution, in the model's log-odds
     width: float  # percent of the largest magnitude in its model, for the bar
+    feature_value: float | None = None  # the feature's own value when the post was scored
 
 
 @dataclass
@@ -59,13 +60,52 @@ class PostDetail:
     same_ip: list[Post]
     same_domain: list[Post]
     cluster_counts: dict[str, int]
+    # feature -> value when scored (evidence_values): contributions and panels read this.
+    scored_values: dict[str, float] = field(default_factory=dict)
     reason_codes: list[ReasonCode] = field(default_factory=list)
     # reporter id -> (upheld, rejected): the track record behind each report's weight.
     reporter_records: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
-def contributions_top(contributions: dict[str, Any], *, limit: int = TOP_CONTRIBUTIONS) -> list[ModelContributions]:
-    """Per model, the features with the largest |contribution| (the bias term left out)."""
+# The fusion model's inputs are the sub-models' scores, kept in the Score's own columns.
+FUSION_INPUTS = {
+    "text_prob": "text_score",
+    "preview_prob": "preview_score",
+    "link_prob": "link_score",
+    "behaviour_prob": "behaviour_score",
+}
+
+
+def evidence_values(score: Any | None) -> dict[str, float]:
+    """Feature -> its value when the post was scored, from the Score row alone.
+
+    The one source for every "what the model saw" figure on the post page: the value beside
+    each contribution and the "when scored" counters of the author, link and IP panels. The
+    live counters (spam decided since) can differ, and the page labels them "now"; mixing the
+    two made a spam rate of 0 at scoring time look like a contradiction of 3 spam posts today."""
+    if score is None:
+        return {}
+    values: dict[str, float] = {}
+    stored = score.features if isinstance(score.features, dict) else {}
+    for group in ("link", "behaviour"):
+        for name, value in (stored.get(group) or {}).items():
+            try:
+                values[str(name)] = float(value)
+            except (TypeError, ValueError):
+                continue
+    for name, column in FUSION_INPUTS.items():
+        value = getattr(score, column, None)
+        if value is not None:
+            values[name] = float(value)
+    return values
+
+
+def contributions_top(
+    contributions: dict[str, Any], *, values: dict[str, float] | None = None, limit: int = TOP_CONTRIBUTIONS
+) -> list[ModelContributions]:
+    """Per model, the features with the largest |contribution| (the bias term left out), each
+    with its value from `values` (evidence_values)."""
+    values = values or {}
     out: list[ModelContributions] = []
     models = sorted(contributions or {}, key=lambda m: (MODEL_ORDER.index(m) if m in MODEL_ORDER else 99, m))
     for model in models:
@@ -86,7 +126,10 @@ def contributions_top(contributions: dict[str, Any], *, limit: int = TOP_CONTRIB
         out.append(
             ModelContributions(
                 model=model,
-                items=[Contribution(feature=n, value=v, width=round(abs(v) / peak * 100, 1)) for n, v in pairs],
+                items=[
+                    Contribution(feature=n, value=v, width=round(abs(v) / peak * 100, 1), feature_value=values.get(n))
+                    for n, v in pairs
+                ],
             )
         )
     return out
@@ -169,11 +212,13 @@ def post_detail(*, post_id: int) -> PostDetail:
             ]
         )
     counts = cluster_counts(author_id=post.author_id, domain_id=domain_id, ip_id=post.ip_id)
+    scored_values = evidence_values(score)
     return PostDetail(
         post=post,
         score=score,
         score_history=score_history,
-        contributions=contributions_top(score.contributions if score else {}),
+        contributions=contributions_top(score.contributions if score else {}, values=scored_values),
+        scored_values=scored_values,
         reports=reports,
         decisions=decisions,
         author_posts=author_posts,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Q, QuerySet
 from django.http import QueryDict
@@ -25,7 +26,7 @@ from dashboard.selectors.query_values import query_date, query_float, query_ip, 
 from moderation.models import Post, PostStatus, Report
 from moderation.services.claims import claimable_q
 from moderation.services.decisions import DECIDED_STATUSES
-from moderation.services.priority import effective_priority, sla_seconds
+from moderation.services.priority import PriorityParts, priority_parts, sla_seconds
 
 SCORE_ORDER = ("-final_score", "-report_count", "received_at", "id")
 PRIORITY_ORDER = ("-priority", "id")
@@ -93,6 +94,9 @@ class QueueFilters:
         f.date_from = query_date(params, "date_from", errors)
         f.date_to = query_date(params, "date_to", errors)
         f.language = query_text(params, "language", errors, max_length=8).lower()
+        if f.language and f.language not in queue_languages():
+            errors.append(f"language: {f.language!r} is not a language the detector assigns; pick one from the list.")
+            f.language = ""
         f.q = query_text(params, "q", errors, max_length=200)
         sort = params.get("sort", "priority")
         f.sort = sort if sort in SORTS else "priority"
@@ -122,8 +126,14 @@ class QueueFilters:
         return bool(self.as_query())
 
 
-def queue_queryset(*, filters: QueueFilters, user: Any = None, with_text: bool = True) -> QuerySet[Post]:
-    """Filtered, ordered posts; `user` hides items claimed by other moderators."""
+def queue_languages() -> tuple[str, ...]:
+    """The codes a post's language can hold: the detector's candidates and "und" (not detected)."""
+    return (*settings.LANGUAGE_CANDIDATES, "und")
+
+
+def queue_queryset(*, filters: QueueFilters, with_text: bool = True) -> QuerySet[Post]:
+    """Filtered, ordered posts, claimed ones included: the queue marks a colleague's claim
+    instead of hiding it, and focus mode passes over it (claims.claim_next)."""
     qs = Post.objects.all()
     if filters.view == "reported":
         # Reported and not yet decided by a moderator, whatever the models made of it.
@@ -155,9 +165,28 @@ def queue_queryset(*, filters: QueueFilters, user: Any = None, with_text: bool =
         qs = qs.filter(received_at__lt=datetime.combine(filters.date_to, datetime.max.time(), tz))
     if filters.q and with_text:
         qs = qs.filter(text__icontains=filters.q)
-    if user is not None:
-        qs = qs.filter(claimable_q(user=user))
     return qs.order_by(*queue_order(filters))
+
+
+def queue_next_post(*, after_post_id: int, user: Any) -> Post | None:
+    """The post to open after deciding one outside focus mode: the top of the default queue,
+    other than that post and not held by a colleague. Nothing is claimed."""
+    return (
+        queue_queryset(filters=QueueFilters())
+        .exclude(pk=after_post_id)
+        .filter(claimable_q(user=user))
+        .only("pk")
+        .first()
+    )
+
+
+def queue_tab_counts() -> dict[str, int]:
+    """How many posts each queue tab holds, unfiltered: waiting for review, and reported and
+    not decided by a moderator yet (the Reported view)."""
+    return {
+        "queue": Post.objects.filter(status=PostStatus.QUEUED).count(),
+        "reported": queue_queryset(filters=QueueFilters(view="reported")).order_by().count(),
+    }
 
 
 @dataclass
@@ -169,7 +198,7 @@ class QueueRow:
     routing_reason: str = ""
     report_reasons: list[tuple[str, int]] = field(default_factory=list)
     due_at: datetime | None = None  # received_at + SLA, for a pending post
-    priority: float | None = None  # harm + waited / SLA, for a queued post
+    priority: PriorityParts | None = None  # harm + waited / SLA as its reasons, for a queued post
 
     @property
     def sla_breached(self) -> bool:
@@ -220,7 +249,7 @@ TEXT_WINDOW = 5000
 
 
 def _text_search_window(
-    *, qs: QuerySet[Post], filters: QueueFilters, user: Any, cursor: Cursor | None, limit: int
+    *, qs: QuerySet[Post], filters: QueueFilters, cursor: Cursor | None, limit: int
 ) -> list[Post] | None:
     """Text search, first within the next TEXT_WINDOW rows of the queue order.
 
@@ -232,7 +261,7 @@ def _text_search_window(
     runs the trigram query."""
     if not filters.q or connection.vendor != "postgresql":
         return None
-    window = queue_queryset(filters=filters, user=user, with_text=False)
+    window = queue_queryset(filters=filters, with_text=False)
     if cursor is not None:
         window = window.filter(after_cursor_q(cursor, nullable=NULLABLE_SORT_FIELDS))
     columns = ("pk", "text", "final_score", "report_count", "received_at", "priority", "report_weight")
@@ -255,18 +284,16 @@ def _text_search_window(
     return posts if len(posts) == limit else None
 
 
-def queue_page(
-    *, filters: QueueFilters, user: Any = None, cursor: str | None = None, page_size: int = PAGE_SIZE
-) -> QueuePage:
-    """One page of the queue: 3 queries (posts with their author/link/domain, latest scores,
-    report reasons)."""
+def queue_page(*, filters: QueueFilters, cursor: str | None = None, page_size: int = PAGE_SIZE) -> QueuePage:
+    """One page of the queue: 3 queries (posts with their author/link/domain/claimer, latest
+    scores, report reasons)."""
     order = queue_order(filters)
-    qs = queue_queryset(filters=filters, user=user).select_related("author", "link__domain", "source")
+    qs = queue_queryset(filters=filters).select_related("author", "link__domain", "source", "claimed_by")
     qs = qs.defer("preview_text", "preview_description", "journey")
     decoded = Cursor.decode(cursor, order=order, types=CURSOR_TYPES) if cursor else None
     if decoded is not None:
         qs = qs.filter(after_cursor_q(decoded, nullable=NULLABLE_SORT_FIELDS))
-    posts = _text_search_window(qs=qs, filters=filters, user=user, cursor=decoded, limit=page_size + 1)
+    posts = _text_search_window(qs=qs, filters=filters, cursor=decoded, limit=page_size + 1)
     if posts is None:
         posts = list(qs[: page_size + 1])
     has_more = len(posts) > page_size
@@ -287,7 +314,15 @@ def queue_page(
                 behaviour_score=s.behaviour_score if s else None,
                 report_reasons=reasons.get(p.pk, []),
                 due_at=p.received_at + sla if pending else None,
-                priority=effective_priority(stored=p.priority, now=now) if p.status == PostStatus.QUEUED else None,
+                priority=priority_parts(
+                    final_score=p.final_score,
+                    report_count=p.report_count,
+                    report_weight=p.report_weight,
+                    received_at=p.received_at,
+                    now=now,
+                )
+                if p.status == PostStatus.QUEUED
+                else None,
                 routing_reason=s.routing_reason if s else "",
             )
         )

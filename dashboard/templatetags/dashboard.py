@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
 from django import template
 from django.utils import timezone
+from django.utils.dateformat import format as date_format
 
 from moderation import permissions
 
@@ -32,6 +34,28 @@ def short_age(value: datetime | None) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+ZONED_FORMAT = "Y-m-d H:i T"
+_ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
+
+
+@register.filter
+def zoned(value: datetime | str | None) -> str:
+    """A stored time in the moderator's zone, zone named: "2026-11-27 09:00 EST". Also takes
+    the ISO strings audit entries keep."""
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    else:
+        moment = value
+    if timezone.is_naive(moment):
+        return date_format(moment, "Y-m-d H:i")
+    return date_format(timezone.localtime(moment), ZONED_FORMAT)
 
 
 @register.filter
@@ -122,6 +146,32 @@ def feature_label(name: str) -> str:
 
 
 @register.filter
+def rate(value: float | None) -> str:
+    """A rate with the precision it needs: 2 of 2,045 is "0.098 %", not "0 %"; from 1 % on,
+    one decimal, from 10 % on, none."""
+    if value is None:
+        return "—"
+    pct_value = float(value) * 100
+    if pct_value == 0:
+        return "0 %"
+    if pct_value >= 10:
+        return f"{pct_value:.0f} %"
+    if pct_value >= 1:
+        return f"{pct_value:.1f} %"
+    return f"{pct_value:.2g} %"
+
+
+@register.filter
+def feature_value(value: float | None) -> str:
+    """A feature's value as a person reads it: counts whole, rates and scores to 2 places."""
+    if value is None:
+        return "not recorded"
+    if float(value).is_integer() and abs(value) >= 1:
+        return f"{int(value):,}"
+    return f"{value:.2f}"
+
+
+@register.filter
 def model_label(key: str) -> str:
     """`behaviour_model` / `behaviour` -> "Behaviour model"."""
     base = str(key).removesuffix("_model").replace("_", " ").strip()
@@ -144,9 +194,10 @@ def bidi_visible(value: str | None) -> str:
 
 
 @register.filter
-def audit_diff(entry: Any) -> list[tuple[str, str, str]]:
+def audit_diff(entry: Any, reason_labels: dict[str, str] | None = None) -> list[tuple[str, str, str]]:
     """(field, before, after) for every key that differs between an audit row's before and
-    after, values as short readable text."""
+    after, values as short readable text; reason codes by their labels when `reason_labels`
+    (code -> label) is given."""
     before = entry.before if isinstance(entry.before, dict) else {}
     after = entry.after if isinstance(entry.after, dict) else {}
     rows: list[tuple[str, str, str]] = []
@@ -154,8 +205,34 @@ def audit_diff(entry: Any) -> list[tuple[str, str, str]]:
         b, a = before.get(key), after.get(key)
         if b == a:
             continue
+        if reason_labels and key.endswith("reason_code"):
+            b, a = reason_labels.get(b, b) if b else b, reason_labels.get(a, a) if a else a
+            key = key.removesuffix("_code")
         rows.append((key.replace("_", " "), _readable(b), _readable(a)))
     return rows
+
+
+# How a moderator reads a domain's or an IP's list status.
+LIST_STATUS_WORDS = {"unknown": "not listed", "allow": "trusted", "block": "blocked"}
+
+
+@register.filter
+def list_status(value: str) -> str:
+    return LIST_STATUS_WORDS.get(str(value), str(value))
+
+
+@register.filter
+def language_name(code: str | None) -> str:
+    """An ISO 639-1 code as a language's English name ("de" -> "German"); "und", the
+    detector's "undetermined", reads "not detected"."""
+    from django.conf.locale import LANG_INFO
+
+    if not code:
+        return "unknown"
+    if code == "und":
+        return "not detected"
+    info = LANG_INFO.get(code)
+    return str(info["name"]) if info and "name" in info else code
 
 
 def _readable(value: Any) -> str:
@@ -171,6 +248,8 @@ def _readable(value: Any) -> str:
         )
     elif isinstance(value, list):
         text = ", ".join(_readable(v) for v in value)
+    elif isinstance(value, str) and _ISO_DATETIME.match(value):
+        text = zoned(value)  # an expiry or a time the entry recorded, in the reader's zone
     else:
         text = str(names.get(value, value)) if isinstance(value, str) else str(value)
     return text if len(text) <= 160 else text[:159] + "…"
@@ -205,6 +284,14 @@ def pct_of_100(value: float | None) -> int:
     if value is None:
         return 0
     return int(round(max(0.0, min(100.0, float(value))) / 5) * 5)
+
+
+@register.filter
+def div_rate(part: float | None, whole: float | None) -> str:
+    """part / whole as a rate (see `rate`); "—" without a whole."""
+    if not whole:
+        return "—"
+    return rate(float(part or 0) / float(whole))
 
 
 @register.filter

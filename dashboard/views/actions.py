@@ -17,6 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from core.errors import ApplicationError
 from dashboard.forms import EnforcementForm
+from dashboard.timezones import SESSION_ZONE, zone_remember
 from dashboard.views.common import redirect_next, safe_next
 from moderation.models import Author, BulkAction, Domain, IpAddress, Label, ListStatus, ReasonCode
 from moderation.permissions import CAN_MODERATE, role_required
@@ -60,11 +61,13 @@ def bulk(request: HttpRequest) -> HttpResponse:
         ids = [int(i) for i in request.POST.getlist("post_ids")]
     except ValueError:
         return HttpResponseBadRequest("Bad post ids.")
+    label = request.POST.get("label", "")
     try:
         action = bulk_decide(
             moderator=request.user,
-            label=request.POST.get("label", ""),
-            reason_code=request.POST.get("reason_code", ""),
+            label=label,
+            # The bar has one reason list per label button; older clients send reason_code.
+            reason_code=request.POST.get(f"reason_code_{label}", "") or request.POST.get("reason_code", ""),
             note=request.POST.get("note", ""),
             post_ids=ids,
         )
@@ -142,6 +145,15 @@ class _Enforcement:
     done: str  # "Author {} suspended."
     imposing: bool
     run: Callable[[Any, Any, EnforcementReason], Any]  # (target, actor, reason)
+    # What the action imposes or lifts (enforcement.enforcement_reason_label); empty: the
+    # target's current list status, which is what taking it off the lists lifts.
+    imposed: str = ""
+
+    def reason_label(self, target: Any) -> str | None:
+        imposed = self.imposed or getattr(target, "status", "")
+        if imposed == ListStatus.UNKNOWN:
+            return None
+        return enforcement.enforcement_reason_label(imposed=imposed, imposing=self.imposing)
 
 
 def _list(status: str) -> Callable[[Any, Any, EnforcementReason], Any]:
@@ -155,6 +167,7 @@ ENFORCEMENT: dict[tuple[str, str], _Enforcement] = {
         "Author {} suspended.",
         True,
         lambda a, actor, reason: enforcement.author_suspend(author=a, actor=actor, reason=reason),
+        "suspend",
     ),
     ("author", "unsuspend"): _Enforcement(
         Author,
@@ -162,6 +175,7 @@ ENFORCEMENT: dict[tuple[str, str], _Enforcement] = {
         "Author {} unsuspended.",
         False,
         lambda a, actor, reason: enforcement.author_unsuspend(author=a, actor=actor, reason=reason),
+        "suspend",
     ),
     ("author", "allowlist"): _Enforcement(
         Author,
@@ -169,6 +183,7 @@ ENFORCEMENT: dict[tuple[str, str], _Enforcement] = {
         "Author {} trusted: never removed automatically.",
         True,
         lambda a, actor, reason: enforcement.author_allowlist(author=a, actor=actor, reason=reason),
+        "allowlist",
     ),
     ("author", "unallowlist"): _Enforcement(
         Author,
@@ -176,18 +191,23 @@ ENFORCEMENT: dict[tuple[str, str], _Enforcement] = {
         "Author {} no longer trusted.",
         False,
         lambda a, actor, reason: enforcement.author_unallowlist(author=a, actor=actor, reason=reason),
+        "allowlist",
     ),
     ("domain", "block"): _Enforcement(
-        Domain, "Block {} and its subdomains", "Domain {} blocked.", True, _list(ListStatus.BLOCK)
+        Domain, "Block {} and its subdomains", "Domain {} blocked.", True, _list(ListStatus.BLOCK), ListStatus.BLOCK
     ),
     ("domain", "allow"): _Enforcement(
-        Domain, "Trust {} and its subdomains", "Domain {} trusted.", True, _list(ListStatus.ALLOW)
+        Domain, "Trust {} and its subdomains", "Domain {} trusted.", True, _list(ListStatus.ALLOW), ListStatus.ALLOW
     ),
     ("domain", "unblock"): _Enforcement(
         Domain, "Take {} off the lists", "Domain {} unlisted.", False, _list(ListStatus.UNKNOWN)
     ),
-    ("ip", "block"): _Enforcement(IpAddress, "Block IP {}", "IP {} blocked.", True, _list(ListStatus.BLOCK)),
-    ("ip", "allow"): _Enforcement(IpAddress, "Trust IP {}", "IP {} trusted.", True, _list(ListStatus.ALLOW)),
+    ("ip", "block"): _Enforcement(
+        IpAddress, "Block IP {}", "IP {} blocked.", True, _list(ListStatus.BLOCK), ListStatus.BLOCK
+    ),
+    ("ip", "allow"): _Enforcement(
+        IpAddress, "Trust IP {}", "IP {} trusted.", True, _list(ListStatus.ALLOW), ListStatus.ALLOW
+    ),
     ("ip", "unblock"): _Enforcement(
         IpAddress, "Take IP {} off the lists", "IP {} unlisted.", False, _list(ListStatus.UNKNOWN)
     ),
@@ -202,7 +222,14 @@ def enforce(request: HttpRequest, kind: str, pk: int, action: str) -> HttpRespon
     if entry is None:
         return HttpResponseBadRequest("Unknown action.")
     target = get_object_or_404(entry.model, pk=pk)
-    form = EnforcementForm(request.POST if request.method == "POST" else None, imposing=entry.imposing)
+    if request.method == "POST" and SESSION_ZONE not in request.session:
+        # The expiry is typed in the browser's zone; a first page may not have reported it yet.
+        zone_remember(request, request.POST.get("tz", ""), chosen=False)
+    form = EnforcementForm(
+        request.POST if request.method == "POST" else None,
+        imposing=entry.imposing,
+        reason_label=entry.reason_label(target),
+    )
     if request.method == "POST" and form.is_valid():
         try:
             entry.run(target, request.user, form.reason())

@@ -11,11 +11,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from core.errors import ApplicationError
-from dashboard.selectors.appeals import appeal_figures, appeals_queue
+from dashboard.selectors.appeals import appeal_figures, appeal_status_counts, appeals_queue
 from moderation.models import Appeal, AppealStatus, ReasonCode
 from moderation.permissions import CAN_MODERATE, role_required
 from moderation.selectors.thresholds import live_thresholds
-from moderation.services.appeals import appeal_can_resolve, appeal_resolve
+from moderation.services.appeals import REMOVED_STATUSES, appeal_can_resolve, appeal_outcome_label, appeal_resolve
 from scoring.api import Score
 
 OUTCOME_DONE = {"uphold": "decision upheld", "overturn": "decision overturned"}
@@ -46,6 +46,7 @@ def appeals(request: HttpRequest) -> HttpResponse:
         "appeals": list(appeals_queue(status=status)[:200]),
         "status": status,
         "statuses": AppealStatus.choices,
+        "status_counts": appeal_status_counts(),
         "figures": appeal_figures(),
         "thresholds": live_thresholds(),
     }
@@ -68,7 +69,9 @@ def appeal(request: HttpRequest, appeal_id: int) -> HttpResponse:
                 note=form.cleaned_data["note"],
             )
         except ApplicationError as exc:
-            form.add_error(None, exc.message)
+            # The message goes beside the field it is about; the form keeps what was chosen.
+            field = next((f for f in (exc.fields or {}) if f in form.fields), None)
+            form.add_error(field, exc.message)
         else:
             messages.success(request, f"Appeal #{item.pk}: {OUTCOME_DONE[form.cleaned_data['outcome']]}.")
             return HttpResponseRedirect(reverse("dashboard:appeals"))
@@ -80,6 +83,11 @@ def appeal(request: HttpRequest, appeal_id: int) -> HttpResponse:
         "score": score,
         "form": form,
         "can_resolve": item.status == AppealStatus.PENDING and appeal_can_resolve(appeal=item, user=request.user),
+        "reason_codes": list(ReasonCode.objects.filter(is_active=True)),
+        "outcome_labels": {
+            outcome: appeal_outcome_label(outcome=outcome, removed=item.post.status in REMOVED_STATUSES)
+            for outcome in OUTCOME_DONE
+        },
         "thresholds": live_thresholds(),
     }
     return render(request, "dashboard/appeal.html", context, status=400 if request.method == "POST" else 200)

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_http_methods
 from core.errors import ApplicationError, NotFound
 from dashboard.selectors.authors import author_page
 from moderation.enforcement_state import author_allowlisted, author_suspended
-from moderation.models import Author
+from moderation.models import Author, ReasonCode
 from moderation.permissions import CAN_ADMINISTER, CAN_MODERATE, can_administer, role_required
 from moderation.selectors.thresholds import live_thresholds
 from moderation.services.erasure import author_erase
@@ -33,6 +33,7 @@ def author(request: HttpRequest, author_id: int) -> HttpResponse:
         "trusted": author_allowlisted(page.author, now=now),
         "thresholds": live_thresholds(),
         "can_erase": can_administer(request.user) and page.author.erased_at is None,
+        "reason_labels": dict(ReasonCode.objects.values_list("code", "label")),
     }
     return render(request, "dashboard/author.html", context)
 

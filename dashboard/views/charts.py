@@ -31,7 +31,17 @@ def _nice_max(value: float) -> float:
     return float(value)
 
 
-def _frame(labels: Sequence[str], y_max: float, fmt: Callable[[float], str], title: str) -> list[str]:
+# Width of one axis-label character in viewBox units (the charts' 11 px labels, tabular digits).
+CHAR_W = 6.6
+
+
+def _left_pad(y_max: float, fmt: Callable[[float], str]) -> float:
+    """Room for the longest y-axis label ("10,000 ms"), so no label is cut at the left edge."""
+    longest = max(len(fmt(y_max * i / 4)) for i in range(5))
+    return max(float(PAD_L), 10 + CHAR_W * longest)
+
+
+def _frame(labels: Sequence[str], y_max: float, fmt: Callable[[float], str], title: str, left: float) -> list[str]:
     parts = [
         f'<svg class="chart" viewBox="0 0 {W} {H}" role="img" aria-label="{escape(title)}" '
         f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
@@ -39,14 +49,14 @@ def _frame(labels: Sequence[str], y_max: float, fmt: Callable[[float], str], tit
     plot_h = H - PAD_T - PAD_B
     for i in range(5):
         y = PAD_T + plot_h - plot_h * i / 4
-        parts.append(f'<line class="grid" x1="{PAD_L}" x2="{W - PAD_R}" y1="{y:.1f}" y2="{y:.1f}"/>')
-        parts.append(f'<text x="{PAD_L - 6}" y="{y + 3:.1f}" text-anchor="end">{escape(fmt(y_max * i / 4))}</text>')
+        parts.append(f'<line class="grid" x1="{left:.1f}" x2="{W - PAD_R}" y1="{y:.1f}" y2="{y:.1f}"/>')
+        parts.append(f'<text x="{left - 6:.1f}" y="{y + 3:.1f}" text-anchor="end">{escape(fmt(y_max * i / 4))}</text>')
     n = max(len(labels), 1)
     step = max(1, n // 8)
-    slot = (W - PAD_L - PAD_R) / n
+    slot = (W - left - PAD_R) / n
     for i, label in enumerate(labels):
         if i % step == 0 or i == n - 1:
-            x = PAD_L + slot * (i + 0.5)
+            x = left + slot * (i + 0.5)
             parts.append(f'<text x="{x:.1f}" y="{H - 8}" text-anchor="middle">{escape(label)}</text>')
     return parts
 
@@ -60,13 +70,14 @@ def bar_chart(
 ) -> SafeString:
     totals = [sum((s.values[i] or 0.0) for s in series) for i in range(len(labels))]
     y_max = _nice_max(max(totals, default=0.0))
-    parts = _frame(labels, y_max, fmt, title)
+    left = _left_pad(y_max, fmt)
+    parts = _frame(labels, y_max, fmt, title, left)
     plot_h = H - PAD_T - PAD_B
-    slot = (W - PAD_L - PAD_R) / max(len(labels), 1)
+    slot = (W - left - PAD_R) / max(len(labels), 1)
     bar_w = max(2.0, slot * 0.7)
     for i, label in enumerate(labels):
         base = 0.0
-        x = PAD_L + slot * i + (slot - bar_w) / 2
+        x = left + slot * i + (slot - bar_w) / 2
         for s in series:
             v = s.values[i] or 0.0
             if v <= 0:
@@ -92,15 +103,16 @@ def line_chart(
 ) -> SafeString:
     peak = max((v for s in series for v in s.values if v is not None), default=0.0)
     top = y_max if y_max is not None else _nice_max(peak)
-    parts = _frame(labels, top, fmt, title)
+    left = _left_pad(top, fmt)
+    parts = _frame(labels, top, fmt, title, left)
     plot_h = H - PAD_T - PAD_B
-    slot = (W - PAD_L - PAD_R) / max(len(labels), 1)
+    slot = (W - left - PAD_R) / max(len(labels), 1)
     for s in series:
         points: list[tuple[float, float, float, str]] = []
         for i, v in enumerate(s.values):
             if v is None:
                 continue
-            x = PAD_L + slot * (i + 0.5)
+            x = left + slot * (i + 0.5)
             y = PAD_T + plot_h - plot_h * min(v, top) / top
             points.append((x, y, v, labels[i]))
         if len(points) > 1:

@@ -3,22 +3,27 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from core.errors import ApplicationError, NotFound
 from dashboard.selectors.detail import post_detail
+from dashboard.selectors.queue import queue_next_post
 from dashboard.views.common import json_error, redirect_next, wants_json, with_query
 from moderation.models import Decision, Label, Post, ReasonCode
 from moderation.permissions import CAN_MODERATE, role_required
 from moderation.selectors.thresholds import live_thresholds
-from moderation.services.claims import claim_post, claim_release
+from moderation.services.bulk import bulk_can_undo
+from moderation.services.claims import claim_post, claim_release, claim_until_label, post_claim_state
 from moderation.services.decisions import (
     DECIDED_STATUSES,
     decision_can_undo,
     decision_record,
     decision_undo,
+    decision_undo_blocker,
     key_reason,
     post_version,
     undo_window,
@@ -65,9 +70,12 @@ def detail(request: HttpRequest, post_id: int) -> HttpResponse:
     except NotFound as exc:
         raise Http404(str(exc)) from exc
     decided = data.post.status in DECIDED_STATUSES
-    # A decided post is read-only: opening it claims nothing.
-    claimed = True if decided else claim_post(post=data.post, user=request.user)
     focus = request.GET.get("focus") == "1"
+    # Reading claims nothing: only focus mode (which serves one post at a time) and the Claim
+    # button do, so a colleague's queue never loses a post someone merely looked at.
+    if focus and not decided:
+        claim_post(post=data.post, user=request.user)
+    claim = post_claim_state(post=data.post, user=request.user)
     live = [d for d in data.decisions if d.undone_at is None]
     latest = live[0] if live else None
     form = DecisionForm(reason_codes=data.reason_codes)
@@ -91,7 +99,7 @@ def detail(request: HttpRequest, post_id: int) -> HttpResponse:
             "nav": "focus" if focus else "queue",
             "sub_scores": sub_scores,
             "post": data.post,
-            "claimed": claimed,
+            "claim": claim,
             "form": form,
             "focus": focus,
             "focus_params": _focus_params(request),
@@ -101,6 +109,13 @@ def detail(request: HttpRequest, post_id: int) -> HttpResponse:
             "decided": decided and latest is not None,
             "latest_decision": latest,
             "can_undo": latest is not None and decision_can_undo(decision=latest, user=request.user),
+            "undo_blocker": decision_undo_blocker(decision=latest) if latest is not None else "",
+            # A post decided by a bulk action: its Undo is the whole action's.
+            "bulk_undo": latest.bulk_action
+            if latest is not None
+            and latest.bulk_action is not None
+            and bulk_can_undo(bulk=latest.bulk_action, user=request.user)
+            else None,
             "key_reasons": {
                 label: key_reason(label=label, reason_codes=data.reason_codes) for label in ("spam", "ham")
             },
@@ -142,10 +157,30 @@ def decide(request: HttpRequest, post_id: int) -> HttpResponse:
         return HttpResponseRedirect(reverse("dashboard:post_detail", args=[post.pk]))
     if wants_json(request):
         return JsonResponse({"post_id": post.pk, "decision_id": decision.pk, "status": decision.post.status})
-    messages.success(request, f"Post #{post.pk} marked {decision.get_label_display().lower()}.")
+    post_page = reverse("dashboard:post_detail", args=[post.pk])
+    messages.success(
+        request,
+        format_html(
+            'Post #{} marked {}. <form method="post" action="{}" class="inline-form">'
+            '<input type="hidden" name="csrfmiddlewaretoken" value="{}"><input type="hidden" name="next" value="{}">'
+            '<button type="submit" class="btn btn-small" data-undo>Undo</button></form>',
+            post.pk,
+            decision.get_label_display().lower(),
+            reverse("dashboard:decision_undo", args=[decision.pk]),
+            get_token(request),
+            post_page,
+        ),
+        extra_tags="undo",
+    )
     if request.POST.get("focus") == "1":
         return HttpResponseRedirect(with_query(reverse("dashboard:focus"), _focus_params(request)))
-    return redirect_next(request, reverse("dashboard:post_detail", args=[post.pk]))
+    if request.POST.get("next"):
+        return redirect_next(request, post_page)
+    # Decided: on to the next post, as focus mode does, without claiming it.
+    following = queue_next_post(after_post_id=post.pk, user=request.user)
+    return HttpResponseRedirect(
+        reverse("dashboard:post_detail", args=[following.pk]) if following else reverse("dashboard:queue")
+    )
 
 
 @require_POST
@@ -163,6 +198,18 @@ def undo_decision(request: HttpRequest, decision_id: int) -> HttpResponse:
             return JsonResponse({"decision_id": decision.pk, "post_id": decision.post_id, "undone": True})
         messages.success(request, f"Decision on post #{decision.post_id} undone.")
     return redirect_next(request, reverse("dashboard:post_detail", args=[decision.post_id]))
+
+
+@require_POST
+@role_required(CAN_MODERATE)
+def claim(request: HttpRequest, post_id: int) -> HttpResponse:
+    """The explicit claim: "I am working on this one" for a post opened from the queue."""
+    post = get_object_or_404(Post.objects.select_related("claimed_by"), pk=post_id)
+    if claim_post(post=post, user=request.user):
+        messages.success(request, f"Post #{post.pk} is yours until {claim_until_label(post)}.")
+    else:
+        messages.error(request, f"Post #{post.pk} is claimed by {post.claimed_by} until {claim_until_label(post)}.")
+    return redirect_next(request, reverse("dashboard:post_detail", args=[post.pk]))
 
 
 @require_POST

@@ -7,8 +7,16 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from dashboard.queue_rows import render_queue_rows
-from dashboard.selectors.queue import SORT_CHOICES, STATUS_CHOICES, QueueFilters, queue_page, queue_queryset
-from dashboard.templatetags.dashboard import duration_s
+from dashboard.selectors.queue import (
+    SORT_CHOICES,
+    STATUS_CHOICES,
+    QueueFilters,
+    queue_languages,
+    queue_page,
+    queue_queryset,
+    queue_tab_counts,
+)
+from dashboard.templatetags.dashboard import duration_s, language_name
 from dashboard.views.common import is_htmx, with_query
 from moderation.models import ReasonCode, Source
 from moderation.permissions import ALL_ROLES, CAN_MODERATE, can_moderate, role_required
@@ -43,7 +51,7 @@ def queue(request: HttpRequest) -> HttpResponse:
 
 def _queue_page(request: HttpRequest) -> HttpResponse:
     filters = QueueFilters.from_query(request.GET)
-    page = queue_page(filters=filters, user=request.user, cursor=request.GET.get("cursor"))
+    page = queue_page(filters=filters, cursor=request.GET.get("cursor"))
     query = filters.as_query()
     next_url = with_query(reverse("dashboard:queue"), {**query, "cursor": page.next_cursor}) if page.next_cursor else ""
     thresholds = live_thresholds()
@@ -69,6 +77,11 @@ def _queue_page(request: HttpRequest) -> HttpResponse:
             "sla_label": duration_s(sla_seconds()),
             "key_reasons": {label: key_reason(label=label, reason_codes=reason_codes) for label in ("spam", "ham")},
             "focus_url": with_query(reverse("dashboard:focus"), query),
+            "tab_counts": queue_tab_counts(),
+            # The language picker: the codes posts can carry, by their names.
+            "languages": sorted(
+                ((code, language_name(code)) for code in queue_languages()), key=lambda pair: pair[1].lower()
+            ),
         }
     )
     return render(request, "dashboard/queue.html", context, status=status)

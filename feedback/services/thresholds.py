@@ -26,6 +26,7 @@ from django.db.models import FloatField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
+from core.errors import ApplicationError
 from feedback.models import ExampleOrigin
 from feedback.permissions import check_ml_admin
 from feedback.selectors import effective_examples
@@ -113,8 +114,14 @@ def calibration_table(outcomes: Outcomes) -> list[dict[str, Any]]:
 
 
 def _at(table: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
+    """The table's row nearest `threshold`. Where no reviewed post scores at or above it
+    (`flagged` 0) precision and the false-positive rate are unknown, not 0: `known` says which."""
     index = min(range(len(table)), key=lambda i: abs(table[i]["threshold"] - threshold))
-    return table[index]
+    row = dict(table[index])
+    row["known"] = row["flagged"] > 0
+    if not row["known"]:
+        row["precision"] = row["fpr"] = None
+    return row
 
 
 @dataclass(frozen=True)
@@ -142,13 +149,17 @@ def recent_posts(*, since: datetime) -> RecentPosts:
     )
 
 
-def action_counts(posts: RecentPosts, policy: DecisionPolicy) -> dict[str, int]:
-    actions = policy_actions(
+def _post_actions(posts: RecentPosts, policy: DecisionPolicy) -> np.ndarray:
+    return policy_actions(
         policy=policy,
         final_scores=posts.final_scores,
         report_counts=posts.report_counts,
         strongest_sub_scores=posts.strongest_sub_scores,
     )
+
+
+def action_counts(posts: RecentPosts, policy: DecisionPolicy) -> dict[str, int]:
+    actions = _post_actions(posts, policy)
     return {
         "total": len(actions),
         "remove": int(np.sum(actions == Action.REMOVE)),
@@ -173,7 +184,9 @@ def approve_outcomes(outcomes: Outcomes, policy: DecisionPolicy) -> dict[str, An
         "threshold": policy.approve_threshold,
         "approved": int(approved.sum()),
         "spam_approved": spam_approved,
-        "spam_below": spam_approved / spam if spam else None,
+        # With no reviewed post in the auto-approve range the share is not measured: unknown,
+        # not 0 (the page says so).
+        "spam_below": spam_approved / spam if spam and approved.any() else None,
     }
 
 
@@ -194,7 +207,12 @@ def whatif(
     posts = recent_posts(since=since)
     outcomes = outcomes or reviewer_outcomes(days=None)
     table = calibration_table(outcomes)
+    changed = (
+        int(np.sum(_post_actions(posts, proposed) != _post_actions(posts, active))) if active is not None else None
+    )
     return {
+        # Posts of the window whose action the proposal changes, against the active policy.
+        "changed": changed,
         "days": days,
         "proposed": {
             "remove_threshold": remove_threshold,
@@ -222,11 +240,19 @@ def whatif(
     }
 
 
-def thresholds_save(*, user: Any, remove_threshold: float, approve_threshold: float, note: str = "") -> DecisionPolicy:
+def thresholds_save(*, user: Any, remove_threshold: float, approve_threshold: float, note: str) -> DecisionPolicy:
+    """A new policy version from the calibration page: it decides every new post from now on,
+    so the page asks for a confirmation and this asks for the why, kept in the audit entry."""
     check_ml_admin(user)
+    if not note.strip():
+        raise ApplicationError(
+            "Say why in the note: it is kept with the policy version and in the audit log.",
+            code="note_required",
+            fields={"note": ["Required."]},
+        )
     return policy_create_version(
         remove_threshold=remove_threshold,
         approve_threshold=approve_threshold,
-        note=note or "calibration page",
+        note=note.strip(),
         actor=user,
     )

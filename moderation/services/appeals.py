@@ -15,6 +15,7 @@ from core.errors import ApplicationError, Conflict, Forbidden, NotFound
 from moderation.models import Appeal, AppealStatus, Label, Post, PostStatus, Source
 from moderation.services.audit import audit_record
 from moderation.services.decisions import latest_live_decision
+from moderation.services.reasons import reason_code_check
 from moderation.signals import platform_event
 
 EVENT_APPEAL = "appeal.decided"
@@ -59,6 +60,12 @@ def appeal_submit(*, source: Source, post_external_id: str, statement: str) -> t
     return appeal, True
 
 
+def appeal_outcome_label(*, outcome: str, removed: bool) -> str:
+    """The label a post carries after the outcome, which is the label its reason must have:
+    upholding a removal or overturning an approval says spam."""
+    return Label.SPAM if (outcome == "uphold") == removed else Label.HAM
+
+
 def appeal_can_resolve(*, appeal: Appeal, user: Any) -> bool:
     """Anyone moderating, except the moderator whose decision is appealed."""
     return appeal.decision is None or appeal.decision.moderator_id != getattr(user, "pk", None)
@@ -77,8 +84,11 @@ def appeal_resolve(*, appeal: Appeal, moderator: Any, outcome: str, reason_code:
     if not appeal_can_resolve(appeal=appeal, user=moderator):
         raise Forbidden("Another moderator must review an appeal against your own decision.", code="own_decision")
     post = Post.objects.select_related("source").get(pk=appeal.post_id)
+    removed = post.status in REMOVED_STATUSES
+    label = appeal_outcome_label(outcome=outcome, removed=removed)
+    doing = f"{'upholding' if outcome == 'uphold' else 'overturning'} this {'removal' if removed else 'approval'}"
+    reason_code_check(label=label, reason_code=reason_code, doing=doing)
     if outcome == "overturn":
-        label = Label.HAM if post.status in REMOVED_STATUSES else Label.SPAM
         decision_record(post=post, moderator=moderator, label=label, reason_code=reason_code, note=note, override=True)
         post.refresh_from_db(fields=["status", "status_changed_at"])
     appeal.status = OUTCOMES[outcome]

@@ -16,6 +16,7 @@ from moderation.models import PENDING_STATUSES, BulkAction, Decision, Post
 from moderation.services.audit import audit_record
 from moderation.services.decisions import (
     LABEL_TO_STATUS,
+    appeal_since,
     decision_record,
     key_reason,
     latest_live_decision,
@@ -147,6 +148,9 @@ def bulk_undo(*, bulk: BulkAction, moderator: Any) -> BulkAction:
         latest = Decision.objects.filter(post=post, undone_at__isnull=True).order_by("-created_at", "-pk").first()
         if post.status != target or (latest is not None and latest.bulk_action_id != bulk.pk):
             skipped.append(post_id)  # decided again since: the later decision wins
+            continue
+        if appeal_since(post_id=post.pk, since=bulk.created_at) is not None:
+            skipped.append(post_id)  # appealed since: the appeal's outcome stands
             continue
         post_set_status(post=post, status=old_status, check=False)
         restored[post_id] = old_status

@@ -1,15 +1,21 @@
-"""Claim/lock of queue items: a post opened by one moderator is not served to another until
-the claim expires (settings.DASHBOARD_CLAIM_MINUTES, default 10)."""
+"""Claim/lock of queue items: a post claimed by one moderator is not served to another by focus
+mode until the claim expires (settings.DASHBOARD_CLAIM_MINUTES, default 10).
+
+A claim is taken only on purpose: by focus mode, which serves one post at a time, or by the
+post page's Claim button. Reading a post claims nothing. The queue lists claimed posts with
+"claimed by X until …" rather than hiding them; a decision or a skip releases the claim."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.dateformat import format as date_format
 
 from moderation.models import Post
 
@@ -22,6 +28,30 @@ def claimable_q(*, user: Any, now: Any = None) -> Q:
     """Posts this user may take: unclaimed, claimed by this user, or with an expired claim."""
     now = now or timezone.now()
     return Q(claimed_by__isnull=True) | Q(claimed_by=user) | Q(claimed_until__lt=now)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimState:
+    """Who holds a post now, as a page shows it; `mine` when it is the reader."""
+
+    holder: Any
+    until: datetime
+    mine: bool
+
+
+def post_claim_state(*, post: Post, user: Any, now: datetime | None = None) -> ClaimState | None:
+    """The post's live claim, or None when nobody holds it (never claimed, released, expired)."""
+    now = now or timezone.now()
+    if post.claimed_by_id is None or post.claimed_until is None or post.claimed_until <= now:
+        return None
+    return ClaimState(holder=post.claimed_by, until=post.claimed_until, mine=post.claimed_by_id == user.pk)
+
+
+def claim_until_label(post: Post) -> str:
+    """ "14:05 EST": the claim's end in the reader's time zone, with the zone named."""
+    if post.claimed_until is None:
+        return ""
+    return date_format(timezone.localtime(post.claimed_until), "H:i T")
 
 
 def claim_post(*, post: Post, user: Any) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Value
+from django.db.models import F, Q, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
@@ -21,6 +21,8 @@ from core.errors import ApplicationError, Conflict, Forbidden, InvalidTransition
 from core.metrics import DECISIONS
 from moderation.models import (
     POST_TRANSITIONS,
+    Appeal,
+    AppealStatus,
     Author,
     BulkAction,
     Decision,
@@ -33,6 +35,7 @@ from moderation.models import (
 )
 from moderation.services.audit import audit_record
 from moderation.services.priority import posts_report_weight_refresh, reporter_records_relabel
+from moderation.services.reasons import reason_code_check
 from moderation.services.source_stats import source_stats_move_spam
 from moderation.signals import decision_recorded, decisions_undone
 
@@ -113,14 +116,7 @@ def post_set_status(*, post: Post, status: str, check: bool = True) -> str:
 def reason_code_validate(*, label: str, reason_code: str) -> None:
     if label not in LABEL_TO_STATUS:
         raise ApplicationError("Unknown label.", code="invalid_label", fields={"label": ["Choose spam or ham."]})
-    if not reason_code:
-        return
-    if not ReasonCode.objects.filter(code=reason_code, is_active=True, applies_to=label).exists():
-        raise ApplicationError(
-            "Unknown reason code for this label.",
-            code="invalid_reason_code",
-            fields={"reason_code": [f"{reason_code!r} is not an active reason for {label}."]},
-        )
+    reason_code_check(label=label, reason_code=reason_code, doing=f"marking a post {Label(label).label.lower()}")
 
 
 @transaction.atomic
@@ -181,7 +177,7 @@ def decision_record(
 
 def _changed_message(post: Post, prior: Decision | None) -> str:
     if prior is not None and post.status in DECIDED_STATUSES:
-        when = timezone.localtime(prior.created_at).strftime("%Y-%m-%d %H:%M")
+        when = timezone.localtime(prior.created_at).strftime("%Y-%m-%d %H:%M %Z")
         return (
             f"Already decided: {prior.get_label_display().lower()} by {prior.moderator} at {when}. "
             "Override to change it."
@@ -189,14 +185,44 @@ def _changed_message(post: Post, prior: Decision | None) -> str:
     return f"This post changed since the page was loaded (now {post.get_status_display().lower()}). Reload it."
 
 
+def appeal_since(*, post_id: int, since: Any) -> Appeal | None:
+    """The appeal that ties a decision made at `since` to what the author was told: one opened
+    against it or resolved after it (an overturn's own decision is recorded just before its
+    appeal is resolved). Undoing such a decision would leave the post's state and the appeal's
+    outcome contradicting each other, and the platform has already passed the outcome on."""
+    return (
+        Appeal.objects.filter(post_id=post_id)
+        .filter(Q(created_at__gte=since) | Q(resolved_at__gte=since))
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+
+
+def appeal_undo_message(appeal: Appeal) -> str:
+    if appeal.status == AppealStatus.PENDING:
+        return f"The author appealed this decision (appeal #{appeal.pk}): review the appeal instead of undoing it."
+    return (
+        f"Appeal #{appeal.pk} was resolved ({appeal.get_status_display().lower()}) and the platform told "
+        "the author: record a new decision (Override) instead of undoing this one."
+    )
+
+
+def decision_undo_blocker(*, decision: Decision) -> str:
+    """Why an appeal keeps this decision from being undone; empty when none does."""
+    appeal = appeal_since(post_id=decision.post_id, since=decision.created_at)
+    return appeal_undo_message(appeal) if appeal is not None else ""
+
+
 def decision_can_undo(*, decision: Decision, user: Any) -> bool:
-    """Within the undo window, not undone, not part of a bulk action (undo that instead), by
-    its moderator or an admin."""
+    """Within the undo window, not undone, not part of a bulk action (undo that instead), not
+    tied to an appeal, by its moderator or an admin."""
     from moderation.permissions import can_administer
 
     if decision.undone_at is not None or decision.bulk_action_id is not None or not decision.previous_status:
         return False
     if timezone.now() - decision.created_at > undo_window():
+        return False
+    if decision_undo_blocker(decision=decision):
         return False
     return decision.moderator_id == getattr(user, "pk", None) or can_administer(user)
 
@@ -216,6 +242,8 @@ def decision_undo(*, decision: Decision, moderator: Any) -> Decision:
         )
     if not decision.previous_status or timezone.now() - decision.created_at > undo_window():
         raise Conflict("The undo window has passed.", code="undo_expired")
+    if blocker := decision_undo_blocker(decision=decision):
+        raise Conflict(blocker, code="appealed")
     if not decision_can_undo(decision=decision, user=moderator):
         raise Forbidden("Only the moderator who decided, or an admin, can undo this decision.", code="not_yours")
     latest = latest_live_decision(post=post)

@@ -18,9 +18,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import ApplicationError
-from moderation.models import Author, Domain, IpAddress, ListStatus, ReasonCode, Source
+from moderation.models import Author, Domain, IpAddress, Label, ListStatus, Source
 from moderation.services import blocklists
 from moderation.services.audit import audit_record
+from moderation.services.reasons import reason_code_check
 from moderation.signals import platform_event
 
 EVENT_ENFORCEMENT = "enforcement"
@@ -41,17 +42,39 @@ class EnforcementReason:
     until: datetime | None = None
 
 
-def _checked(reason: EnforcementReason, *, imposing: bool) -> EnforcementReason:
+def enforcement_reason_label(*, imposed: str, imposing: bool) -> str:
+    """The label an enforcement's reason must have: what the action says about its target. A
+    suspension or a block says spam and trust says not spam; lifting one says the opposite of
+    what it lifts. `imposed`: "suspend", "allowlist", "block" or "allow"."""
+    says_spam = imposed in ("suspend", ListStatus.BLOCK)
+    return Label.SPAM if says_spam == imposing else Label.HAM
+
+
+def _checked(reason: EnforcementReason, *, imposing: bool, imposed: str) -> EnforcementReason:
     fields: dict[str, list[str]] = {}
     if imposing and not reason.code:
         fields["reason_code"] = ["Choose a reason."]
-    elif reason.code and not ReasonCode.objects.filter(code=reason.code, is_active=True).exists():
-        fields["reason_code"] = ["Unknown reason."]
+    elif reason.code and imposed in _REASON_DOING:
+        label = enforcement_reason_label(imposed=imposed, imposing=imposing)
+        doing = _REASON_DOING[imposed][0 if imposing else 1]
+        try:
+            reason_code_check(label=label, reason_code=reason.code, doing=doing)
+        except ApplicationError as exc:
+            fields["reason_code"] = [exc.message]
     if imposing and reason.until is not None and reason.until <= timezone.now():
         fields["expires_at"] = ["The expiry must be in the future."]
     if fields:
         raise EnforcementRefused("Check the reason and the expiry.", fields=fields)
     return EnforcementReason(code=reason.code, note=reason.note.strip()[:255], until=reason.until if imposing else None)
+
+
+# What the message calls imposing / lifting each kind of entry.
+_REASON_DOING = {
+    "suspend": ("a suspension", "lifting a suspension"),
+    "allowlist": ("trusting an author", "no longer trusting an author"),
+    ListStatus.BLOCK: ("a block", "lifting a block"),
+    ListStatus.ALLOW: ("trusting a domain or IP", "no longer trusting a domain or IP"),
+}
 
 
 def _tell(*, sources: list[Source], key: str, data: dict[str, Any]) -> None:
@@ -99,7 +122,7 @@ _AUTHOR_FIELDS = {
 
 @transaction.atomic
 def _author_set(*, author: Author, actor: Any, what: str, impose: bool, reason: EnforcementReason) -> Author:
-    reason = _checked(reason, imposing=impose)
+    reason = _checked(reason, imposing=impose, imposed=what)
     locked = Author.objects.select_for_update(of=("self",)).select_related("source").get(pk=author.pk)
     before = _author_state(locked)
     now = timezone.now()
@@ -161,9 +184,9 @@ def list_entry_set(
 ) -> Domain | IpAddress:
     """Block, trust (allow) or lift (unknown) a domain or an IP for every source."""
     imposing = status != ListStatus.UNKNOWN
-    reason = _checked(reason, imposing=imposing)
     model = type(row)
     locked = model.objects.select_for_update().get(pk=row.pk)
+    reason = _checked(reason, imposing=imposing, imposed=status if imposing else locked.status)
     entry = blocklists.list_status_set(
         row=locked,
         status=status,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -80,9 +81,39 @@ def priority_expression() -> Expression:
 
 
 def effective_priority(*, stored: float, now: datetime | None = None) -> float:
-    """The stored key turned back into harm + waited / SLA, for display."""
+    """The stored key turned back into harm + waited / SLA: what ordering by it means."""
     now = now or timezone.now()
     return stored + now.timestamp() / sla_seconds()
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityParts:
+    """A queued post's priority as its reasons, from the row's own columns (not the stored
+    key, which a row written before the key existed may lack)."""
+
+    score: float | None
+    report_count: int
+    report_weight: float  # capped at REPORT_WEIGHT_CAP, as it counts
+    waited_slas: float  # time waited / SLA
+    due_in_seconds: float  # negative when overdue
+
+    @property
+    def total(self) -> float:
+        return (self.score or 0.0) + self.report_weight + self.waited_slas
+
+
+def priority_parts(
+    *, final_score: float | None, report_count: int, report_weight: float, received_at: datetime, now: datetime
+) -> PriorityParts:
+    sla = sla_seconds()
+    waited = max(0.0, (now - received_at).total_seconds())
+    return PriorityParts(
+        score=final_score,
+        report_count=report_count,
+        report_weight=min(report_weight, REPORT_WEIGHT_CAP),
+        waited_slas=waited / sla,
+        due_in_seconds=sla - waited,
+    )
 
 
 def posts_priority_refresh(*, post_ids: Sequence[int]) -> int:

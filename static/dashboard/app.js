@@ -28,7 +28,7 @@
   applyStyles(document);
   document.addEventListener("htmx:load", (e) => applyStyles(e.detail && e.detail.elt));
 
-  function flash(text, kind) {
+  function flash(text, kind, action) {
     let stack = $(".flash-stack");
     if (!stack) {
       stack = document.createElement("div");
@@ -40,8 +40,37 @@
     const div = document.createElement("div");
     div.className = "flash flash-" + (kind || "info");
     div.textContent = text;
+    if (action) {
+      // An undoable decision: the toast keeps its Undo until it is used or the page changes.
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "btn btn-small";
+      button.dataset.undo = "";
+      button.textContent = action.label;
+      button.addEventListener("click", () => { button.disabled = true; action.run(div); });
+      div.append(" ", button);
+      div.classList.add("flash-undo");
+    } else {
+      setTimeout(() => div.remove(), 5000);
+    }
     stack.appendChild(div);
-    setTimeout(() => div.remove(), 5000);
+  }
+
+  /* ---- the moderator's time zone: the browser's, until they pick one ---- */
+  const browserZone = (() => {
+    try { return Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (_) { return ""; }
+  })();
+  // Forms that take a time carry the browser's zone, so even a first page reads it right.
+  $$("input[data-browser-tz]").forEach((input) => { input.value = browserZone; });
+  if (document.body.dataset.tzUrl && !document.body.dataset.tz && browserZone) {
+    const body = new FormData();
+    body.append("tz", browserZone);
+    fetch(document.body.dataset.tzUrl, {
+      method: "POST", body, credentials: "same-origin",
+      headers: { "X-CSRFToken": csrf(), "Accept": "application/json" },
+    }).then((r) => (r.ok ? r.json() : null)).then((data) => {
+      if (data && data.tz) document.body.dataset.tz = data.tz;
+    }).catch(() => { /* the next page tries again */ });
   }
 
   /* ---- help overlay ---- */
@@ -60,11 +89,14 @@
     const cur = select.selectedOptions[0];
     if (cur && cur.disabled) select.value = "";
   }
+  // A choice names the label its reasons belong to: a label radio by its value, an appeal
+  // outcome by data-reason-label (upholding a removal takes a spam reason).
   $$("form").forEach((form) => {
     const select = $("[data-reason-select]", form);
-    $$("input[name=label]", form).forEach((r) => {
-      r.addEventListener("change", () => syncReasons(select, r.value));
-      if (r.checked) syncReasons(select, r.value);
+    $$("input[name=label], input[data-reason-label]", form).forEach((r) => {
+      const label = r.dataset.reasonLabel || r.value;
+      r.addEventListener("change", () => syncReasons(select, label));
+      if (r.checked) syncReasons(select, label);
     });
   });
 
@@ -107,8 +139,8 @@
   if (bulkForm) {
     // A bulk action without a chosen reason records the key reason of its label.
     bulkForm.addEventListener("submit", (e) => {
-      const select = $("[data-reason-select]", bulkForm);
       const label = e.submitter && e.submitter.value;
+      const select = label && $("[data-reason-for=" + label + "]", bulkForm);
       if (select && !select.value && label) select.value = keyReason(label);
     });
   }
@@ -155,15 +187,34 @@
         flash(msg, "error");
         return;
       }
+      const decided = await resp.json();
       const idx = rows().indexOf(row);
       row.remove();
       updateBulk();
-      flash("Post #" + row.dataset.postId + (label === "spam" ? " removed as spam." : " approved as not spam."), "success");
+      const undoUrl = table.dataset.undoUrl && table.dataset.undoUrl.replace("/0/", "/" + decided.decision_id + "/");
+      flash("Post #" + row.dataset.postId + (label === "spam" ? " removed as spam." : " approved as not spam."), "success",
+        undoUrl ? { label: "Undo", run: (toast) => undoDecision(undoUrl, row.dataset.postId, toast) } : null);
       if (rows().length) setCurrent(idx); else window.location.reload();
     } catch (err) {
       row.classList.remove("is-leaving");
       flash("Network error: " + err.message, "error");
     }
+  }
+
+  async function undoDecision(url, postId, toast) {
+    const resp = await fetch(url, {
+      method: "POST", credentials: "same-origin",
+      headers: { "X-CSRFToken": csrf(), "Accept": "application/json" },
+    });
+    toast.remove();
+    if (!resp.ok) {
+      let msg = "Could not undo the decision.";
+      try { msg = (await resp.json()).error.message || msg; } catch (_) { /* not JSON */ }
+      flash(msg, "error");
+      return;
+    }
+    // The post is back in the queue: show it where it now sorts.
+    window.location.reload();
   }
 
   /* ---- detail ---- */

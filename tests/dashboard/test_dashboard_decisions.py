@@ -10,9 +10,16 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.errors import Conflict, Forbidden
-from moderation.models import AuditLog, Decision, PostStatus, ReasonCode, ReporterRecord
-from moderation.services.bulk import bulk_decide
-from moderation.services.decisions import decision_record, decision_undo, key_reason, post_version
+from moderation.models import AppealStatus, AuditLog, Decision, PostStatus, ReasonCode, ReporterRecord
+from moderation.services.appeals import appeal_resolve, appeal_submit
+from moderation.services.bulk import bulk_decide, bulk_undo
+from moderation.services.decisions import (
+    decision_can_undo,
+    decision_record,
+    decision_undo,
+    key_reason,
+    post_version,
+)
 from moderation.signals import decisions_undone
 from tests.dashboard.dashboard_factories import PostFactory, ReportFactory, UserFactory
 from tests.dashboard.dashboard_fixtures import *  # noqa: F403
@@ -195,3 +202,66 @@ def test_single_undo_tells_the_platform(moderator, django_capture_on_commit_call
     assert undo.payload["data"]["undo"]["decision_ids"] == [decision.pk]
     assert undo.payload["data"]["undo"]["bulk_action_id"] is None
     assert undo.payload["data"]["post"]["status"] == PostStatus.QUEUED
+
+
+def test_undo_of_an_appeal_overturn_is_refused_with_the_reason(moderator):
+    """The platform told the author the appeal's outcome: undoing the decision behind it would
+    leave the post and the appeal saying different things."""
+    reviewer = UserFactory(username="reviewer", role="moderator")
+    post = PostFactory()
+    decision_record(post=post, moderator=moderator, label="spam", reason_code="scam")
+    appeal, _ = appeal_submit(source=post.source, post_external_id=post.external_id, statement="mine")
+    appeal_resolve(appeal=appeal, moderator=reviewer, outcome="overturn", reason_code="legitimate")
+    overturn = Decision.objects.filter(post=post).latest("pk")
+    assert not decision_can_undo(decision=overturn, user=reviewer)
+    with pytest.raises(Conflict) as exc:
+        decision_undo(decision=overturn, moderator=reviewer)
+    assert exc.value.code == "appealed" and f"Appeal #{appeal.pk} was resolved" in exc.value.message
+    post.refresh_from_db()
+    appeal.refresh_from_db()
+    assert post.status == PostStatus.APPROVED and appeal.status == AppealStatus.OVERTURNED
+    html = client_for(reviewer).get(reverse("dashboard:post_detail", args=[post.pk])).content.decode()
+    assert "data-undo-decision" not in html and "data-undo-blocked" in html
+
+
+def test_undo_of_an_appealed_decision_is_refused_and_bulk_undo_skips_it(moderator):
+    post = PostFactory()
+    decision = decision_record(post=post, moderator=moderator, label="spam", reason_code="scam")
+    appeal, _ = appeal_submit(source=post.source, post_external_id=post.external_id, statement="mine")
+    with pytest.raises(Conflict) as exc:
+        decision_undo(decision=decision, moderator=moderator)
+    assert exc.value.code == "appealed" and f"appeal #{appeal.pk}" in exc.value.message
+    other = PostFactory()
+    bulk = bulk_decide(moderator=moderator, label="spam", post_ids=[post.pk, other.pk])
+    appeal_resolve(appeal=appeal, moderator=UserFactory(username="r2", role="moderator"), outcome="uphold")
+    bulk_undo(bulk=bulk, moderator=moderator)
+    post.refresh_from_db()
+    other.refresh_from_db()
+    assert post.status == PostStatus.REMOVED and other.status == PostStatus.QUEUED
+    assert AuditLog.objects.get(action="bulk.undo").after["skipped"] == [str(post.pk)]
+
+
+def test_deciding_on_the_post_page_goes_to_the_next_post_with_an_undo(mod_client, moderator):
+    decided = PostFactory(final_score=0.99, priority=10.0)
+    held = PostFactory(final_score=0.98, priority=9.0)
+    following = PostFactory(final_score=0.5, priority=5.0)
+    type(held).objects.filter(pk=held.pk).update(
+        claimed_by=UserFactory(username="peer", role="moderator"), claimed_until=timezone.now() + timedelta(minutes=5)
+    )
+    response = mod_client.post(
+        reverse("dashboard:decide", args=[decided.pk]), {"label": "spam", "reason_code": "scam"}, follow=True
+    )
+    # On to the next post nobody else holds; the decided one's Undo rides along in the message.
+    assert response.redirect_chain[-1][0] == reverse("dashboard:post_detail", args=[following.pk])
+    decision = Decision.objects.get(post=decided)
+    html = response.content.decode()
+    assert reverse("dashboard:decision_undo", args=[decision.pk]) in html and "data-undo" in html
+
+
+def test_a_post_decided_by_a_bulk_action_offers_that_actions_undo(mod_client, moderator):
+    posts = [PostFactory(), PostFactory()]
+    bulk = bulk_decide(moderator=moderator, label="spam", post_ids=[p.pk for p in posts])
+    html = mod_client.get(reverse("dashboard:post_detail", args=[posts[0].pk])).content.decode()
+    assert reverse("dashboard:bulk_undo", args=[bulk.pk]) in html and "data-undo-bulk" in html
+    other = client_for(UserFactory(username="o4", role="moderator"))
+    assert "data-undo-bulk" not in other.get(reverse("dashboard:post_detail", args=[posts[0].pk])).content.decode()

@@ -48,6 +48,7 @@ def _urls(world):
         "focus": ("get", reverse("dashboard:focus"), {}),
         "detail": ("get", reverse("dashboard:post_detail", args=[p.pk]), {}),
         "decide": ("post", reverse("dashboard:decide", args=[p.pk]), {"label": "spam", "reason_code": "scam"}),
+        "claim": ("post", reverse("dashboard:claim", args=[p.pk]), {}),
         "release": ("post", reverse("dashboard:release", args=[p.pk]), {}),
         "bulk": ("post", reverse("dashboard:bulk"), {"post_ids": [p.pk], "label": "ham"}),
         "undo": ("post", reverse("dashboard:bulk_undo", args=[world["bulk"].pk]), {}),
@@ -81,6 +82,7 @@ MODERATION_VIEWS = [
     "focus",
     "detail",
     "decide",
+    "claim",
     "release",
     "bulk",
     "undo",
@@ -227,15 +229,16 @@ def test_queue_filters(mod_client):
 def test_queue_query_count_is_bounded(mod_client, django_assert_num_queries):
     for _ in range(3):
         ScoreFactory(post=PostFactory())
-    # session, user, groups, page of posts (joined), latest scores, policy, reason codes, sources
-    with django_assert_num_queries(8):
+    # session, user, groups, page of posts (joined), latest scores, policy, reason codes, sources,
+    # the two tab counts
+    with django_assert_num_queries(10):
         assert mod_client.get(reverse("dashboard:queue")).status_code == 200
     for _ in range(20):
         p = PostFactory(report_count=1)
         ScoreFactory(post=p)
         ReportFactory(post=p)
     # ... and the report reasons of the page, once rows have reports
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(11):
         assert mod_client.get(reverse("dashboard:queue")).status_code == 200
 
 
@@ -252,7 +255,7 @@ def test_detail_query_count_is_bounded(mod_client, moderator, django_assert_num_
             bulk_decide(moderator=moderator, label="spam", post_ids=[sib.pk])
 
     mod_client.get(reverse("dashboard:post_detail", args=[post.pk]))
-    with django_assert_num_queries(16) as ctx:
+    with django_assert_num_queries(15) as ctx:
         mod_client.get(reverse("dashboard:post_detail", args=[post.pk]))
     first = len(ctx.captured_queries)
     grow()
@@ -273,10 +276,32 @@ def test_detail_shows_evidence_and_claims(mod_client, moderator):
     assert shown == sorted(shown)
     assert "scam" in html
     post.refresh_from_db()
+    assert post.claimed_by is None  # reading claims nothing
+    # The Claim button does; another moderator still sees the post, marked with the claim.
+    mod_client.post(reverse("dashboard:claim", args=[post.pk]))
+    post.refresh_from_db()
     assert post.claimed_by == moderator
-    # Another moderator no longer gets it in the queue.
     other = client_for(UserFactory(username="peer", role="moderator"))
-    assert f'data-post-id="{post.pk}"' not in other.get(reverse("dashboard:queue")).content.decode()
+    queue_html = other.get(reverse("dashboard:queue")).content.decode()
+    assert f'data-post-id="{post.pk}"' in queue_html
+    assert 'data-claimed-by="mod">claimed by mod until ' in queue_html
+    detail_html = other.get(reverse("dashboard:post_detail", args=[post.pk])).content.decode()
+    assert 'data-claimed-by="mod"' in detail_html and "data-claim>" not in detail_html
+    # Focus mode claims the post it serves.
+    post2 = PostFactory(final_score=0.5)
+    other.get(reverse("dashboard:post_detail", args=[post2.pk]) + "?focus=1")
+    post2.refresh_from_db()
+    assert post2.claimed_by is not None and post2.claimed_by.username == "peer"
+
+
+def test_queue_and_appeal_tabs_show_counts(mod_client, moderator):
+    PostFactory()
+    reported = PostFactory(report_count=1)
+    ReportFactory(post=reported)
+    html = mod_client.get(reverse("dashboard:queue")).content.decode()
+    assert 'data-tab-count="queue">2<' in html and 'data-tab-count="reported">1<' in html
+    html = mod_client.get(reverse("dashboard:appeals")).content.decode()
+    assert 'data-tab-count="pending">0<' in html and 'data-tab-count="overturned">0<' in html
 
 
 def test_quick_decide_json(mod_client):

@@ -10,7 +10,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from dashboard.queue_rows import render_queue_rows
+from dashboard.selectors.queue import QueueFilters, queue_page
 from moderation.models import Post, PostStatus
+from moderation.selectors.thresholds import live_thresholds
 from moderation.services.decisions import post_version
 from tests.dashboard.dashboard_factories import AuthorFactory, DomainFactory, LinkFactory, PostFactory, ScoreFactory
 from tests.dashboard.dashboard_fixtures import *  # noqa: F403
@@ -57,7 +60,7 @@ def test_row_links_version_scores_and_badges(mod_client, moderator):
     assert ">0.46</span>" in row  # two decimals
     assert re.search(r">x{159}…</a>", row)  # 160 characters with the ellipsis
     assert 'class="domain is-blocked"' in row
-    assert 'title="Language detected at ingest">es<' in row
+    assert 'title="Language detected at ingest">Spanish<' in row
     assert "claimed by you" in row
     assert 'aria-label="Text 91%, link —, behaviour 5%"' in row
     assert 'class="lvl-high w-90"' in row and 'class="lvl-none w-0"' in row and 'class="lvl-low w-5"' in row
@@ -84,3 +87,15 @@ def test_load_more_fragment_uses_the_same_rows(mod_client):
     assert shown == {str(p.pk) for p in posts}
     assert fragment.count('<tr class="qrow') == 2
     assert "<html" not in fragment
+
+
+def test_priority_is_shown_as_its_reasons_with_the_number_on_hover(settings):
+    settings.DASHBOARD_SLA_SECONDS = 4 * 3600
+    # A row whose stored key was never computed (0.0): the page must not print it raw.
+    post = PostFactory(final_score=0.83, report_count=2, report_weight=1.0, priority=0.0)
+    Post.objects.filter(pk=post.pk).update(received_at=timezone.now() - timedelta(minutes=24))
+    html = render_queue_rows(queue_page(filters=QueueFilters()).rows, thresholds=live_thresholds(), user_id=None)
+    shown = html[html.index("data-priority>") + len("data-priority>") :]
+    assert shown.startswith("2 reports · due in 3.6 h · score 0.83</span>")
+    assert 'title="Priority 1.93 = score 0.83 + reports 1.00 + waited 0.10 (time waited / SLA)"' in html
+    assert "P 1" not in html

@@ -77,12 +77,15 @@ def test_moderator_flow(page, live_server, screenshot_dir):
     page.locator(f'tr.qrow[data-post-id="{second}"]').wait_for(state="detached")
     wait_for(lambda: Post.objects.get(pk=second).status == PostStatus.APPROVED, what="ham decision")
 
-    # o opens the current post; the detail page claims it
+    # o opens the current post; reading it claims nothing, the Claim button does
     target = current_id(page)
     page.keyboard.press("o")
     page.wait_for_url(f"**/dashboard/posts/{target}/")
     assert page.get_by_role("heading", name="Why the model scored it").is_visible()
     page.screenshot(path=str(screenshot_dir / "detail.png"), full_page=True)
+    assert Post.objects.get(pk=target).claimed_by is None
+    page.locator("[data-claim]").click()
+    page.wait_for_selector("[data-claimed-mine]")
     claimed_by = Post.objects.get(pk=target).claimed_by
     assert claimed_by is not None and claimed_by.username == "mia"
 
@@ -91,10 +94,12 @@ def test_moderator_flow(page, live_server, screenshot_dir):
     page.get_by_label("Reason").select_option("commercial-spam")
     page.get_by_label("Note").fill("watch spam ring")
     page.keyboard.press("Control+Enter")
-    page.wait_for_selector(".flash")
+    page.wait_for_selector(".flash-undo")
     decision = Decision.objects.get(post_id=target)
     assert (decision.label, decision.reason_code, decision.note) == ("spam", "commercial-spam", "watch spam ring")
-    assert page.locator(".timeline li").first.inner_text().startswith("Spam")
+    # On to the next post; the decided one is a click back in the message.
+    assert f"/dashboard/posts/{target}/" not in page.url and "/dashboard/posts/" in page.url
+    assert f"Post #{target} marked spam" in page.locator(".flash-undo").inner_text()
 
     # bulk: select two rows with x, mark spam, then undo
     page.goto(f"{live_server.url}/dashboard/")

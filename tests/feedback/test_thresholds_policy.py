@@ -130,3 +130,25 @@ def test_training_evaluation_counts_approvals_like_the_policy():
     # Without the policy's other inputs every low score is an approval (a sub-model on its own).
     bare = classification_metrics(labels, final, remove_threshold=0.9, approve_threshold=0.2)
     assert bare["at_approve"]["approved"] == 4 and bare["at_approve"]["spam_approved"] == 3
+
+
+def test_whatif_says_unknown_where_no_reviewed_post_lies_beyond_the_threshold(source):
+    _posts(source)
+    policy_active()  # remove >= 0.9, approve < 0.2
+    # Every reviewed post scores below 0.7: nothing is measured at or above it.
+    outcomes = Outcomes(
+        scores=np.asarray([0.1, 0.3, 0.6, 0.65]),
+        labels=np.asarray([0, 0, 1, 1]),
+        scope="test",
+        report_counts=np.zeros(4),
+        strongest_sub_scores=np.zeros(4),
+    )
+    result = whatif(remove_threshold=0.5, approve_threshold=0.2, outcomes=outcomes)
+    assert result["proposed"]["at_remove"]["known"] is True  # 0.6 and 0.65 were reviewed
+    result = whatif(remove_threshold=0.7, approve_threshold=0.2, outcomes=outcomes)
+    at_remove = result["proposed"]["at_remove"]
+    assert at_remove["known"] is False and at_remove["precision"] is None and at_remove["fpr"] is None
+    # Against the active policy (remove >= 0.9), moving to 0.7 changes nothing of these posts;
+    # moving to 0.4 auto-removes the 0.5 one instead of queueing it.
+    assert result["changed"] == 0
+    assert whatif(remove_threshold=0.4, approve_threshold=0.2, outcomes=outcomes)["changed"] == 1

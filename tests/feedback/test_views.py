@@ -128,9 +128,12 @@ def test_thresholds_page_whatif_and_save(client, users, seeded):
     whatif = page.context["whatif"]["proposed"]
     assert whatif["total"] == 30 and whatif["remove"] + whatif["queue"] + whatif["approve"] == 30
     assert len(page.context["table"]) == 101
-    response = client.post(
-        reverse("feedback:thresholds_save"), {"remove_threshold": "0.5", "approve_threshold": "0.3", "note": "tighter"}
-    )
+    proposal = {"remove_threshold": "0.5", "approve_threshold": "0.3"}
+    # Saving needs the confirmation and a note; without either nothing changes.
+    client.post(reverse("feedback:thresholds_save"), {**proposal, "note": "tighter"})
+    client.post(reverse("feedback:thresholds_save"), {**proposal, "confirm": "1", "note": " "})
+    assert DecisionPolicy.objects.get(is_active=True).version == 1
+    response = client.post(reverse("feedback:thresholds_save"), {**proposal, "confirm": "1", "note": "tighter"})
     assert response.status_code == 302
     active = DecisionPolicy.objects.get(is_active=True)
     assert (active.version, active.remove_threshold, active.approve_threshold) == (2, 0.5, 0.3)

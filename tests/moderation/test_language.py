@@ -142,4 +142,4 @@ def test_queue_filters_by_language_and_shows_it_with_the_routing_reason(mod_clie
     assert f'data-post-id="{english.pk}"' not in html
     assert "language not validated: es" in html
     detail = mod_client.get(reverse("dashboard:post_detail", args=[spanish.pk])).content.decode()
-    assert "language es" in detail and "language not validated: es" in detail
+    assert "language <span data-language>Spanish</span>" in detail and "language not validated: es" in detail

@@ -53,9 +53,13 @@ def test_each_source_gets_its_own_counts_of_the_stored_posts(old_schema: Any) ->
     for reporter, reason in [("r1", "spam"), ("r1", "abuse"), ("r2", "spam")]:  # r1 counts once
         Report.objects.create(post=posts[0], reporter_id=reporter, reason=reason)
 
-    MigrationExecutor(connection).migrate(AFTER)
-
-    from moderation.models import SourceDomainStats, SourceIpStats, SourceLinkStats
+    executor = MigrationExecutor(connection)
+    executor.migrate(AFTER)
+    # The models as of that migration: later migrations add columns the current models read.
+    after = executor.loader.project_state(AFTER).apps
+    SourceDomainStats, SourceIpStats, SourceLinkStats = (
+        after.get_model("moderation", name) for name in ("SourceDomainStats", "SourceIpStats", "SourceLinkStats")
+    )
 
     def counts(model: Any, *fields: str) -> dict[str, tuple[Any, ...]]:
         return {row.source.slug: tuple(getattr(row, f) for f in fields) for row in model.objects.all()}

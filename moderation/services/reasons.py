@@ -1,0 +1,26 @@
+"""Reason codes belong to outcomes: a reason applies to spam (a removal, a suspension, a block)
+or to not spam (an approval, trust, lifting a block). Every path that records a reason checks
+it here, so a record can never say "removed as spam because: legitimate content"."""
+
+from __future__ import annotations
+
+from core.errors import ApplicationError
+from moderation.models import Label, ReasonCode
+
+
+def reason_code_check(*, label: str, reason_code: str, doing: str) -> None:
+    """Refuse a reason that is unknown, retired or belongs to the other label. `doing` names the
+    action in the message ("upholding this removal"), so the moderator knows what to pick."""
+    if not reason_code:
+        return
+    reason = ReasonCode.objects.filter(code=reason_code, is_active=True).first()
+    if reason is None:
+        message = f"{reason_code!r} is not an active reason code."
+    elif reason.applies_to != label:
+        message = (
+            f"“{reason.label}” is a reason for {reason.get_applies_to_display().lower()}; "
+            f"{doing} needs a {Label(label).label.lower()} reason."
+        )
+    else:
+        return
+    raise ApplicationError(message, code="invalid_reason_code", fields={"reason_code": [message]})
