@@ -47,6 +47,16 @@ class Source(models.Model):
         default="",
         help_text="What happens to a suspended author's new posts; empty follows SUSPENDED_AUTHOR_POSTS.",
     )
+    abuse_queue_threshold = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Abuse score at which a post is never auto-approved; empty follows ABUSE_QUEUE_THRESHOLD.",
+    )
+    abuse_remove_threshold = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Abuse score at which a post is removed; empty follows ABUSE_REMOVE_THRESHOLD.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
@@ -316,6 +326,8 @@ class Post(models.Model):
     status_changed_at = models.DateTimeField(default=timezone.now)
     # Denormalized from the latest Score and the reports so the queue sorts on indexed columns.
     final_score = models.FloatField(null=True, blank=True)
+    # The abuse model's score of the latest Score (None: not scored, or no abuse model served).
+    abuse_score = models.FloatField(null=True, blank=True)
     report_count = models.PositiveIntegerField(default=0)
     # The reports' weight: each report's reason severity times its reporter's track record
     # (moderation.services.priority). Rewritten when a report arrives or a decision is undone.
@@ -354,6 +366,11 @@ class Post(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source_id}:{self.external_id}"
+
+    @property
+    def category_scores(self) -> dict[str, float | None]:
+        """The latest score per harm category, as the API and the webhook show them."""
+        return {"spam": self.final_score, "abuse": self.abuse_score}
 
 
 class Report(models.Model):

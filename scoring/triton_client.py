@@ -87,6 +87,8 @@ class ScoringOutput:
     # model -> version that produced this output (tokenizer, text_classifier, link_model,
     # behaviour_model, fusion_model, spam_pipeline)
     model_versions: dict[str, str] = field(default_factory=dict)
+    # The abuse model's calibrated probability; None when the served bundle has no abuse model.
+    abuse_prob: float | None = None
 
     @property
     def final_margin(self) -> float:
@@ -300,6 +302,7 @@ class TritonScoringClient:
             raw_versions = arrays["MODEL_VERSIONS"][i].reshape(-1)[0]
             versions = _versions(raw_versions.decode() if isinstance(raw_versions, bytes) else str(raw_versions))
             preview = float(arrays["PREVIEW_PROB"][i].reshape(-1)[0])
+            abuse = float(arrays["ABUSE_PROB"][i].reshape(-1)[0])
             outputs.append(
                 ScoringOutput(
                     text_prob=float(arrays["TEXT_PROB"][i].reshape(-1)[0]),
@@ -309,6 +312,7 @@ class TritonScoringClient:
                     final_prob=float(arrays["FINAL_PROB"][i].reshape(-1)[0]),
                     contributions=contributions,
                     model_versions=versions,
+                    abuse_prob=None if abuse < 0 else abuse,
                 )
             )
         return outputs

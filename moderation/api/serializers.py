@@ -308,6 +308,7 @@ class ScoreOutputSerializer(SharedFieldsOutputSerializer):
             "preview_score",
             "link_score",
             "behaviour_score",
+            "abuse_score",
             "short_circuit_reason",
             "routing_reason",
             "model_versions",
@@ -335,8 +336,16 @@ class PostIngestOutputSerializer(SharedFieldsOutputSerializer):
         return ScoreOutputSerializer(score).data if score is not None else None
 
 
+class CategoryScoresSerializer(serializers.Serializer):
+    spam = serializers.FloatField(allow_null=True, help_text="The fused spam score (final_score).")
+    abuse = serializers.FloatField(
+        allow_null=True, help_text="The abuse model's calibrated score; null when none was served."
+    )
+
+
 class PostOutputSerializer(serializers.ModelSerializer):
     author_external_id = serializers.CharField(source="author.external_id")
+    category_scores = CategoryScoresSerializer(read_only=True, help_text="The latest score per harm category.")
     scores = serializers.SerializerMethodField()
     decision = serializers.SerializerMethodField()
 
@@ -351,6 +360,7 @@ class PostOutputSerializer(serializers.ModelSerializer):
             "status",
             "status_changed_at",
             "final_score",
+            "category_scores",
             "model_version",
             "scored_at",
             "report_count",

@@ -38,6 +38,7 @@ from scoring.services.inference import (
     TritonUnavailable,
     get_client,
 )
+from scoring.services.abuse_policy import abuse_decide, abuse_thresholds
 from scoring.services.policy import language_routing_reason, policy_actions, policy_active, strongest_sub_score
 from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET, short_circuit_reason
 from scoring.services.webhooks import webhooks_enqueue_for_posts
@@ -54,7 +55,7 @@ ACTION_STATUS: dict[str, str] = {
 # score could not move it anywhere, only rewrite the score a moderator sees next to the removal.
 INITIAL_FROM = frozenset({PostStatus.RECEIVED})
 RESCORE_FROM = RESCORABLE_STATUSES - INITIAL_FROM
-POST_SCORE_FIELDS = ["status", "status_changed_at", "final_score", "model_version", "scored_at"]
+POST_SCORE_FIELDS = ["status", "status_changed_at", "final_score", "abuse_score", "model_version", "scored_at"]
 # Model output failed for this post alone (TritonError on its own): a human looks at it.
 MODEL_ERROR_VERSION = "model_error"
 
@@ -239,6 +240,20 @@ def _enforce(items: Sequence[_Item], actions: Sequence[Action]) -> list[Action]:
     return enforced
 
 
+def _abuse(items: Sequence[_Item], actions: Sequence[Action]) -> list[Action]:
+    """The actions as the abuse score makes them stricter (scoring.services.abuse_policy), after
+    enforcement: an abusive post is never auto-approved, even from a trusted author. The reason
+    is kept in the Score's features for the evidence page. The source is joined: no query."""
+    out: list[Action] = []
+    for item, action in zip(items, actions, strict=True):
+        abuse = item.output.abuse_prob if item.output is not None else None
+        final, why = abuse_decide(action, abuse, abuse_thresholds(item.post.source))
+        if why:
+            item.extra["abuse"] = why
+        out.append(final)
+    return out
+
+
 def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_ms: float, routing_reason: str) -> Score:
     out = item.output
     return Score(
@@ -250,6 +265,7 @@ def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_m
         link_score=out.link_prob if out else None,
         behaviour_score=out.behaviour_prob if out else None,
         final_score=_final(item),
+        abuse_score=out.abuse_prob if out else None,
         action=action,
         short_circuit_reason=(item.reason or "")[:255],
         # Only where it decided: a removed post was not routed, a queued one may have been.
@@ -305,13 +321,16 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
         scored_items = [i for i, _, _ in to_score]
         routing = [language_routing_reason(i.post) for i in scored_items]
         actions = (
-            _enforce(scored_items, _actions(scored_items, policy, [r for _, _, r in to_score], routing))
+            _abuse(
+                scored_items, _enforce(scored_items, _actions(scored_items, policy, [r for _, _, r in to_score], routing))
+            )
             if to_score
             else []
         )
         for (item, current, _), action, reason in zip(to_score, actions, routing, strict=True):
             post = item.post
             latency_ms = (time.perf_counter() - started) * 1000.0
+            reason = reason or str(item.extra.get("abuse", ""))
             score = _score_row(item, action=action, policy=policy, latency_ms=latency_ms, routing_reason=reason)
             scores.append(score)
             target = ACTION_STATUS[action]
@@ -322,6 +341,7 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
             else:
                 post.status = current
             post.final_score = score.final_score
+            post.abuse_score = score.abuse_score
             post.model_version = item.model_set[:120]
             post.scored_at = now
             changed.append(post)
