@@ -177,8 +177,8 @@ def render_abuse_card(metrics: dict[str, Any]) -> str:
         f"- Licence: {metrics['data_license']}. Review the competition's data terms before commercial use;",
         "  replace or extend it with the platform's own reviewer labels (feedback) when they exist.",
         f"- {data['raw_rows']} comments, {data['duplicates_removed']} duplicates removed, "
-        f"{data['conflicting_label_texts_dropped']} texts with both labels dropped; stratified split, seed {data['seed']}:"
-        f" train {splits['train']['size']} ({splits['train']['spam']} insults), validation "
+        f"{data['conflicting_label_texts_dropped']} texts with both labels dropped; stratified split, "
+        f"seed {data['seed']}: train {splits['train']['size']} ({splits['train']['spam']} insults), validation "
         f"{splits['validation']['size']} ({splits['validation']['spam']}), test {splits['test']['size']} "
         f"({splits['test']['spam']}); test fingerprint {data['fingerprint']}.",
         "- Languages: English only. Label: an insult aimed at someone in the conversation; hate, threats",

@@ -29,6 +29,7 @@ from moderation.services.priority import posts_priority_refresh
 from moderation.services.score_rows import posts_lock_for_scoring, posts_score_fields_write, spam_counters_add
 from scoring.features.extract import PostFeatures, posts_with_features
 from scoring.models import Action, DecisionPolicy, Score
+from scoring.services.abuse_policy import abuse_decide, abuse_thresholds
 from scoring.services.enforcement import enforced_action
 from scoring.services.inference import (
     ScoringClient,
@@ -38,7 +39,6 @@ from scoring.services.inference import (
     TritonUnavailable,
     get_client,
 )
-from scoring.services.abuse_policy import abuse_decide, abuse_thresholds
 from scoring.services.policy import language_routing_reason, policy_actions, policy_active, strongest_sub_score
 from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET, short_circuit_reason
 from scoring.services.webhooks import webhooks_enqueue_for_posts
@@ -320,13 +320,10 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
             to_score.append((item, current, report_count))
         scored_items = [i for i, _, _ in to_score]
         routing = [language_routing_reason(i.post) for i in scored_items]
-        actions = (
-            _abuse(
-                scored_items, _enforce(scored_items, _actions(scored_items, policy, [r for _, _, r in to_score], routing))
-            )
-            if to_score
-            else []
-        )
+        actions: list[Action] = []
+        if to_score:
+            decided = _actions(scored_items, policy, [r for _, _, r in to_score], routing)
+            actions = _abuse(scored_items, _enforce(scored_items, decided))
         for (item, current, _), action, reason in zip(to_score, actions, routing, strict=True):
             post = item.post
             latency_ms = (time.perf_counter() - started) * 1000.0
