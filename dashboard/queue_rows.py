@@ -31,6 +31,7 @@ from dashboard.templatetags.dashboard import pct5, percent, score_band, short_ag
 from moderation.models import ListStatus, PostStatus
 from moderation.services.decisions import post_version
 from moderation.text_safety import bidi_controls_visible, spoofing_warnings
+from scoring.api import abuse_thresholds
 
 TEXT_PREVIEW_CHARS = 160
 WARNING_SCAN_CHARS = 2000  # spoofing is looked for in the head of a long text only
@@ -57,6 +58,11 @@ def _score_cell(row: QueueRow, thresholds: Any, policy_title: str) -> SafeString
         cell += format_html(
             '<span class="prio" title="Priority: score + report weight + time waited / SLA">P {}</span>',
             floatformat(row.priority, 2),
+        )
+    if p.abuse_score is not None and p.abuse_score >= abuse_thresholds(p.source).queue:
+        cell += format_html(
+            '<span class="badge badge-danger" title="Abuse model score" data-category="abuse">abuse {}</span>',
+            floatformat(p.abuse_score, 2),
         )
     return cell
 

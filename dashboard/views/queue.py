@@ -7,7 +7,14 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from dashboard.queue_rows import render_queue_rows
-from dashboard.selectors.queue import SORT_CHOICES, STATUS_CHOICES, QueueFilters, queue_page, queue_queryset
+from dashboard.selectors.queue import (
+    CATEGORY_CHOICES,
+    SORT_CHOICES,
+    STATUS_CHOICES,
+    QueueFilters,
+    queue_page,
+    queue_queryset,
+)
 from dashboard.templatetags.dashboard import duration_s
 from dashboard.views.common import is_htmx, with_query
 from moderation.models import ReasonCode, Source
@@ -65,6 +72,7 @@ def _queue_page(request: HttpRequest) -> HttpResponse:
             "sources": list(Source.objects.only("slug", "name").order_by("name")),
             "status_choices": STATUS_CHOICES,
             "sort_choices": SORT_CHOICES,
+            "category_choices": CATEGORY_CHOICES,
             "sort_note": _sort_note(filters),
             "sla_label": duration_s(sla_seconds()),
             "key_reasons": {label: key_reason(label=label, reason_codes=reason_codes) for label in ("spam", "ham")},
