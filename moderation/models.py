@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -50,11 +51,13 @@ class Source(models.Model):
     abuse_queue_threshold = models.FloatField(
         null=True,
         blank=True,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
         help_text="Abuse score at which a post is never auto-approved; empty follows ABUSE_QUEUE_THRESHOLD.",
     )
     abuse_remove_threshold = models.FloatField(
         null=True,
         blank=True,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
         help_text="Abuse score at which a post is removed; empty follows ABUSE_REMOVE_THRESHOLD.",
     )
     created_at = models.DateTimeField(default=timezone.now)

@@ -242,22 +242,53 @@ class BundledAbuse:
     calibrated logistic regression), abuse.joblib beside the tokenizer: the calibrated
     probability that a text is abusive. Absent file: no abuse model, every row scores -1.
 
-    One predict_proba per execution over all its texts: hashing needs no vocabulary look-up,
-    so the batch call is the cheap path (about 0.2 ms of CPU per text, the card's figure)."""
+    Scored here without the pipeline's predict_proba, which cost about 1.1 ms of CPU for one
+    text (feature union, sparse matrices, input checks) against about 0.11 ms for the same
+    numbers from the fitted objects: each vectorizer's own analyzer, HashingVectorizer's index
+    (murmurhash3_32 of the UTF-8 token, seed 0, absolute value modulo n_features; -2**31 as
+    sklearn maps it), counts, L2 norm per vectorizer, the logistic regression's weights
+    (tests/scoring/test_abuse_served.py holds it to predict_proba)."""
 
     def __init__(self, folder):
         path = folder / "abuse.joblib"
         self.pipeline = None
         if path.is_file():
             import joblib
+            from sklearn.utils import murmurhash3_32
 
             self.pipeline = joblib.load(path)
+            self.hash = murmurhash3_32
+            lr = self.pipeline.named_steps["lr"]
+            coef = np.asarray(lr.coef_[0], dtype=np.float64)
+            self.bias = float(lr.intercept_[0])
+            self.parts, offset = [], 0
+            for _name, vectorizer in self.pipeline.named_steps["features"].transformer_list:
+                n = int(vectorizer.n_features)
+                self.parts.append((vectorizer.build_analyzer(), n, coef[offset : offset + n]))
+                offset += n
+
+    def _index(self, token, n):
+        h = self.hash(token, seed=0)
+        return (2147483647 - (n - 1)) % n if h == -2147483648 else abs(h) % n
+
+    def _prob(self, text):
+        margin = self.bias
+        for analyze, n, coef in self.parts:
+            counts = Counter(self._index(token, n) for token in analyze(text))
+            if not counts:
+                continue
+            idx = np.fromiter(counts.keys(), dtype=np.intp, count=len(counts))
+            values = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+            margin += float(values @ coef[idx]) / math.sqrt(float(values @ values))
+        if margin >= 0:  # the logistic function without overflow either side
+            return 1.0 / (1.0 + math.exp(-margin))
+        low = math.exp(margin)
+        return low / (1.0 + low)
 
     def probs(self, texts):
-        if self.pipeline is None or not texts:
+        if self.pipeline is None:
             return np.full(len(texts), -1.0, dtype=np.float32)
-        decoded = [t.decode("utf-8", errors="replace") for t in texts]
-        return self.pipeline.predict_proba(decoded)[:, 1].astype(np.float32)
+        return np.array([self._prob(t.decode("utf-8", errors="replace")) for t in texts], dtype=np.float32)
 
 
 class BundledTrees:
