@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -216,3 +217,15 @@ def save_abuse(result: AbuseResult, model_dir: Path, *, data_license: str) -> Pa
     (model_dir / ABUSE_METRICS_FILE).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     (model_dir / ABUSE_CARD_FILE).write_text(render_abuse_card(metrics))
     return path
+
+
+def abuse_carry(*, from_dir: Path, to_dir: Path) -> bool:
+    """Copy the abuse model's files from one text model folder to another (a spam retraining
+    keeps the served abuse model: it is published with the tokenizer, so a text candidate
+    without it would stop abuse scoring when promoted). False when `from_dir` has none."""
+    if not (Path(from_dir) / ABUSE_FILE).is_file():
+        return False
+    for name in (ABUSE_FILE, ABUSE_METRICS_FILE, ABUSE_CARD_FILE):
+        if (Path(from_dir) / name).is_file():
+            shutil.copy2(Path(from_dir) / name, Path(to_dir) / name)
+    return True

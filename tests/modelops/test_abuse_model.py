@@ -62,3 +62,16 @@ def test_folded_platt_equals_platt_on_the_margins():
 def test_remove_threshold_lies_above_every_non_insult(probs, expected):
     labels = [0, 0, 1] if len(probs) == 3 else [0, 1]
     assert remove_threshold(labels, np.asarray(probs)) == expected
+
+
+def test_a_text_retraining_carries_the_served_abuse_model(tmp_path):
+    from modelops.text.abuse import ABUSE_CARD_FILE, ABUSE_FILE, abuse_carry
+
+    served, candidate = tmp_path / "served", tmp_path / "candidate"
+    served.mkdir()
+    candidate.mkdir()
+    assert not abuse_carry(from_dir=served, to_dir=candidate)
+    (served / ABUSE_FILE).write_bytes(b"weights")
+    (served / ABUSE_CARD_FILE).write_text("card")
+    assert abuse_carry(from_dir=served, to_dir=candidate)
+    assert (candidate / ABUSE_FILE).read_bytes() == b"weights" and (candidate / ABUSE_CARD_FILE).read_text() == "card"
