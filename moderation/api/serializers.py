@@ -415,7 +415,17 @@ class ReportOutputSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Report
-        fields = ["id", "post_external_id", "reporter_id", "reason", "details", "created_at", "post_report_count"]
+        fields = [
+            "id",
+            "post_external_id",
+            "reporter_id",
+            "reason",
+            "category",
+            "details",
+            "created_at",
+            "post_report_count",
+        ]
+        extra_kwargs = {"category": {"help_text": "The policy category of the reason (POLICY_CATEGORIES)."}}
 
 
 class AuthorOutputSerializer(serializers.ModelSerializer):
