@@ -45,6 +45,7 @@ OUTPUTS: dict[str, tuple[str, tuple[int, ...]]] = {
     "LINK_PROB": ("FP32", (1,)),
     "BEHAVIOUR_PROB": ("FP32", (1,)),
     "FINAL_PROB": ("FP32", (1,)),
+    "ABUSE_PROB": ("FP32", (1,)),
     "LINK_CONTRIBUTIONS": ("FP32", (len(LINK_FEATURES) + 1,)),
     "BEHAVIOUR_CONTRIBUTIONS": ("FP32", (len(BEHAVIOUR_FEATURES) + 1,)),
     "FUSION_CONTRIBUTIONS": ("FP32", (len(FUSION_FEATURES) + 1,)),

@@ -32,6 +32,7 @@ from moderation.models import ListStatus, PostStatus
 from moderation.services.decisions import post_version
 from moderation.services.priority import PriorityParts
 from moderation.text_safety import bidi_controls_visible, spoofing_warnings
+from scoring.api import abuse_thresholds
 
 TEXT_PREVIEW_CHARS = 160
 WARNING_SCAN_CHARS = 2000  # spoofing is looked for in the head of a long text only
@@ -61,6 +62,11 @@ def _score_cell(row: QueueRow, thresholds: Any, policy_title: str) -> SafeString
             f" + waited {parts.waited_slas:.2f} (time waited / SLA)"
         )
         cell += format_html('<span class="prio" title="{}" data-priority>{}</span>', title, priority_reasons(parts))
+    if p.abuse_score is not None and p.abuse_score >= abuse_thresholds(p.source).queue:
+        cell += format_html(
+            '<span class="badge badge-danger" title="Abuse model score" data-category="abuse">abuse {}</span>',
+            floatformat(p.abuse_score, 2),
+        )
     return cell
 
 

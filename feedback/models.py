@@ -82,6 +82,8 @@ class LabelledExample(ImmutableModel):
     # The label and who gave it.
     label = models.CharField(max_length=4, choices=[("spam", "Spam"), ("ham", "Ham")])
     reason_code = models.CharField(max_length=64, blank=True)
+    # The decision's category (moderation.categories); a dataset for a model takes only its own.
+    category = models.CharField(max_length=32, blank=True, default="", db_index=True)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

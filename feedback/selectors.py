@@ -16,6 +16,7 @@ from feedback.models import (
     ModelVersion,
     TrainingRun,
 )
+from moderation.categories import SPAM_MODEL_CATEGORIES
 from moderation.models import Decision
 
 # The conflict rule, in one place (also written into every dataset manifest).
@@ -43,11 +44,15 @@ def effective_examples(
     since: datetime | None = None,
     until: datetime | None = None,
     origins: Iterable[str] | None = None,
+    categories: Iterable[str] | None = SPAM_MODEL_CATEGORIES,
 ) -> list[LabelledExample]:
     """The examples that count, one per post, by CONFLICT_RULE; ordered by id.
 
     Filters apply to the candidates before the rule, so a time window takes the latest decision
-    inside the window.
+    inside the window. `categories` applies after it: a post whose latest decision is about
+    another harm (a harassment removal) is left out, not replaced by an older spam label. The
+    default is the spam model's: spam labels and the clean negatives, which is what every
+    dataset, replay and threshold built from these examples trains or tunes; None: all.
     """
     qs: QuerySet[LabelledExample] = LabelledExample.objects.all()
     if sources:
@@ -69,7 +74,8 @@ def effective_examples(
         current = best.get(key)
         if current is None or _rank(example) > _rank(current):
             best[key] = example
-    return sorted(best.values(), key=lambda e: e.pk)
+    kept = best.values() if categories is None else [e for e in best.values() if e.category in set(categories)]
+    return sorted(kept, key=lambda e: e.pk)
 
 
 def dataset_list() -> QuerySet[DatasetVersion]:

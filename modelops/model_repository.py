@@ -218,6 +218,7 @@ def _tree_file(tabular_dir: Path, kind: str) -> Path:
 def _publish_text(repository: Path, text_dir: Path) -> dict[str, int]:
     from django.conf import settings
 
+    from modelops.text.abuse import ABUSE_CARD_FILE, ABUSE_FILE, ABUSE_METRICS_FILE
     from modelops.text.baseline import DEFAULT_LEXICAL_WEIGHT, LEXICAL_FILE
     from modelops.text.familiarity import FAMILIARITY_FILE
 
@@ -244,7 +245,8 @@ def _publish_text(repository: Path, text_dir: Path) -> dict[str, int]:
     digest = _sha256(onnx_path)
 
     tok = _VersionWriter(repository, "tokenizer", number)
-    for name in (*TOKENIZER_FILES, LEXICAL_FILE, FAMILIARITY_FILE):
+    # The abuse model rides with the tokenizer: spam_pipeline serves it from the same bundle.
+    for name in (*TOKENIZER_FILES, LEXICAL_FILE, FAMILIARITY_FILE, ABUSE_FILE, ABUSE_CARD_FILE, ABUSE_METRICS_FILE):
         if (text_dir / name).exists():
             tok.copy(text_dir / name)
     tok.write_json("serving.json", runtime)

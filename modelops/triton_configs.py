@@ -102,6 +102,8 @@ PIPELINE_OUTPUTS = (
     Tensor("LINK_PROB", "TYPE_FP32", (1,)),
     Tensor("BEHAVIOUR_PROB", "TYPE_FP32", (1,)),
     Tensor("FINAL_PROB", "TYPE_FP32", (1,)),
+    # The abuse model's calibrated probability; -1 when the bundle carries no abuse model.
+    Tensor("ABUSE_PROB", "TYPE_FP32", (1,)),
     Tensor("LINK_CONTRIBUTIONS", "TYPE_FP32", (N_LINK + 1,)),
     Tensor("BEHAVIOUR_CONTRIBUTIONS", "TYPE_FP32", (N_BEHAVIOUR + 1,)),
     Tensor("FUSION_CONTRIBUTIONS", "TYPE_FP32", (N_FUSION + 1,)),

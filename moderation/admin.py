@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 
 from moderation import admin_users  # noqa: F401  (registers the role-limited user admin)
+from moderation.categories import category_choices
 from moderation.models import (
     ApiKey,
     ApiScope,
@@ -311,10 +312,20 @@ class ReportAdmin(admin.ModelAdmin):
     raw_id_fields = ["post"]
 
 
+class ReasonCodeForm(forms.ModelForm):
+    # The configured categories (moderation.categories), read when the form is built.
+    category = forms.ChoiceField(choices=category_choices, help_text="The harm a decision with this reason is about.")
+
+    class Meta:
+        model = ReasonCode
+        fields = ["code", "label", "applies_to", "category", "is_active", "ordering"]
+
+
 @admin.register(ReasonCode)
 class ReasonCodeAdmin(admin.ModelAdmin):
-    list_display = ["code", "label", "applies_to", "is_active", "ordering"]
-    list_filter = ["applies_to", "is_active"]
+    form = ReasonCodeForm
+    list_display = ["code", "label", "applies_to", "category", "is_active", "ordering"]
+    list_filter = ["applies_to", "category", "is_active"]
     search_fields = ["code", "label"]
     list_editable = ["is_active", "ordering"]
 

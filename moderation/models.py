@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -77,6 +77,18 @@ class Source(models.Model):
     )
     retention_days_webhook_logs = models.PositiveIntegerField(
         default=30, validators=[MinValueValidator(1)], help_text="Days a finished webhook delivery is kept."
+    )
+    abuse_queue_threshold = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Abuse score at which a post is never auto-approved; empty follows ABUSE_QUEUE_THRESHOLD.",
+    )
+    abuse_remove_threshold = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Abuse score at which a post is removed; empty follows ABUSE_REMOVE_THRESHOLD.",
     )
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -404,6 +416,8 @@ class Post(models.Model):
     status_changed_at = models.DateTimeField(default=timezone.now)
     # Denormalized from the latest Score and the reports so the queue sorts on indexed columns.
     final_score = models.FloatField(null=True, blank=True)
+    # The abuse model's score of the latest Score (None: not scored, or no abuse model served).
+    abuse_score = models.FloatField(null=True, blank=True)
     report_count = models.PositiveIntegerField(default=0)
     # The reports' weight: each report's reason severity times its reporter's track record
     # (moderation.services.priority). Rewritten when a report arrives or a decision is undone.
@@ -443,6 +457,11 @@ class Post(models.Model):
     def __str__(self) -> str:
         return f"{self.source_id}:{self.external_id}"
 
+    @property
+    def category_scores(self) -> dict[str, float | None]:
+        """The latest score per harm category, as the API and the webhook show them."""
+        return {"spam": self.final_score, "abuse": self.abuse_score}
+
 
 class Report(models.Model):
     """A platform user's complaint about a post."""
@@ -450,6 +469,8 @@ class Report(models.Model):
     post = models.ForeignKey(Post, on_delete=models.CASCADE, related_name="reports")
     reporter_id = models.CharField(max_length=255)
     reason = models.CharField(max_length=64)
+    # moderation.categories: from the reason when the platform sends none.
+    category = models.CharField(max_length=32, blank=True, default="")
     details = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -491,6 +512,8 @@ class ReasonCode(models.Model):
     code = models.SlugField(max_length=64, unique=True)
     label = models.CharField(max_length=120)
     applies_to = models.CharField(max_length=4, choices=Label.choices)
+    # moderation.categories: the harm a decision with this reason is about ("none" for approvals).
+    category = models.CharField(max_length=32, blank=True, default="")
     is_active = models.BooleanField(default=True)
     ordering = models.PositiveSmallIntegerField(default=0)
 
@@ -508,6 +531,9 @@ class Decision(models.Model):
     moderator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="decisions")
     label = models.CharField(max_length=4, choices=Label.choices)
     reason_code = models.CharField(max_length=64, blank=True)
+    # moderation.categories: the reason code's category, else the label's (spam or none). Only
+    # the models of this category learn from the decision (feedback.selectors).
+    category = models.CharField(max_length=32, blank=True, default="")
     note = models.TextField(blank=True)
     bulk_action = models.ForeignKey(
         "BulkAction", null=True, blank=True, on_delete=models.SET_NULL, related_name="decisions"

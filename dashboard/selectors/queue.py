@@ -17,7 +17,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet, Value
+from django.db.models.functions import Coalesce
 from django.http import QueryDict
 from django.utils import timezone
 
@@ -50,6 +51,7 @@ def queue_order(filters: QueueFilters) -> tuple[str, ...]:
 
 PAGE_SIZE = 50
 STATUS_CHOICES = [(s.value, s.label) for s in PostStatus] + [("all", "All statuses")]
+CATEGORY_CHOICES = [("", "Any"), ("abuse", "Abuse"), ("spam", "Spam (not abuse)")]
 # The Python type of each sort field that is not a float, for decoding cursors.
 CURSOR_TYPES: dict[str, type] = {"received_at": datetime, "id": int, "report_count": int}
 # Only final_score is nullable (DESC sorts NULL scores first in PostgreSQL).
@@ -68,6 +70,7 @@ class QueueFilters:
     source: str = ""
     model_version: str = ""
     language: str = ""
+    category: str = ""  # "" (any), "abuse" (abuse score at the source's queue threshold), "spam" (the rest)
     date_from: date | None = None
     date_to: date | None = None
     q: str = ""
@@ -97,6 +100,8 @@ class QueueFilters:
         if f.language and f.language not in queue_languages():
             errors.append(f"language: {f.language!r} is not a language the detector assigns; pick one from the list.")
             f.language = ""
+        category = params.get("category", "")
+        f.category = category if category in dict(CATEGORY_CHOICES) else ""
         f.q = query_text(params, "q", errors, max_length=200)
         sort = params.get("sort", "priority")
         f.sort = sort if sort in SORTS else "priority"
@@ -114,7 +119,7 @@ class QueueFilters:
                 out[key] = str(value)
         if self.has_reports:
             out["has_reports"] = "1"
-        for key in ("domain", "author", "ip", "source", "model_version", "language", "q", "view"):
+        for key in ("domain", "author", "ip", "source", "model_version", "language", "category", "q", "view"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
         if self.sort != "priority":
@@ -158,6 +163,13 @@ def queue_queryset(*, filters: QueueFilters, with_text: bool = True) -> QuerySet
         qs = qs.filter(model_version=filters.model_version)
     if filters.language:
         qs = qs.filter(language=filters.language)
+    if filters.category:
+        # The abuse rule's queue threshold (scoring.services.abuse_policy) as SQL: the source's
+        # own value, else the setting.
+        abusive = Q(
+            abuse_score__gte=Coalesce(F("source__abuse_queue_threshold"), Value(float(settings.ABUSE_QUEUE_THRESHOLD)))
+        )
+        qs = qs.filter(abusive) if filters.category == "abuse" else qs.exclude(abusive)
     tz = timezone.get_current_timezone()
     if filters.date_from:
         qs = qs.filter(received_at__gte=datetime.combine(filters.date_from, datetime.min.time(), tz))

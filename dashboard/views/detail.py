@@ -28,6 +28,7 @@ from moderation.services.decisions import (
     post_version,
     undo_window,
 )
+from scoring.api import abuse_thresholds
 
 FOCUS_KEYS = (
     "status",
@@ -121,6 +122,7 @@ def detail(request: HttpRequest, post_id: int) -> HttpResponse:
             },
             "reason_labels": {r.code: r.label for r in data.reason_codes},
             "thresholds": live_thresholds(),
+            "abuse_thresholds": abuse_thresholds(data.post.source) if s and s.abuse_score is not None else None,
         },
     )
 

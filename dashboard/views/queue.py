@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from dashboard.queue_rows import render_queue_rows
 from dashboard.selectors.queue import (
+    CATEGORY_CHOICES,
     SORT_CHOICES,
     STATUS_CHOICES,
     QueueFilters,
@@ -73,6 +74,7 @@ def _queue_page(request: HttpRequest) -> HttpResponse:
             "sources": list(Source.objects.only("slug", "name").order_by("name")),
             "status_choices": STATUS_CHOICES,
             "sort_choices": SORT_CHOICES,
+            "category_choices": CATEGORY_CHOICES,
             "sort_note": _sort_note(filters),
             "sla_label": duration_s(sla_seconds()),
             "key_reasons": {label: key_reason(label=label, reason_codes=reason_codes) for label in ("spam", "ham")},

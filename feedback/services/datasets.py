@@ -48,6 +48,7 @@ from feedback.models import (
 from feedback.selectors import CONFLICT_RULE, effective_examples
 from feedback.services import import_rows
 from feedback.services.import_rows import JSON_COLUMNS
+from moderation.categories import category_for_label
 
 COLUMNS = (
     "example_id",
@@ -398,6 +399,8 @@ def dataset_import(
                 model_versions=v["model_versions"],
                 label=v["label"],
                 reason_code=v["reason_code"],
+                # An imported file is a spam / ham dataset: its labels mean what they always did.
+                category=category_for_label(v["label"]),
                 decided_by=created_by,
                 decided_by_username=username,
                 decided_by_admin=True,

@@ -15,6 +15,7 @@ from django.db import transaction
 
 from feedback.models import ExampleOrigin, LabelledExample
 from feedback.permissions import can_administer_ml
+from moderation.categories import category_for_label
 from moderation.models import Decision, Post
 from scoring.models import Score
 
@@ -62,6 +63,7 @@ def label_from_decision(*, decision: Decision, post: Post | None = None) -> Labe
         model_versions=dict(score.model_versions) if score else {},
         label=decision.label,
         reason_code=decision.reason_code,
+        category=decision.category or category_for_label(decision.label),
         decided_by_id=decision.moderator_id,
         decided_by_username=moderator.get_username() if moderator is not None else "",
         decided_by_admin=can_administer_ml(moderator),

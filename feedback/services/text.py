@@ -59,6 +59,8 @@ def train_text_candidate(
     progress: Callable[[float, str], None],
     train_weights: Sequence[float] | None = None,
 ) -> tuple[Path, dict[str, Any]]:
+    from feedback.services.promotion import served_text_dir
+    from modelops.text.abuse import abuse_carry
     from modelops.text.baseline import save_lexical, train_baseline
     from modelops.text.calibrate import calibrate_text_model
     from modelops.text.export import export_onnx, write_serving
@@ -104,6 +106,9 @@ def train_text_candidate(
     save_lexical(lexical, out_dir)
     # The run's training texts (the labels and the replayed ones) are what the model has seen.
     save_familiarity(fit_familiarity(_texts(train), _texts(test) or _texts(validation) or _texts(train)), out_dir)
+    served = served_text_dir()
+    if served is not None:
+        abuse_carry(from_dir=served[1], to_dir=out_dir)  # the tokenizer's folder carries it
     progress(0.8, "text: exporting to ONNX")
     export_onnx(out_dir, out_dir / "model.onnx")
     write_serving(

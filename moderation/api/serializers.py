@@ -309,6 +309,7 @@ class ScoreOutputSerializer(SharedFieldsOutputSerializer):
             "preview_score",
             "link_score",
             "behaviour_score",
+            "abuse_score",
             "short_circuit_reason",
             "routing_reason",
             "model_versions",
@@ -320,7 +321,7 @@ class ScoreOutputSerializer(SharedFieldsOutputSerializer):
 class DecisionOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = Decision
-        fields = ["label", "reason_code", "created_at"]
+        fields = ["label", "reason_code", "category", "created_at"]
 
 
 class PostIngestOutputSerializer(SharedFieldsOutputSerializer):
@@ -336,8 +337,16 @@ class PostIngestOutputSerializer(SharedFieldsOutputSerializer):
         return ScoreOutputSerializer(score).data if score is not None else None
 
 
+class CategoryScoresSerializer(serializers.Serializer):
+    spam = serializers.FloatField(allow_null=True, help_text="The fused spam score (final_score).")
+    abuse = serializers.FloatField(
+        allow_null=True, help_text="The abuse model's calibrated score; null when none was served."
+    )
+
+
 class PostOutputSerializer(serializers.ModelSerializer):
     author_external_id = serializers.CharField(source="author.external_id")
+    category_scores = CategoryScoresSerializer(read_only=True, help_text="The latest score per harm category.")
     scores = serializers.SerializerMethodField()
     decision = serializers.SerializerMethodField()
 
@@ -352,6 +361,7 @@ class PostOutputSerializer(serializers.ModelSerializer):
             "status",
             "status_changed_at",
             "final_score",
+            "category_scores",
             "model_version",
             "scored_at",
             "report_count",
@@ -406,7 +416,17 @@ class ReportOutputSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Report
-        fields = ["id", "post_external_id", "reporter_id", "reason", "details", "created_at", "post_report_count"]
+        fields = [
+            "id",
+            "post_external_id",
+            "reporter_id",
+            "reason",
+            "category",
+            "details",
+            "created_at",
+            "post_report_count",
+        ]
+        extra_kwargs = {"category": {"help_text": "The policy category of the reason (POLICY_CATEGORIES)."}}
 
 
 class AuthorOutputSerializer(serializers.ModelSerializer):

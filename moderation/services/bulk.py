@@ -74,7 +74,7 @@ def bulk_decide(
     if (post_ids is None) == (cluster is None):
         raise ApplicationError("Select posts or a cluster.", code="invalid_selection")
     reason_code = reason_code or key_reason(label=label)
-    reason_code_validate(label=label, reason_code=reason_code)
+    category = reason_code_validate(label=label, reason_code=reason_code)
     if cluster is not None:
         qs = cluster_queryset(cluster=cluster)
         scope = cluster.as_scope()
@@ -102,6 +102,7 @@ def bulk_decide(
             bulk_action=bulk,
             validate_reason=False,
             override=True,
+            category=category,
         )
     bulk.previous_statuses = previous
     bulk.save(update_fields=["previous_statuses"])

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from core.errors import ApplicationError, Conflict, Forbidden, InvalidTransition
 from core.metrics import DECISIONS
+from moderation.categories import category_for_label
 from moderation.models import (
     POST_TRANSITIONS,
     Appeal,
@@ -113,10 +114,20 @@ def post_set_status(*, post: Post, status: str, check: bool = True) -> str:
     return previous
 
 
-def reason_code_validate(*, label: str, reason_code: str) -> None:
+def reason_code_validate(*, label: str, reason_code: str) -> str:
+    """Check the reason code for the label; return the category a decision with it is about
+    (the reason code's, else the label's: moderation.categories)."""
     if label not in LABEL_TO_STATUS:
         raise ApplicationError("Unknown label.", code="invalid_label", fields={"label": ["Choose spam or ham."]})
     reason_code_check(label=label, reason_code=reason_code, doing=f"marking a post {Label(label).label.lower()}")
+    if not reason_code:
+        return category_for_label(label)
+    found = (
+        ReasonCode.objects.filter(code=reason_code, is_active=True, applies_to=label)
+        .values_list("category", flat=True)
+        .first()
+    )
+    return found or category_for_label(label)
 
 
 @transaction.atomic
@@ -131,15 +142,20 @@ def decision_record(
     validate_reason: bool = True,
     expected_version: str | None = None,
     override: bool = False,
+    category: str = "",
 ) -> Decision:
-    """Record a moderator's label. An empty reason_code becomes the label's key reason.
+    """Record a moderator's label. An empty reason_code becomes the label's key reason. The
+    decision's category is its reason code's (`category`: the caller already validated it).
 
     Optimistic concurrency: with expected_version (post_version of the post the form showed), a
     post that changed since raises Conflict("stale") instead of recording a second decision. A
     post already decided by a moderator raises Conflict("already_decided") unless override."""
     reason_code = reason_code or key_reason(label=label)
     if validate_reason:
-        reason_code_validate(label=label, reason_code=reason_code)
+        category = reason_code_validate(label=label, reason_code=reason_code)
+    elif not category and reason_code:
+        category = ReasonCode.objects.filter(code=reason_code).values_list("category", flat=True).first() or ""
+    category = category or category_for_label(label)
     post = Post.objects.select_for_update(of=("self",)).get(pk=post.pk)
     prior = latest_live_decision(post=post)
     if expected_version is not None and expected_version != post_version(post):
@@ -152,6 +168,7 @@ def decision_record(
         moderator=moderator,
         label=label,
         reason_code=reason_code,
+        category=category,
         note=note,
         bulk_action=bulk_action,
         previous_status=previous,

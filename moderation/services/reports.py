@@ -12,6 +12,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from core.errors import NotFound
+from moderation.categories import category_for_report_reason
 from moderation.models import RESCORABLE_STATUSES, Domain, Link, Post, Report, Source
 from moderation.services.ingest import rescore_enqueue
 from moderation.services.priority import posts_report_weight_refresh
@@ -53,6 +54,7 @@ def report_create(
                 post=post,
                 reporter_id=reporter_id,
                 reason=reason,
+                category=category_for_report_reason(reason),
                 details=details,
                 created_at=created_at or timezone.now(),
             )

@@ -29,6 +29,7 @@ from moderation.services.priority import posts_priority_refresh
 from moderation.services.score_rows import posts_lock_for_scoring, posts_score_fields_write, spam_counters_add
 from scoring.features.extract import PostFeatures, posts_with_features
 from scoring.models import Action, DecisionPolicy, Score
+from scoring.services.abuse_policy import abuse_decide, abuse_thresholds
 from scoring.services.enforcement import enforced_action
 from scoring.services.inference import (
     ScoringClient,
@@ -60,7 +61,7 @@ ACTION_STATUS: dict[str, str] = {
 # score could not move it anywhere, only rewrite the score a moderator sees next to the removal.
 INITIAL_FROM = frozenset({PostStatus.RECEIVED})
 RESCORE_FROM = RESCORABLE_STATUSES - INITIAL_FROM
-POST_SCORE_FIELDS = ["status", "status_changed_at", "final_score", "model_version", "scored_at"]
+POST_SCORE_FIELDS = ["status", "status_changed_at", "final_score", "abuse_score", "model_version", "scored_at"]
 # Model output failed for this post alone (TritonError on its own): a human looks at it.
 MODEL_ERROR_VERSION = "model_error"
 
@@ -253,6 +254,20 @@ def _enforce(items: Sequence[_Item], actions: Sequence[Action]) -> list[Action]:
     return enforced
 
 
+def _abuse(items: Sequence[_Item], actions: Sequence[Action]) -> list[Action]:
+    """The actions as the abuse score makes them stricter (scoring.services.abuse_policy), after
+    enforcement: an abusive post is never auto-approved, even from a trusted author. The reason
+    is kept in the Score's features for the evidence page. The source is joined: no query."""
+    out: list[Action] = []
+    for item, action in zip(items, actions, strict=True):
+        abuse = item.output.abuse_prob if item.output is not None else None
+        final, why = abuse_decide(action, abuse, abuse_thresholds(item.post.source))
+        if why:
+            item.extra["abuse"] = why
+        out.append(final)
+    return out
+
+
 def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_ms: float, routing_reason: str) -> Score:
     out = item.output
     return Score(
@@ -264,6 +279,7 @@ def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_m
         link_score=out.link_prob if out else None,
         behaviour_score=out.behaviour_prob if out else None,
         final_score=_final(item),
+        abuse_score=out.abuse_prob if out else None,
         action=action,
         short_circuit_reason=(item.reason or "")[:255],
         # Only where it decided: a removed post was not routed, a queued one may have been.
@@ -329,12 +345,14 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
         ]
         routing = ["; ".join(r for r in pair if r) for pair in zip(language, unfamiliar, strict=True)]
         reports = [r for _, _, r in to_score]
-        actions = (
-            _enforce(scored_items, _actions(scored_items, policy, reports, language, unfamiliar)) if to_score else []
-        )
+        actions: list[Action] = []
+        if to_score:
+            decided = _actions(scored_items, policy, reports, language, unfamiliar)
+            actions = _abuse(scored_items, _enforce(scored_items, decided))
         for (item, current, _), action, reason in zip(to_score, actions, routing, strict=True):
             post = item.post
             latency_ms = (time.perf_counter() - started) * 1000.0
+            reason = reason or str(item.extra.get("abuse", ""))
             score = _score_row(item, action=action, policy=policy, latency_ms=latency_ms, routing_reason=reason)
             scores.append(score)
             target = ACTION_STATUS[action]
@@ -345,6 +363,7 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
             else:
                 post.status = current
             post.final_score = score.final_score
+            post.abuse_score = score.abuse_score
             post.model_version = item.model_set[:120]
             post.scored_at = now
             changed.append(post)

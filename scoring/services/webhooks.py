@@ -113,6 +113,7 @@ def _payload(post: Post, event_id: str, decision: Decision | None) -> dict[str, 
             "external_id": post.external_id,
             "status": post.status,
             "final_score": post.final_score,
+            "category_scores": post.category_scores,
             "model_version": post.model_version,
             "report_count": post.report_count,
             "status_changed_at": post.status_changed_at.isoformat(),
@@ -123,6 +124,7 @@ def _payload(post: Post, event_id: str, decision: Decision | None) -> dict[str, 
         data["decision"] = {
             "label": decision.label,
             "reason_code": decision.reason_code,
+            "category": decision.category,
             "created_at": decision.created_at.isoformat(),
         }
     return {"id": event_id, "type": EVENT_DECISION, "created": timezone.now().isoformat(), "data": data}

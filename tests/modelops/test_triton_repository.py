@@ -168,11 +168,15 @@ def test_bootstrap_skips_finished_steps_and_publishes_once(tmp_path: Path, tiny:
     text = out.getvalue()
     for step in ("build_base_checkpoint", "train_text_model", "export_text_model", "train_feature_models"):
         assert f"skip {step}" in text
+    # The tiny text model has no abuse model: bootstrap trains one, and publish serves it.
+    assert "== train_abuse_model done" in text
+    assert (tmp_path / "repo" / "spam_pipeline" / "1" / "tokenizer" / "abuse.joblib").is_file()
     assert "published fusion_model version 1" in text
     assert "triton not running" in text
 
     out = StringIO()
     call_command("bootstrap_models", stdout=out)
+    assert "skip train_abuse_model" in out.getvalue()
     assert "skip publish_models" in out.getvalue()
 
 

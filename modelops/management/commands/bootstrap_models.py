@@ -1,7 +1,7 @@
 """`manage.py bootstrap_models`: from nothing to a servable model repository.
 
-build_base_checkpoint -> train_text_model -> export_text_model -> train_feature_models ->
-publish_models, skipping every step whose output already exists (--force re-runs all).
+build_base_checkpoint -> train_text_model -> export_text_model -> train_abuse_model ->
+train_feature_models -> publish_models, skipping every step whose output already exists (--force re-runs all).
 The run target of the README calls this when no model version exists yet.
 """
 
@@ -16,6 +16,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from modelops import model_repository
+from modelops.text.abuse import ABUSE_FILE
 
 
 def _text_dir() -> Path:
@@ -38,6 +39,10 @@ def text_trained() -> bool:
 
 def text_exported() -> bool:
     return (_text_dir() / "serving.json").exists()
+
+
+def abuse_trained() -> bool:
+    return (_text_dir() / ABUSE_FILE).exists()
 
 
 def tabular_trained() -> bool:
@@ -63,6 +68,11 @@ def repository_current() -> bool:
         onnx = model_repository._text_model_file(_text_dir(), model_repository._read_serving(_text_dir()))
         if served["text_classifier"].sha256 != model_repository._sha256(onnx):
             return False
+        abuse, served_abuse = _text_dir() / ABUSE_FILE, served["tokenizer"].path / ABUSE_FILE
+        if abuse.exists() and not (
+            served_abuse.exists() and model_repository._sha256(served_abuse) == model_repository._sha256(abuse)
+        ):
+            return False
         for model, (kind, _names) in model_repository.TREE_MODELS.items():
             if served[model].sha256 != model_repository._sha256(model_repository._tree_file(_tabular_dir(), kind)):
                 return False
@@ -83,6 +93,7 @@ class Command(BaseCommand):
             ("build_base_checkpoint", base_checkpoint_exists()),
             ("train_text_model", text_trained()),
             ("export_text_model", text_exported()),
+            ("train_abuse_model", abuse_trained()),
             ("train_feature_models", tabular_trained()),
         ]
         for command, done in steps:
