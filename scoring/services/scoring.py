@@ -25,10 +25,12 @@ from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from core.json_rows import insert_rows
 from core.metrics import DECISIONS, POSTS_SCORED, SCORING_BATCH_SIZE
 from moderation.models import POST_TRANSITIONS, RESCORABLE_STATUSES, Post, PostStatus
+from moderation.services.audit import audit_record
 from moderation.services.priority import posts_priority_refresh
 from moderation.services.score_rows import posts_lock_for_scoring, posts_score_fields_write, spam_counters_add
 from scoring.features.extract import PostFeatures, posts_with_features
 from scoring.models import Action, DecisionPolicy, Score
+from scoring.services.campaigns import campaign_action, campaigns_detect
 from scoring.services.enforcement import enforced_action
 from scoring.services.inference import (
     ScoringClient,
@@ -159,6 +161,7 @@ def score_posts(
         return results
     items = prepare(pending, features={p.id: loaded[p.id][1] for p in pending})
     infer(items, client=client or get_client())
+    campaigns_detect(posts=pending)
     return results + persist(items, allowed_from=INITIAL_FROM, started=started)
 
 
@@ -239,6 +242,25 @@ def _enforce(items: Sequence[_Item], actions: Sequence[Action]) -> list[Action]:
     return enforced
 
 
+def _campaign_rule(items: Sequence[_Item], actions: Sequence[Action]) -> list[Action]:
+    """The actions as a campaign decided by a moderator changes them
+    (scoring.services.campaigns.campaign_action); each change is audited."""
+    decided: list[Action] = []
+    for item, action in zip(items, actions, strict=True):
+        final, why = campaign_action(post=item.post, action=action)
+        if why:
+            item.extra["campaign"] = why
+            audit_record(
+                actor=None,
+                action="campaign.member_decided",
+                target=item.post,
+                before={"action": str(action)},
+                after={"action": str(final), "campaign_id": item.post.campaign_id, "reason": why},
+            )
+        decided.append(final)
+    return decided
+
+
 def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_ms: float, routing_reason: str) -> Score:
     out = item.output
     return Score(
@@ -255,7 +277,12 @@ def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_m
         # Only where it decided: a removed post was not routed, a queued one may have been.
         routing_reason=routing_reason[:255] if action == Action.QUEUE else "",
         policy=None if item.reason is not None else policy,
-        features={"link": item.features.link, "behaviour": item.features.behaviour, **item.extra},
+        features={
+            "link": item.features.link,
+            "behaviour": item.features.behaviour,
+            **item.extra,
+            **({"campaign_id": item.post.campaign_id} if item.post.campaign_id else {}),
+        },
         contributions=dict(out.contributions) if out else {},
         model_versions=dict(out.model_versions) if out else {},
         latency_ms=round(latency_ms, 3),
@@ -305,10 +332,15 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
         scored_items = [i for i, _, _ in to_score]
         routing = [language_routing_reason(i.post) for i in scored_items]
         actions = (
-            _enforce(scored_items, _actions(scored_items, policy, [r for _, _, r in to_score], routing))
+            _campaign_rule(
+                scored_items,
+                _enforce(scored_items, _actions(scored_items, policy, [r for _, _, r in to_score], routing)),
+            )
             if to_score
             else []
         )
+        # A campaign's hold is the reason the post waits for a human, like a language routing.
+        routing = [r or str(i.extra.get("campaign", "")) for i, r in zip(scored_items, routing, strict=True)]
         for (item, current, _), action, reason in zip(to_score, actions, routing, strict=True):
             post = item.post
             latency_ms = (time.perf_counter() - started) * 1000.0

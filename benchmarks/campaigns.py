@@ -1,0 +1,169 @@
+"""Campaign detection (scoring.services.campaigns): recall of edited near-copies, false merges
+of distinct texts, and CPU per post.
+
+Corpus: the deduplicated SMS collection (modelops.text.data.load_sms_splits, all splits). Each
+spam text long enough to compare (CAMPAIGN_MIN_CHARS) seeds a family of itself and 4 copies,
+each with 2 random small edits: two adjacent words swapped, a number changed, a URL changed or
+added, punctuation changed, a word dropped, upper case. Every text of the collection is
+indexed as its own post with the copies; a pair is merged when it shares an LSH bucket
+(datasketch banding, as scoring does) and its exact shingle Jaccard reaches the threshold.
+
+- copy recall: share of copies merged with at least one member of their family;
+- family recall: share of families whose 5 members all end up in one connected group (what
+  campaign_plan builds: a post joins the campaign of any near-copy);
+- ham texts merged: share of distinct ham texts merged with any other original text (the
+  collection is deduplicated, so any merge there is a false one); spam originals merged with
+  another original are reported apart: the collection holds real template families.
+- CPU per post: shingles + MinHash + buckets for batches of 64 (the scoring batch), and the
+  exact Jaccard checks, in process CPU time.
+
+    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python benchmarks/campaigns.py
+
+Never part of the tests."""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+import re
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+COPIES = 4
+EDITS_PER_COPY = 2
+THRESHOLDS = (0.4, 0.5, 0.6, 0.7)
+BATCH = 64
+_NUM = re.compile(r"\d+")
+
+
+def edit(text: str, rng: random.Random) -> str:
+    words = text.split()
+    kind = rng.choice(["swap", "number", "url", "punct", "drop", "case"])
+    if kind == "swap" and len(words) > 3:
+        i = rng.randrange(len(words) - 1)
+        words[i], words[i + 1] = words[i + 1], words[i]
+    elif kind == "number":
+        if _NUM.search(text):
+            return _NUM.sub(lambda m: str(rng.randrange(10 ** len(m.group()))), text, count=1)
+        words.insert(rng.randrange(len(words) + 1), str(rng.randrange(100, 9999)))
+    elif kind == "url":
+        host = (
+            f"{rng.choice(['win', 'prize', 'offer', 'deal'])}{rng.randrange(999)}.{rng.choice(['com', 'net', 'biz'])}"
+        )
+        words.append(f"http://{host}/{rng.randrange(10**6)}")
+    elif kind == "punct":
+        i = rng.randrange(len(words))
+        words[i] = words[i].rstrip("!.,?") + rng.choice(["!!", ".", ",", "?", "!!!", " -"])
+    elif kind == "drop" and len(words) > 6:
+        del words[rng.randrange(len(words))]
+    elif kind == "case":
+        return text.upper()
+    return " ".join(words)
+
+
+def _root(parent: list[int], x: int) -> int:
+    """Union-find root with path halving: the connected groups campaign_plan would build."""
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+def main() -> None:
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    from modelops.text.data import load_sms_splits
+    from scoring.features.near_duplicates import buckets, jaccard, normalized, shingles, signature
+
+    rng = random.Random(7)
+    splits = load_sms_splits()
+    texts = splits.train.texts + splits.validation.texts + splits.test.texts
+    labels = splits.train.labels + splits.validation.labels + splits.test.labels
+    min_chars = settings.CAMPAIGN_MIN_CHARS
+    num_perm = settings.CAMPAIGN_NUM_PERM
+    posts: list[tuple[str, int, int]] = []  # text, family (-1: none), label
+    for text, label in zip(texts, labels, strict=True):
+        if len(normalized(text)) < min_chars:
+            continue
+        family = len(posts) if label == 1 else -1
+        posts.append((text, family, label))
+        if label == 1:
+            for _ in range(COPIES):
+                copy = text
+                for _ in range(EDITS_PER_COPY):
+                    copy = edit(copy, rng)
+                posts.append((copy, family, label))
+    report: dict[str, object] = {
+        "posts": len(posts),
+        "families": sum(1 for _, f, label in posts if label == 1 and f >= 0) // (COPIES + 1),
+        "ham_texts": sum(1 for _, _, label in posts if label == 0),
+        "min_chars": min_chars,
+        "num_perm": num_perm,
+    }
+    sets = [shingles(t) for t, _, _ in posts]
+    rows = []
+    for threshold in THRESHOLDS:
+        started = time.process_time()
+        keys: list[list[int]] = []
+        for i in range(0, len(posts), BATCH):
+            sigs = [signature(s, num_perm=num_perm) for s in sets[i : i + BATCH]]
+            keys += buckets(sigs, threshold=threshold, num_perm=num_perm)
+        index_ms = (time.process_time() - started) * 1000.0 / len(posts)
+        by_bucket: dict[int, list[int]] = defaultdict(list)
+        for i, post_keys in enumerate(keys):
+            for b in post_keys:
+                by_bucket[b].append(i)
+        started = time.process_time()
+        candidates = {tuple(sorted((a, b))) for ids in by_bucket.values() for a in ids for b in ids if a < b}
+        merged = [(a, b) for a, b in candidates if jaccard(sets[a], sets[b]) >= threshold]
+        verify_ms = (time.process_time() - started) * 1000.0 / len(posts)
+        parent = list(range(len(posts)))
+        find = functools.partial(_root, parent)
+
+        matched_family: set[int] = set()
+        merged_any: set[int] = set()
+        for a, b in merged:
+            parent[find(a)] = find(b)
+            merged_any |= {a, b}
+            fa, fb = posts[a][1], posts[b][1]
+            if fa >= 0 and fa == fb:
+                matched_family |= {a, b}
+        copies = [i for i, (_, f, _) in enumerate(posts) if f >= 0 and f != i]
+        families: dict[int, set[int]] = defaultdict(set)
+        for i, (_, f, _) in enumerate(posts):
+            if f >= 0:
+                families[f].add(find(i))
+        originals = [i for i, (_, f, label) in enumerate(posts) if label == 0 or f == i]
+        spam_originals = [i for i in originals if posts[i][2] == 1]
+        ham = [i for i in originals if posts[i][2] == 0]
+        cross_original = {i for a, b in merged for i in (a, b) if posts[a][1] != posts[b][1] or posts[a][1] < 0}
+        rows.append(
+            {
+                "threshold": threshold,
+                "bands_rows": f"{len(keys[0])}x{num_perm // len(keys[0])}",
+                "copy_recall": round(sum(1 for i in copies if i in matched_family) / len(copies), 4),
+                "family_recall": round(sum(1 for g in families.values() if len(g) == 1) / len(families), 4),
+                "ham_merged": round(sum(1 for i in ham if i in cross_original) / len(ham), 4),
+                "spam_originals_merged_across_families": round(
+                    sum(1 for i in spam_originals if i in cross_original) / len(spam_originals), 4
+                ),
+                "candidate_pairs": len(candidates),
+                "cpu_ms_per_post_signature_buckets": round(index_ms, 3),
+                "cpu_ms_per_post_jaccard_checks": round(verify_ms, 4),
+            }
+        )
+    report["rows"] = rows
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
