@@ -455,6 +455,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "PostStatusEnum": "moderation.models.PostStatus",
         "ListStatusEnum": "moderation.models.ListStatus",
+        "LabelEnum": "moderation.models.Label",
         "IngestResultStatusEnum": ["created", "existing", "invalid"],
     },
 }

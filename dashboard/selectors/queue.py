@@ -258,10 +258,10 @@ def _text_search_window(
 def queue_page(
     *, filters: QueueFilters, user: Any = None, cursor: str | None = None, page_size: int = PAGE_SIZE
 ) -> QueuePage:
-    """One page of the queue: 3 queries (posts with their author/link/domain, latest scores,
+    """One page of the queue: 3 queries (posts with their author/link/domain/campaign, latest scores,
     report reasons)."""
     order = queue_order(filters)
-    qs = queue_queryset(filters=filters, user=user).select_related("author", "link__domain", "source")
+    qs = queue_queryset(filters=filters, user=user).select_related("author", "link__domain", "source", "campaign")
     qs = qs.defer("preview_text", "preview_description", "journey")
     decoded = Cursor.decode(cursor, order=order, types=CURSOR_TYPES) if cursor else None
     if decoded is not None:

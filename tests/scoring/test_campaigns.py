@@ -166,3 +166,27 @@ def test_the_webhook_payload_carries_the_campaign() -> None:
     post.webhook_deliveries.all().delete()
     (delivery,) = webhooks_enqueue_for_posts([post])
     assert delivery.payload["data"]["post"]["campaign_id"] == post.campaign_id
+
+
+def test_the_api_shows_each_source_its_own_campaign(django_assert_max_num_queries) -> None:
+    from rest_framework.test import APIClient
+
+    from tests.factories import create_api_key
+
+    source = make_source()
+    posts = _copies_from_new_authors(source, COPIES[:3])
+    score_posts(post_ids=[p.pk for p in posts], client=FakeClient())
+    api = APIClient(HTTP_X_API_KEY=create_api_key(source))
+    with django_assert_max_num_queries(6):
+        body = api.get(f"/api/v1/posts/{posts[2].external_id}").json()
+    campaign = Campaign.objects.get(source=source)
+    assert body["campaign"] == {
+        "id": campaign.pk,
+        "member_count": 3,
+        "author_count": 3,
+        "first_seen_at": body["campaign"]["first_seen_at"],
+        "last_seen_at": body["campaign"]["last_seen_at"],
+        "decided_label": "",
+    }
+    (alone,) = _copies_from_new_authors(source, [OTHER])
+    assert api.get(f"/api/v1/posts/{alone.external_id}").json()["campaign"] is None
