@@ -3,6 +3,7 @@ of queries whatever its size."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from django.db.models import Count
@@ -17,9 +18,9 @@ CAMPAIGN_PAGE_LIMIT = 100
 class CampaignPage:
     campaign: Campaign
     posts: list[Post]  # the newest members
-    authors: list[dict[str, object]]  # {"author_id", "author__external_id", "author__username", "n"}
-    domains: list[dict[str, object]]  # {"link__domain__name", "n"}
-    statuses: list[dict[str, object]]  # {"status", "n"}: decisions so far, automatic ones included
+    authors: Sequence[Mapping[str, object]]  # {"author_id", "author__external_id", "author__username", "n"}
+    domains: Sequence[Mapping[str, object]]  # {"link__domain__name", "n"}
+    statuses: Sequence[Mapping[str, object]]  # {"status", "n"}: decisions so far, automatic ones included
     decisions: list[Decision]  # moderators' decisions on members, newest first
 
 

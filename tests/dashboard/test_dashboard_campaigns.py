@@ -11,8 +11,8 @@ from django.urls import reverse
 from moderation.models import Campaign, PostStatus
 from moderation.services.campaigns import campaign_members_add
 from tests.dashboard.dashboard_factories import AuthorFactory, LinkFactory, PostFactory
-from tests.factories import ReasonCodeFactory
 from tests.dashboard.dashboard_fixtures import *  # noqa: F403
+from tests.factories import ReasonCodeFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -62,7 +62,7 @@ def test_an_unknown_campaign_is_not_found(mod_client) -> None:
 
 def test_one_decision_on_the_whole_campaign_with_preview_and_undo(mod_client) -> None:
     ReasonCodeFactory(code="scam", applies_to="spam")
-    campaign, posts = _campaign(3)
+    campaign, _ = _campaign(3)
     url = reverse("dashboard:cluster", args=["campaign", campaign.pk])
     preview = mod_client.get(url)
     assert preview.status_code == 200 and preview.context["count"] == 3
