@@ -16,8 +16,12 @@ indexed as its own post with the copies; a pair is merged when it shares an LSH 
   another original are reported apart: the collection holds real template families.
 - CPU per post: shingles + MinHash + buckets for batches of 64 (the scoring batch), and the
   exact Jaccard checks, in process CPU time.
+- With --db, the whole scoring-time step (scoring.services.campaigns.campaigns_detect) on the
+  same posts in batches of 64 against DATABASE_URL's PostgreSQL (migrated first; the rows are
+  written under a throwaway source and deleted at the end): this process's CPU and the wall
+  time per post (the wall time includes PostgreSQL's work), and the campaigns it formed.
 
-    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python benchmarks/campaigns.py
+    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python benchmarks/campaigns.py [--db]
 
 Never part of the tests."""
 
@@ -75,9 +79,64 @@ def _root(parent: list[int], x: int) -> int:
     return x
 
 
+def db_cost(posts: list[tuple[str, int, int]]) -> dict[str, object]:
+    """campaigns_detect over the posts in scoring batches, against the configured database."""
+    import uuid
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from moderation.models import Author, Campaign, Post, Source
+    from scoring.models import CampaignBucket
+    from scoring.services.campaigns import campaigns_detect
+
+    call_command("migrate", verbosity=0)
+    tag = uuid.uuid4().hex[:10]
+    source = Source.objects.create(name=f"bench-campaigns-{tag}", slug=f"bench-campaigns-{tag}")
+    try:
+        authors = Author.objects.bulk_create(
+            [Author(source=source, external_id=f"a{i}") for i in range(len(posts))], batch_size=2000
+        )
+        now = timezone.now()
+        rows = Post.objects.bulk_create(
+            [
+                Post(source=source, author=a, external_id=f"p{i}", text=t, created_at=now)
+                for i, ((t, _, _), a) in enumerate(zip(posts, authors, strict=True))
+            ],
+            batch_size=2000,
+        )
+        cpu = wall = 0.0
+        for i in range(0, len(rows), BATCH):
+            batch = list(Post.objects.filter(pk__in=[p.pk for p in rows[i : i + BATCH]]).order_by("pk"))
+            started_cpu, started_wall = time.process_time(), time.perf_counter()
+            campaigns_detect(posts=batch)
+            cpu += time.process_time() - started_cpu
+            wall += time.perf_counter() - started_wall
+        campaigns = Campaign.objects.filter(source=source)
+        return {
+            "posts": len(rows),
+            "cpu_ms_per_post": round(cpu * 1000.0 / len(rows), 3),
+            "wall_ms_per_post": round(wall * 1000.0 / len(rows), 3),
+            "campaigns": campaigns.count(),
+            "posts_in_campaigns": Post.objects.filter(source=source, campaign__isnull=False).count(),
+            "bucket_rows_per_post": round(CampaignBucket.objects.filter(source=source).count() / len(rows), 2),
+        }
+    finally:
+        CampaignBucket.objects.filter(source=source).delete()
+        Post.objects.filter(source=source).delete()
+        Campaign.objects.filter(source=source).delete()
+        Author.objects.filter(source=source).delete()
+        source.delete()
+
+
 def main() -> None:
+    import argparse
+
     import django
 
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", action="store_true", help="also time campaigns_detect against DATABASE_URL")
+    args = parser.parse_args()
     django.setup()
     from django.conf import settings
 
@@ -162,6 +221,8 @@ def main() -> None:
             }
         )
     report["rows"] = rows
+    if args.db:
+        report["scoring_step_with_postgresql"] = db_cost(posts)
     print(json.dumps(report, indent=2))
 
 

@@ -283,7 +283,9 @@ SUSPENDED_AUTHOR_POSTS = env.str("SUSPENDED_AUTHOR_POSTS", default="queue")
 # shingles reach this Jaccard similarity: at 0.5, 99.8 % of families of edited SMS spam copies
 # end up whole, against 97.8 % at 0.6 (benchmarks/campaigns.py, benchmarks/RESULTS.md).
 CAMPAIGN_JACCARD = env.float("CAMPAIGN_JACCARD", default=0.5)
-CAMPAIGN_NUM_PERM = env.int("CAMPAIGN_NUM_PERM", default=128)
+# 64 permutations (14 LSH bands of 4) found the same copies as 128 (25 bands of 5) with half the
+# bucket rows per post.
+CAMPAIGN_NUM_PERM = env.int("CAMPAIGN_NUM_PERM", default=64)
 # Shorter texts ("ok see you there") repeat between unrelated people: not compared.
 CAMPAIGN_MIN_CHARS = env.int("CAMPAIGN_MIN_CHARS", default=40)
 CAMPAIGN_MAX_CANDIDATES = env.int("CAMPAIGN_MAX_CANDIDATES", default=20)

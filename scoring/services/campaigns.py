@@ -150,27 +150,10 @@ def _detect_in_source(
     keys = buckets(
         [signature(s, num_perm=config.num_perm) for _, s in items], threshold=config.jaccard, num_perm=config.num_perm
     )
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [CAMPAIGN_LOCK_CLASS, source_id])
-    CampaignBucket.objects.bulk_create(
-        [
-            CampaignBucket(source_id=source_id, bucket=b, post_id=post.pk)
-            for (post, _), post_keys in zip(items, keys, strict=True)
-            for b in set(post_keys)
-        ],
-        ignore_conflicts=True,
-    )
-    all_keys = sorted({b for post_keys in keys for b in post_keys})
-    # The newest posts of each bucket: a long campaign's buckets hold thousands of members and
-    # the newest few are near-copies enough to find it.
-    hits = (
-        CampaignBucket.objects.filter(source_id=source_id, bucket__in=all_keys)
-        .annotate(rank=Window(RowNumber(), partition_by=[F("bucket")], order_by=F("post_id").desc()))
-        .filter(rank__lte=config.max_candidates + 1)
-        .values_list("bucket", "post_id")
-    )
+    _source_lock(source_id)
+    _buckets_store(source_id, [(post.pk, set(post_keys)) for (post, _), post_keys in zip(items, keys, strict=True)])
     posts_in_bucket: dict[int, list[int]] = defaultdict(list)
-    for bucket, post_id in hits:
+    for bucket, post_id in _bucket_members(source_id, sorted({b for k in keys for b in k}), config.max_candidates + 1):
         posts_in_bucket[bucket].append(post_id)
     candidates: dict[int, list[int]] = {}
     for (post, _), post_keys in zip(items, keys, strict=True):
@@ -216,6 +199,57 @@ def _detect_in_source(
             campaign.author_count,
         )
     return found
+
+
+def _source_lock(source_id: int) -> None:
+    """The source's campaign lock until the transaction ends. PostgreSQL only: SQLite (the
+    laptop default) lets one transaction write at a time, and the buckets are written first."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [CAMPAIGN_LOCK_CLASS, source_id])
+
+
+def _buckets_store(source_id: int, rows: Sequence[tuple[int, set[int]]]) -> None:
+    """(post id, its buckets) rows, idempotent. On PostgreSQL one INSERT of two array
+    parameters: bulk_create of ~25 model instances per post was most of this step's CPU
+    (cProfile, benchmarks/campaigns.py --db)."""
+    if connection.vendor != "postgresql":
+        CampaignBucket.objects.bulk_create(
+            [CampaignBucket(source_id=source_id, bucket=b, post_id=pk) for pk, keys in rows for b in keys],
+            ignore_conflicts=True,
+        )
+        return
+    table = connection.ops.quote_name(CampaignBucket._meta.db_table)
+    posts = [pk for pk, keys in rows for _ in keys]
+    values = [b for _, keys in rows for b in keys]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (source_id, bucket, post_id) "  # noqa: S608  (a model's table name)
+            "SELECT %s, r.b, r.p FROM unnest(%s::bigint[], %s::bigint[]) AS r(b, p) ON CONFLICT DO NOTHING",
+            [source_id, values, posts],
+        )
+
+
+def _bucket_members(source_id: int, keys: Sequence[int], per_bucket: int) -> list[tuple[int, int]]:
+    """(bucket, post id) for the newest `per_bucket` posts of each bucket: a long campaign's
+    buckets hold thousands of members and the newest few are near-copies enough to find it. On
+    PostgreSQL a LATERAL LIMIT per bucket reads only those index entries, backwards."""
+    if connection.vendor != "postgresql":
+        return list(
+            CampaignBucket.objects.filter(source_id=source_id, bucket__in=keys)
+            .annotate(rank=Window(RowNumber(), partition_by=[F("bucket")], order_by=F("post_id").desc()))
+            .filter(rank__lte=per_bucket)
+            .values_list("bucket", "post_id")
+        )
+    table = connection.ops.quote_name(CampaignBucket._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT k.b, c.post_id FROM unnest(%s::bigint[]) AS k(b) CROSS JOIN LATERAL ("  # noqa: S608
+            f"SELECT post_id FROM {table} WHERE source_id = %s AND bucket = k.b "
+            "ORDER BY post_id DESC LIMIT %s) AS c",
+            [list(keys), source_id, per_bucket],
+        )
+        return [(int(b), int(p)) for b, p in cursor.fetchall()]
 
 
 def campaign_action(*, post: Post, action: Action) -> tuple[Action, str]:
