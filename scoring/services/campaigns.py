@@ -252,6 +252,13 @@ def _bucket_members(source_id: int, keys: Sequence[int], per_bucket: int) -> lis
         return [(int(b), int(p)) for b, p in cursor.fetchall()]
 
 
+def on_author_erased(sender: object, *, post_ids: Sequence[int], **kwargs: object) -> None:
+    """An erased author's texts live on as their posts' MinHash buckets: those go with the
+    erasure (moderation.signals.author_erased). Their campaign memberships stay, like the
+    posts' decisions."""
+    CampaignBucket.objects.filter(post_id__in=list(post_ids)).delete()
+
+
 def campaign_action(*, post: Post, action: Action) -> tuple[Action, str]:
     """(action, why) for a member of a campaign a moderator decided as spam: removed where its
     source opted in, else never approved automatically (held for review). `why` is "" when the

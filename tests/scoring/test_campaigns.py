@@ -190,3 +190,15 @@ def test_the_api_shows_each_source_its_own_campaign(django_assert_max_num_querie
     }
     (alone,) = _copies_from_new_authors(source, [OTHER])
     assert api.get(f"/api/v1/posts/{alone.external_id}").json()["campaign"] is None
+
+
+def test_erasure_takes_the_authors_buckets() -> None:
+    from moderation.services.erasure import author_erase
+
+    source = make_source()
+    posts = _copies_from_new_authors(source, COPIES[:2])
+    score_posts(post_ids=[p.pk for p in posts], client=FakeClient())
+    assert CampaignBucket.objects.filter(post=posts[0]).exists()
+    author_erase(author=posts[0].author, actor=None, via=f"api:{source.slug}")
+    assert not CampaignBucket.objects.filter(post=posts[0]).exists()
+    assert CampaignBucket.objects.filter(post=posts[1]).exists()
