@@ -19,7 +19,8 @@ indexed as its own post with the copies; a pair is merged when it shares an LSH 
 - With --db, the whole scoring-time step (scoring.services.campaigns.campaigns_detect) on the
   same posts in batches of 64 against DATABASE_URL's PostgreSQL (migrated first; the rows are
   written under a throwaway source and deleted at the end): this process's CPU and the wall
-  time per post (the wall time includes PostgreSQL's work), and the campaigns it formed.
+  time per post (the wall time includes PostgreSQL's work), and the campaigns it formed; then
+  100 single posts one at a time (the pre-publish check's case), wall time p50 and p95.
 
     DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python benchmarks/campaigns.py [--db]
 
@@ -43,6 +44,7 @@ COPIES = 4
 EDITS_PER_COPY = 2
 THRESHOLDS = (0.4, 0.5, 0.6, 0.7)
 BATCH = 64
+SINGLES = 100
 _NUM = re.compile(r"\d+")
 
 
@@ -113,13 +115,30 @@ def db_cost(posts: list[tuple[str, int, int]]) -> dict[str, object]:
             cpu += time.process_time() - started_cpu
             wall += time.perf_counter() - started_wall
         campaigns = Campaign.objects.filter(source=source)
+        formed = {
+            "campaigns": campaigns.count(),
+            "posts_in_campaigns": Post.objects.filter(source=source, campaign__isnull=False).count(),
+            "bucket_rows_per_post": round(CampaignBucket.objects.filter(source=source).count() / len(rows), 2),
+        }
+        # The pre-publish check's case: one new post at a time, against everything indexed above.
+        singles = []
+        for i, (text, _, _) in enumerate(posts[:: max(1, len(posts) // SINGLES)][:SINGLES]):
+            post = Post.objects.create(
+                source=source, author=authors[i], external_id=f"single{i}", text=text + " again", created_at=now
+            )
+            started_wall = time.perf_counter()
+            campaigns_detect(posts=[post])
+            singles.append((time.perf_counter() - started_wall) * 1000.0)
+        singles.sort()
         return {
             "posts": len(rows),
             "cpu_ms_per_post": round(cpu * 1000.0 / len(rows), 3),
             "wall_ms_per_post": round(wall * 1000.0 / len(rows), 3),
-            "campaigns": campaigns.count(),
-            "posts_in_campaigns": Post.objects.filter(source=source, campaign__isnull=False).count(),
-            "bucket_rows_per_post": round(CampaignBucket.objects.filter(source=source).count() / len(rows), 2),
+            **formed,
+            "single_post_wall_ms_p50_p95": [
+                round(singles[len(singles) // 2], 2),
+                round(singles[int(len(singles) * 0.95)], 2),
+            ],
         }
     finally:
         CampaignBucket.objects.filter(source=source).delete()

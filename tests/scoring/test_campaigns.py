@@ -202,3 +202,19 @@ def test_erasure_takes_the_authors_buckets() -> None:
     author_erase(author=posts[0].author, actor=None, via=f"api:{source.slug}")
     assert not CampaignBucket.objects.filter(post=posts[0]).exists()
     assert CampaignBucket.objects.filter(post=posts[1]).exists()
+
+
+@pytest.mark.usefixtures("clean_cache")
+def test_the_pre_publish_check_holds_a_member_of_a_campaign_decided_as_spam() -> None:
+    from scoring.services.inline import score_inline
+
+    source = make_source()
+    posts = _copies_from_new_authors(source, COPIES[:2])
+    score_posts(post_ids=[p.pk for p in posts], client=FakeClient())
+    campaign = Campaign.objects.get(source=source)
+    Post.objects.filter(campaign=campaign).update(status=PostStatus.QUEUED)
+    _decide_campaign_as_spam(campaign.pk)
+    (newcomer,) = _copies_from_new_authors(source, COPIES[2:3])
+    score = score_inline(post=newcomer, budget_ms=2000, client=FakeClient())
+    assert score is not None and score.routing_reason == CAMPAIGN_SPAM_REASON
+    assert (newcomer.status, Post.objects.get(pk=newcomer.pk).campaign_id) == (PostStatus.QUEUED, campaign.pk)
