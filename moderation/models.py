@@ -481,9 +481,8 @@ class Campaign(models.Model):
     # cluster); new members then follow the source's campaign_member_action.
     decided_label = models.CharField(max_length=4, choices=Label.choices, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
-    decided_bulk = models.ForeignKey(
-        BulkAction, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
-    )
+    # Indexed: undoing any bulk action looks for the campaign it decided.
+    decided_bulk = models.ForeignKey(BulkAction, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
         indexes = [models.Index(fields=["source", "-last_seen_at"], name="campaign_source_seen_idx")]

@@ -218,3 +218,20 @@ def test_the_pre_publish_check_holds_a_member_of_a_campaign_decided_as_spam() ->
     score = score_inline(post=newcomer, budget_ms=2000, client=FakeClient())
     assert score is not None and score.routing_reason == CAMPAIGN_SPAM_REASON
     assert (newcomer.status, Post.objects.get(pk=newcomer.pk).campaign_id) == (PostStatus.QUEUED, campaign.pk)
+
+
+def test_detection_costs_the_same_queries_for_two_or_twelve_copies() -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from scoring.services.campaigns import campaigns_detect
+
+    def queries_for(size: int) -> int:
+        source = make_source()
+        posts = _copies_from_new_authors(source, [COPIES[n % len(COPIES)] for n in range(size)])
+        with CaptureQueriesContext(connection) as ctx:
+            found = campaigns_detect(posts=posts)
+        assert len(set(found.values())) == 1 and len(found) == size
+        return len(ctx)
+
+    assert queries_for(2) == queries_for(12)
