@@ -14,7 +14,8 @@ For each batch, per source:
 4. `campaign_plan` (pure) decides: a post joins the oldest campaign among its near-copies; with
    none in a campaign, the post and its near-copies open one when they come from at least
    CAMPAIGN_MIN_AUTHORS authors. Copies by one author alone are that author's cluster, not a
-   campaign; once a campaign exists, that author's further copies join it.
+   campaign; once a campaign exists, that author's further copies join it. Campaigns are
+   never merged: a post near two joins the older.
 
 Tenancy: buckets, candidates and members are all filtered by the post's own source.
 
@@ -36,6 +37,7 @@ from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
+from moderation.enforcement_state import author_allowlisted
 from moderation.models import Campaign, Label, Post
 from moderation.services.campaigns import campaign_members_add
 from scoring.features.near_duplicates import buckets, jaccard, normalized, shingles, signature
@@ -259,14 +261,15 @@ def on_author_erased(sender: object, *, post_ids: Sequence[int], **kwargs: objec
     CampaignBucket.objects.filter(post_id__in=list(post_ids)).delete()
 
 
-def campaign_action(*, post: Post, action: Action) -> tuple[Action, str]:
+def campaign_action(*, post: Post, action: Action, now: datetime) -> tuple[Action, str]:
     """(action, why) for a member of a campaign a moderator decided as spam: removed where its
-    source opted in, else never approved automatically (held for review). `why` is "" when the
-    campaign changed nothing."""
+    source opted in, else never approved automatically (held for review). A trusted author's
+    post is held, never removed, as enforcement holds it (scoring.services.enforcement). `why`
+    is "" when the campaign changed nothing."""
     campaign = post.campaign if post.campaign_id is not None else None
-    if campaign is None or campaign.decided_label != Label.SPAM:
+    if campaign is None or campaign.decided_label != Label.SPAM or action == Action.REMOVE:
         return action, ""
-    if post.source.campaign_member_action == "remove":
+    if post.source.campaign_member_action == "remove" and not author_allowlisted(post.author, now=now):
         return Action.REMOVE, f"{CAMPAIGN_SPAM_REASON}: removed"
     if action == Action.APPROVE:
         return Action.QUEUE, CAMPAIGN_SPAM_REASON

@@ -246,8 +246,9 @@ def _campaign_rule(items: Sequence[_Item], actions: Sequence[Action]) -> list[Ac
     """The actions as a campaign decided by a moderator changes them
     (scoring.services.campaigns.campaign_action); each change is audited."""
     decided: list[Action] = []
+    now = timezone.now()
     for item, action in zip(items, actions, strict=True):
-        final, why = campaign_action(post=item.post, action=action)
+        final, why = campaign_action(post=item.post, action=action, now=now)
         if why:
             item.extra["campaign"] = why
             audit_record(

@@ -1,11 +1,16 @@
-"""Shingles, MinHash buckets and the campaign plan: pure, no database."""
+"""Shingles, MinHash buckets, the campaign plan and the campaign rule: pure, no database."""
 
 from __future__ import annotations
 
-import pytest
+from datetime import timedelta
 
+import pytest
+from django.utils import timezone
+
+from moderation.models import Author, Campaign, Post, Source
 from scoring.features.near_duplicates import buckets, jaccard, normalized, shingles, signature
-from scoring.services.campaigns import Group, campaign_plan
+from scoring.models import Action
+from scoring.services.campaigns import CAMPAIGN_SPAM_REASON, Group, campaign_action, campaign_plan
 
 OFFER = "Congratulations! You have won a 1000 pound voucher. Call 09061743811 now to claim at www.win-big.com"
 
@@ -88,3 +93,30 @@ def test_plan_chains_batch_mates_into_one_new_campaign() -> None:
         min_authors=2,
     )
     assert plan == [Group(campaign_id=None, post_ids=[1, 2, 3])]
+
+
+@pytest.mark.parametrize(
+    ("decided", "member_action", "trusted", "action", "expected"),
+    [
+        ("", "remove", False, Action.APPROVE, (Action.APPROVE, "")),
+        ("ham", "remove", False, Action.APPROVE, (Action.APPROVE, "")),
+        ("spam", "queue", False, Action.APPROVE, (Action.QUEUE, CAMPAIGN_SPAM_REASON)),
+        ("spam", "queue", False, Action.QUEUE, (Action.QUEUE, "")),
+        ("spam", "remove", False, Action.APPROVE, (Action.REMOVE, f"{CAMPAIGN_SPAM_REASON}: removed")),
+        ("spam", "remove", False, Action.REMOVE, (Action.REMOVE, "")),
+        ("spam", "remove", True, Action.APPROVE, (Action.QUEUE, CAMPAIGN_SPAM_REASON)),
+    ],
+)
+def test_campaign_action_table(decided: str, member_action: str, trusted: bool, action: Action, expected) -> None:
+    now = timezone.now()
+    post = Post(
+        source=Source(campaign_member_action=member_action),
+        author=Author(allowlisted_at=now - timedelta(days=1) if trusted else None),
+        campaign=Campaign(pk=1, decided_label=decided),
+    )
+    assert campaign_action(post=post, action=action, now=now) == expected
+
+
+def test_a_post_in_no_campaign_keeps_its_action() -> None:
+    post = Post(source=Source(campaign_member_action="remove"), author=Author())
+    assert campaign_action(post=post, action=Action.APPROVE, now=timezone.now()) == (Action.APPROVE, "")
