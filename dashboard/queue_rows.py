@@ -87,7 +87,23 @@ def _warnings(text: str, template: str) -> SafeString:
     return format_html(template, "; ".join(found)) if found else mark_safe("")
 
 
-def _meta(row: QueueRow, user_id: Any) -> SafeString:
+def _campaign(row: QueueRow, campaign_of: Callable[[int], str]) -> SafeString:
+    campaign = row.post.campaign if row.post.campaign_id is not None else None
+    if campaign is None:
+        return mark_safe("")
+    return format_html(
+        '<a class="badge badge-campaign" href="{}" title="Near-copies from several accounts" data-campaign="{}">'
+        "campaign · {} post{} · {} author{}</a>",
+        campaign_of(campaign.pk),
+        campaign.pk,
+        campaign.member_count,
+        "" if campaign.member_count == 1 else "s",
+        campaign.author_count,
+        "" if campaign.author_count == 1 else "s",
+    )
+
+
+def _meta(row: QueueRow, user_id: Any, campaign_of: Callable[[int], str]) -> SafeString:
     p = row.post
     parts = [
         format_html('<span title="Author">@{}</span>', bidi_controls_visible(str(p.author))),
@@ -98,6 +114,7 @@ def _meta(row: QueueRow, user_id: Any) -> SafeString:
         blocked = " is-blocked" if domain.status == ListStatus.BLOCK else ""
         parts.append(format_html('<span class="domain{}" title="Link domain">{}</span>', blocked, domain.name))
     parts.append(format_html('<span class="muted">{}</span>', p.source.slug))
+    parts.append(_campaign(row, campaign_of))
     if p.language:
         parts.append(
             format_html('<span class="muted" title="Language detected at ingest">{}</span>', language_name(p.language))
@@ -126,12 +143,14 @@ def _meta(row: QueueRow, user_id: Any) -> SafeString:
     return format_html('<div class="meta">{}</div>', mark_safe("".join(parts)))  # noqa: S308  (parts are escaped)
 
 
-def _post_cell(row: QueueRow, detail_of: Callable[[int], str], user_id: Any) -> SafeString:
+def _post_cell(
+    row: QueueRow, detail_of: Callable[[int], str], user_id: Any, campaign_of: Callable[[int], str]
+) -> SafeString:
     p = row.post
     preview = bidi_controls_visible(Truncator(p.text or "").chars(TEXT_PREVIEW_CHARS)) or "(no text)"
     cell = format_html('<a class="post-link" href="{}">{}</a>', detail_of(p.pk), preview)
     cell += _warnings((p.text or "")[:WARNING_SCAN_CHARS], '<div class="spoof-warning" role="note">⚠ Text {}</div>')
-    cell += _meta(row, user_id)
+    cell += _meta(row, user_id, campaign_of)
     if row.report_reasons:
         badges = format_html_join(
             "",
@@ -190,6 +209,7 @@ def render_queue_rows(rows: list[QueueRow], *, thresholds: Any, user_id: Any) ->
     """The <tr> of every row; `thresholds` is the live policy (for the score colours), `user_id`
     the moderator looking (for "claimed by you")."""
     detail_of, decide_of = _path_of("dashboard:post_detail"), _path_of("dashboard:decide")
+    campaign_of = _path_of("dashboard:campaign")
     policy_title = (
         f"Score (policy: remove ≥ {formats.localize(thresholds.remove_threshold)}, "
         f"approve < {formats.localize(thresholds.approve_threshold)})"
@@ -217,7 +237,7 @@ def render_queue_rows(rows: list[QueueRow], *, thresholds: Any, user_id: Any) ->
                 p.pk,
                 p.pk,
                 _score_cell(row, thresholds, policy_title),
-                _post_cell(row, detail_of, user_id),
+                _post_cell(row, detail_of, user_id, campaign_of),
                 _subs_cell(row, thresholds),
                 _reports_cell(p.report_count),
                 _age_cell(row),

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard.views import actions, appeals, audit, authors, detail, lockouts, metrics, queue, timezone
+from dashboard.views import actions, appeals, audit, authors, campaigns, detail, lockouts, metrics, queue, timezone
 
 app_name = "dashboard"
 urlpatterns = [
@@ -13,6 +13,7 @@ urlpatterns = [
     path("decisions/<int:decision_id>/undo/", detail.undo_decision, name="decision_undo"),
     path("authors/<int:author_id>/", authors.author, name="author"),
     path("authors/<int:author_id>/erase/", authors.author_erase_view, name="author_erase"),
+    path("campaigns/<int:campaign_id>/", campaigns.campaign, name="campaign"),
     path("appeals/", appeals.appeals, name="appeals"),
     path("appeals/<int:appeal_id>/", appeals.appeal, name="appeal"),
     path("bulk/", actions.bulk, name="bulk"),

@@ -90,6 +90,12 @@ class Source(models.Model):
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
         help_text="Abuse score at which a post is removed; empty follows ABUSE_REMOVE_THRESHOLD.",
     )
+    campaign_member_action = models.CharField(
+        max_length=10,
+        choices=[("queue", "Hold for review"), ("remove", "Remove")],
+        default="queue",
+        help_text="What happens to a new member of a campaign a moderator decided as spam.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
@@ -428,6 +434,10 @@ class Post(models.Model):
     priority = models.FloatField(default=0.0, db_default=0.0)
     model_version = models.CharField(max_length=120, blank=True)
     scored_at = models.DateTimeField(null=True, blank=True)
+    # Near-copies of this text in the same source (scoring.services.campaigns); empty when none.
+    campaign = models.ForeignKey(
+        "Campaign", null=True, blank=True, on_delete=models.SET_NULL, related_name="posts", db_index=False
+    )
     # Claim/lock for the review queue.
     claimed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -452,6 +462,10 @@ class Post(models.Model):
             models.Index(fields=["author", "received_at"], name="post_author_idx"),
             models.Index(fields=["link", "received_at"], name="post_link_idx"),
             models.Index(fields=["ip", "received_at"], name="post_ip_idx"),
+            # Partial: most posts belong to no campaign and pay no index entry for it.
+            models.Index(
+                fields=["campaign", "received_at"], name="post_campaign_idx", condition=Q(campaign__isnull=False)
+            ),
         ]
 
     def __str__(self) -> str:
@@ -565,6 +579,30 @@ class BulkAction(models.Model):
 
     def __str__(self) -> str:
         return f"bulk {self.label} #{self.pk}"
+
+
+class Campaign(models.Model):
+    """Near-copies of one text within one source, whatever accounts, domains and IPs posted them
+    (found at scoring time: scoring.services.campaigns). A campaign never spans sources. The
+    counters are recounted from the member posts whenever members join."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="campaigns", db_index=False)
+    first_seen_at = models.DateTimeField(default=timezone.now)
+    last_seen_at = models.DateTimeField(default=timezone.now)
+    member_count = models.PositiveIntegerField(default=0)
+    author_count = models.PositiveIntegerField(default=0)
+    # A moderator's decision on the whole campaign (moderation.services.bulk with the campaign
+    # cluster); new members then follow the source's campaign_member_action.
+    decided_label = models.CharField(max_length=4, choices=Label.choices, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    # Indexed: undoing any bulk action looks for the campaign it decided.
+    decided_bulk = models.ForeignKey(BulkAction, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        indexes = [models.Index(fields=["source", "-last_seen_at"], name="campaign_source_seen_idx")]
+
+    def __str__(self) -> str:
+        return f"campaign #{self.pk}"
 
 
 class AuditLog(models.Model):

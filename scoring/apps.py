@@ -10,6 +10,7 @@ class ScoringConfig(AppConfig):
         import scoring.tasks  # noqa: F401
         from moderation.signals import author_erased, decision_recorded, decisions_undone, platform_event
         from scoring import checks  # noqa: F401  (registers the deployment checks)
+        from scoring.services import campaigns
         from scoring.webhooks_receivers import (
             on_author_erased,
             on_decision_recorded,
@@ -21,3 +22,4 @@ class ScoringConfig(AppConfig):
         decisions_undone.connect(on_decisions_undone, dispatch_uid="scoring.undo_webhook")
         platform_event.connect(on_platform_event, dispatch_uid="scoring.platform_event_webhook")
         author_erased.connect(on_author_erased, dispatch_uid="scoring.erase_score_features")
+        author_erased.connect(campaigns.on_author_erased, dispatch_uid="scoring.erase_campaign_buckets")

@@ -113,3 +113,23 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event_type} {self.event_id} ({self.status})"
+
+
+class CampaignBucket(models.Model):
+    """One LSH band bucket of a post's MinHash (scoring.services.campaigns): posts of one
+    source sharing a bucket are near-duplicate candidates. Kept in PostgreSQL rather than in
+    datasketch's Redis storage: durable, per source by a column, written in the transaction that
+    assigns the campaign, and deleted with its post."""
+
+    source = models.ForeignKey("moderation.Source", on_delete=models.CASCADE, related_name="+", db_index=False)
+    bucket = models.BigIntegerField()
+    post = models.ForeignKey("moderation.Post", on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [
+            # Also the look-up index: every candidate query is (source, bucket IN ...).
+            models.UniqueConstraint(fields=["source", "bucket", "post"], name="campaign_bucket_uniq")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source_id}:{self.bucket}:{self.post_id}"

@@ -286,6 +286,18 @@ DASHBOARD_KEY_REASONS = {
 # A suspended author's new posts are never approved automatically: "queue" holds them for a
 # moderator, "remove" removes them. A source may choose otherwise (Source.suspended_author_posts).
 SUSPENDED_AUTHOR_POSTS = env.str("SUSPENDED_AUTHOR_POSTS", default="queue")
+# Campaigns (scoring.services.campaigns): near-copies within a source whose normalized character
+# shingles reach this Jaccard similarity: at 0.5, 99.8 % of families of edited SMS spam copies
+# end up whole, against 97.8 % at 0.6 (benchmarks/campaigns.py, benchmarks/RESULTS.md).
+CAMPAIGN_JACCARD = env.float("CAMPAIGN_JACCARD", default=0.5)
+# 64 permutations (14 LSH bands of 4) found the same copies as 128 (25 bands of 5) with half the
+# bucket rows per post.
+CAMPAIGN_NUM_PERM = env.int("CAMPAIGN_NUM_PERM", default=64)
+# Shorter texts ("ok see you there") repeat between unrelated people: not compared.
+CAMPAIGN_MIN_CHARS = env.int("CAMPAIGN_MIN_CHARS", default=40)
+CAMPAIGN_MAX_CANDIDATES = env.int("CAMPAIGN_MAX_CANDIDATES", default=20)
+# Copies by one author alone are that author's cluster; a campaign starts at this many authors.
+CAMPAIGN_MIN_AUTHORS = env.int("CAMPAIGN_MIN_AUTHORS", default=2)
 SCORING_BATCH_SIZE = env.int("SCORING_BATCH_SIZE", default=64)
 SCORING_CLAIM_TTL_S = env.int("SCORING_CLAIM_TTL_S", default=90)  # > the task's hard time limit
 SCORING_SWEEP_AFTER_S = env.float("SCORING_SWEEP_AFTER_S", default=300.0)
@@ -474,6 +486,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "PostStatusEnum": "moderation.models.PostStatus",
         "ListStatusEnum": "moderation.models.ListStatus",
+        "LabelEnum": "moderation.models.Label",
         "IngestResultStatusEnum": ["created", "existing", "invalid"],
     },
 }

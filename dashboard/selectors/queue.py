@@ -297,10 +297,10 @@ def _text_search_window(
 
 
 def queue_page(*, filters: QueueFilters, cursor: str | None = None, page_size: int = PAGE_SIZE) -> QueuePage:
-    """One page of the queue: 3 queries (posts with their author/link/domain/claimer, latest
-    scores, report reasons)."""
+    """One page of the queue: 3 queries (posts with their author/link/domain/claimer/campaign,
+    latest scores, report reasons)."""
     order = queue_order(filters)
-    qs = queue_queryset(filters=filters).select_related("author", "link__domain", "source", "claimed_by")
+    qs = queue_queryset(filters=filters).select_related("author", "link__domain", "source", "claimed_by", "campaign")
     qs = qs.defer("preview_text", "preview_description", "journey")
     decoded = Cursor.decode(cursor, order=order, types=CURSOR_TYPES) if cursor else None
     if decoded is not None:

@@ -19,7 +19,7 @@ from core.errors import ApplicationError
 from dashboard.forms import EnforcementForm
 from dashboard.timezones import SESSION_ZONE, zone_remember
 from dashboard.views.common import redirect_next, safe_next
-from moderation.models import Author, BulkAction, Domain, IpAddress, Label, ListStatus, ReasonCode
+from moderation.models import Author, BulkAction, Campaign, Domain, IpAddress, Label, ListStatus, ReasonCode
 from moderation.permissions import CAN_MODERATE, role_required
 from moderation.selectors.thresholds import live_thresholds
 from moderation.services import enforcement
@@ -34,7 +34,7 @@ from moderation.services.bulk import (
 )
 from moderation.services.enforcement import EnforcementReason
 
-CLUSTER_MODELS = {"author": Author, "domain": Domain, "ip": IpAddress}
+CLUSTER_MODELS = {"author": Author, "domain": Domain, "ip": IpAddress, "campaign": Campaign}
 
 
 def _undo_message(request: HttpRequest, bulk: BulkAction) -> None:

@@ -30,7 +30,7 @@ from moderation.api.fields import (
     StrictCharField,
 )
 from moderation.links import InvalidUrl, link_identity
-from moderation.models import Appeal, Author, Decision, Post, Report, SourceBlock
+from moderation.models import Appeal, Author, Campaign, Decision, Post, Report, SourceBlock
 from moderation.services.blocklists import BlockRefused, block_domain_value
 from scoring.api import Score
 
@@ -344,9 +344,18 @@ class CategoryScoresSerializer(serializers.Serializer):
     )
 
 
+class CampaignOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Campaign
+        fields = ["id", "member_count", "author_count", "first_seen_at", "last_seen_at", "decided_label"]
+
+
 class PostOutputSerializer(serializers.ModelSerializer):
     author_external_id = serializers.CharField(source="author.external_id")
     category_scores = CategoryScoresSerializer(read_only=True, help_text="The latest score per harm category.")
+    campaign = CampaignOutputSerializer(
+        allow_null=True, read_only=True, help_text="Near-copies of this text in your source; null when none."
+    )
     scores = serializers.SerializerMethodField()
     decision = serializers.SerializerMethodField()
 
@@ -367,6 +376,7 @@ class PostOutputSerializer(serializers.ModelSerializer):
             "report_count",
             "created_at",
             "received_at",
+            "campaign",
             "scores",
             "decision",
         ]

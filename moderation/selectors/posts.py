@@ -10,9 +10,9 @@ from scoring.api import Score
 
 
 def post_detail_queryset() -> QuerySet[Post]:
-    """Posts with author, scores (newest first) and active decisions (newest first) loaded in
+    """Posts with author, campaign, scores (newest first) and active decisions (newest first) loaded in
     three queries whatever the number of rows."""
-    return Post.objects.select_related("author").prefetch_related(
+    return Post.objects.select_related("author", "campaign").prefetch_related(
         Prefetch("scores", queryset=Score.objects.order_by("-created_at", "-id"), to_attr="recent_scores"),
         Prefetch(
             "decisions",

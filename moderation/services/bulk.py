@@ -1,5 +1,7 @@
 """Bulk decisions over a selection or a cluster (all pending posts by an author, with a
-domain, from an IP), with a preview count and an undo window."""
+domain, from an IP, or of a campaign of near-copies), with a preview count and an undo window.
+Deciding a campaign also records the decision on the campaign, so its later members follow it
+(scoring.services.campaigns); undoing the bulk action clears it."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from django.utils import timezone
 from core.errors import ApplicationError, Conflict
 from moderation.models import PENDING_STATUSES, BulkAction, Decision, Post
 from moderation.services.audit import audit_record
+from moderation.services.campaigns import campaign_decided_clear, campaign_decided_set
 from moderation.services.decisions import (
     LABEL_TO_STATUS,
     appeal_since,
@@ -27,7 +30,7 @@ from moderation.services.decisions import (
 from moderation.services.priority import posts_report_weight_refresh, reporter_records_relabel
 from moderation.signals import decisions_undone
 
-CLUSTER_KINDS = ("author", "domain", "ip")
+CLUSTER_KINDS = ("author", "domain", "ip", "campaign")
 
 
 def bulk_max_posts() -> int:
@@ -36,8 +39,8 @@ def bulk_max_posts() -> int:
 
 @dataclass(frozen=True)
 class Cluster:
-    kind: str  # author | domain | ip
-    value: int  # the Author / Domain / IpAddress id
+    kind: str  # author | domain | ip | campaign
+    value: int  # the Author / Domain / IpAddress / Campaign id
 
     def as_scope(self) -> dict[str, Any]:
         return {"cluster": self.kind, "id": self.value}
@@ -51,6 +54,8 @@ def cluster_queryset(*, cluster: Cluster) -> QuerySet[Post]:
         return qs.filter(link__domain_id=cluster.value)
     if cluster.kind == "ip":
         return qs.filter(ip_id=cluster.value)
+    if cluster.kind == "campaign":
+        return qs.filter(campaign_id=cluster.value)
     raise ApplicationError("Unknown cluster.", code="invalid_cluster")
 
 
@@ -106,6 +111,8 @@ def bulk_decide(
         )
     bulk.previous_statuses = previous
     bulk.save(update_fields=["previous_statuses"])
+    if cluster is not None and cluster.kind == "campaign":
+        campaign_decided_set(campaign_id=cluster.value, bulk=bulk)
     audit_record(
         actor=moderator,
         action="bulk.decide",
@@ -164,6 +171,7 @@ def bulk_undo(*, bulk: BulkAction, moderator: Any) -> BulkAction:
     posts_report_weight_refresh(post_ids=[int(i) for i in restored])
     bulk.undone_at = now
     bulk.save(update_fields=["undone_at"])
+    campaign_decided_clear(bulk=bulk)
     audit_record(
         actor=moderator,
         action="bulk.undo",

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from moderation.models import Post
 from scoring.features.extract import post_with_features
 from scoring.models import Score
+from scoring.services.campaigns import campaigns_detect
 from scoring.services.inference import ScoringClient, TritonError, get_client_with_timeout
 from scoring.services.scoring import INITIAL_FROM, POST_SCORE_FIELDS, infer, persist, prepare
 from scoring.workqueue import claim_post, hold_token, publish_post, release_posts
@@ -114,6 +115,7 @@ def _score_inline(*, post: Post, budget_ms: float, held: bool, client: ScoringCl
                 return None
         # Written even when the call overran the budget: the work is done, and the async task
         # then finds the post scored. The caller still gets None (it already answered 202).
+        campaigns_detect(posts=[loaded])  # as a worker batch does: a decided campaign holds it
         overran = remaining_s() < 0
         (result,) = persist([item], allowed_from=INITIAL_FROM, started=started)
         if result.score is not None:

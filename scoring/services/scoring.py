@@ -25,11 +25,13 @@ from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from core.json_rows import insert_rows
 from core.metrics import DECISIONS, POSTS_SCORED, SCORING_BATCH_SIZE
 from moderation.models import POST_TRANSITIONS, RESCORABLE_STATUSES, Post, PostStatus
+from moderation.services.audit import audit_record
 from moderation.services.priority import posts_priority_refresh
 from moderation.services.score_rows import posts_lock_for_scoring, posts_score_fields_write, spam_counters_add
 from scoring.features.extract import PostFeatures, posts_with_features
 from scoring.models import Action, DecisionPolicy, Score
 from scoring.services.abuse_policy import abuse_decide, abuse_thresholds
+from scoring.services.campaigns import campaign_action, campaigns_detect
 from scoring.services.enforcement import enforced_action
 from scoring.services.inference import (
     ScoringClient,
@@ -166,6 +168,7 @@ def score_posts(
         return results
     items = prepare(pending, features={p.id: loaded[p.id][1] for p in pending})
     infer(items, client=client or get_client())
+    campaigns_detect(posts=pending)
     return results + persist(items, allowed_from=INITIAL_FROM, started=started)
 
 
@@ -268,6 +271,26 @@ def _abuse(items: Sequence[_Item], actions: Sequence[Action]) -> list[Action]:
     return out
 
 
+def _campaign_rule(items: Sequence[_Item], actions: Sequence[Action]) -> list[Action]:
+    """The actions as a campaign decided by a moderator changes them
+    (scoring.services.campaigns.campaign_action); each change is audited."""
+    decided: list[Action] = []
+    now = timezone.now()
+    for item, action in zip(items, actions, strict=True):
+        final, why = campaign_action(post=item.post, action=action, now=now)
+        if why:
+            item.extra["campaign"] = why
+            audit_record(
+                actor=None,
+                action="campaign.member_decided",
+                target=item.post,
+                before={"action": str(action)},
+                after={"action": str(final), "campaign_id": item.post.campaign_id, "reason": why},
+            )
+        decided.append(final)
+    return decided
+
+
 def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_ms: float, routing_reason: str) -> Score:
     out = item.output
     return Score(
@@ -291,6 +314,7 @@ def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_m
             # The evidence page shows it; >= 1 is unfamiliar (scoring.services.policy).
             **({"unfamiliarity": round(out.unfamiliarity, 4)} if out and out.unfamiliarity is not None else {}),
             **item.extra,
+            **({"campaign_id": item.post.campaign_id} if item.post.campaign_id else {}),
         },
         contributions=dict(out.contributions) if out else {},
         model_versions=dict(out.model_versions) if out else {},
@@ -348,7 +372,9 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
         actions: list[Action] = []
         if to_score:
             decided = _actions(scored_items, policy, reports, language, unfamiliar)
-            actions = _abuse(scored_items, _enforce(scored_items, decided))
+            actions = _campaign_rule(scored_items, _abuse(scored_items, _enforce(scored_items, decided)))
+        # A campaign's hold is the reason the post waits for a human, like a language routing.
+        routing = [r or str(i.extra.get("campaign", "")) for i, r in zip(scored_items, routing, strict=True)]
         for (item, current, _), action, reason in zip(to_score, actions, routing, strict=True):
             post = item.post
             latency_ms = (time.perf_counter() - started) * 1000.0

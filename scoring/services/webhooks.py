@@ -117,6 +117,8 @@ def _payload(post: Post, event_id: str, decision: Decision | None) -> dict[str, 
             "model_version": post.model_version,
             "report_count": post.report_count,
             "status_changed_at": post.status_changed_at.isoformat(),
+            # Near-copies of the post in the same source share it (scoring.services.campaigns).
+            "campaign_id": post.campaign_id,
         },
         "automatic": post.status in AUTOMATIC_STATUSES,
     }

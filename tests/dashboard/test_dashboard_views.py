@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from moderation.models import AuditLog, BulkAction, Decision, PostStatus
 from moderation.services.bulk import bulk_decide
+from moderation.services.campaigns import campaign_members_add
 from moderation.services.decisions import decision_record
 from tests.dashboard.dashboard_factories import AuthorFactory, PostFactory, ReportFactory, ScoreFactory, UserFactory
 from tests.dashboard.dashboard_fixtures import *  # noqa: F403
@@ -34,6 +35,8 @@ def users(db):
 def world(db):
     post = PostFactory(final_score=0.9)
     ScoreFactory(post=post)
+    campaign_members_add(source_id=post.source_id, campaign_id=None, post_ids=[post.pk], now=post.received_at)
+    post.refresh_from_db()
     other = UserFactory(username="u-other", role="moderator")
     bulk_post = PostFactory()
     bulk = bulk_decide(moderator=other, label="spam", post_ids=[bulk_post.pk])
@@ -72,6 +75,8 @@ def _urls(world):
         ),
         "enforce_form": ("get", reverse("dashboard:enforce", args=["author", p.author_id, "suspend"]), {}),
         "author_page": ("get", reverse("dashboard:author", args=[p.author_id]), {}),
+        "campaign_page": ("get", reverse("dashboard:campaign", args=[p.campaign_id]), {}),
+        "campaign_cluster_get": ("get", reverse("dashboard:cluster", args=["campaign", p.campaign_id]), {}),
         "audit": ("get", reverse("dashboard:audit"), {}),
         "audit_csv": ("get", reverse("dashboard:audit_csv"), {}),
         "metrics": ("get", reverse("dashboard:metrics"), {}),
@@ -94,6 +99,8 @@ MODERATION_VIEWS = [
     "suspend",
     "enforce_form",
     "author_page",
+    "campaign_page",
+    "campaign_cluster_get",
 ]
 READ_VIEWS = ["audit", "audit_csv", "metrics"]
 

@@ -1,0 +1,276 @@
+"""Campaigns at scoring time: near-copies of one text posted within one source by different
+accounts, from different domains and IPs, grouped so a moderator decides them once.
+
+For each batch, per source:
+1. Each post long enough to compare (CAMPAIGN_MIN_CHARS normalized characters) gets its
+   shingles, MinHash and LSH band buckets (scoring.features.near_duplicates).
+2. Under the source's campaign lock (a PostgreSQL advisory lock for the transaction), its
+   buckets are stored (CampaignBucket) and the posts of the same source sharing a bucket are
+   read back: the candidates, at most CAMPAIGN_MAX_CANDIDATES per post, most shared buckets
+   first. The lock makes "look, then join or create" one step, so two workers scoring two
+   copies at once do not open two campaigns.
+3. A candidate is a near-copy when the exact Jaccard similarity of the two shingle sets reaches
+   CAMPAIGN_JACCARD (LSH alone is approximate both ways).
+4. `campaign_plan` (pure) decides: a post joins the oldest campaign among its near-copies; with
+   none in a campaign, the post and its near-copies open one when they come from at least
+   CAMPAIGN_MIN_AUTHORS authors. Copies by one author alone are that author's cluster, not a
+   campaign; once a campaign exists, that author's further copies join it. Campaigns are
+   never merged: a post near two joins the older.
+
+Tenancy: buckets, candidates and members are all filtered by the post's own source.
+
+A campaign a moderator decided as spam decides its new members (`campaign_action`): held for
+review with the reason "campaign decided as spam", or removed where the source opted in
+(Source.campaign_member_action)."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
+from django.utils import timezone
+
+from moderation.enforcement_state import author_allowlisted
+from moderation.models import Campaign, Label, Post
+from moderation.services.campaigns import campaign_members_add
+from scoring.features.near_duplicates import buckets, jaccard, normalized, shingles, signature
+from scoring.models import Action, CampaignBucket
+
+logger = logging.getLogger(__name__)
+
+# pg_advisory_xact_lock(class, source id): the class keeps these locks apart from any other
+# advisory lock keyed by a source id.
+CAMPAIGN_LOCK_CLASS = 0x43414D50  # "CAMP"
+CAMPAIGN_SPAM_REASON = "campaign decided as spam"
+
+
+@dataclass(frozen=True)
+class CampaignSettings:
+    jaccard: float
+    num_perm: int
+    min_chars: int
+    max_candidates: int
+    min_authors: int
+
+    @classmethod
+    def current(cls) -> CampaignSettings:
+        return cls(
+            jaccard=settings.CAMPAIGN_JACCARD,
+            num_perm=settings.CAMPAIGN_NUM_PERM,
+            min_chars=settings.CAMPAIGN_MIN_CHARS,
+            max_candidates=settings.CAMPAIGN_MAX_CANDIDATES,
+            min_authors=settings.CAMPAIGN_MIN_AUTHORS,
+        )
+
+
+@dataclass
+class Group:
+    """Posts to put in one campaign: an existing one (campaign_id) or a new one (None)."""
+
+    campaign_id: int | None
+    post_ids: list[int] = field(default_factory=list)
+
+
+def campaign_plan(
+    *,
+    new_post_ids: Sequence[int],
+    matches: Mapping[int, Sequence[int]],
+    campaign_of: Mapping[int, int | None],
+    author_of: Mapping[int, int],
+    min_authors: int,
+) -> list[Group]:
+    """Which posts join which campaign, for posts taken in order (pure: no database).
+
+    `matches`: each new post's verified near-copies; `campaign_of` and `author_of`: for every
+    post named. A group opened by an earlier post of the batch is joined by a later one like an
+    existing campaign."""
+    current: dict[int, Group] = {}  # post id -> its group in this plan
+    groups: list[Group] = []
+    existing: dict[int, Group] = {}
+    for post_id in new_post_ids:
+        if post_id in current or campaign_of.get(post_id) is not None:
+            continue
+        near = [m for m in matches.get(post_id, ()) if m != post_id]
+        if not near:
+            continue
+        joined = [current[m] for m in near if m in current]
+        known = sorted({c for m in near if m not in current and (c := campaign_of.get(m)) is not None})
+        target: Group | None = None
+        if known:
+            target = existing.get(known[0])
+            if target is None:
+                target = existing[known[0]] = Group(campaign_id=known[0])
+                groups.append(target)
+        elif joined:
+            target = joined[0]
+        members = [post_id] + [m for m in near if m not in current and campaign_of.get(m) is None]
+        if target is None:
+            if len({author_of[m] for m in members}) < min_authors:
+                continue
+            target = Group(campaign_id=None)
+            groups.append(target)
+        for m in members:
+            target.post_ids.append(m)
+            current[m] = target
+    return [g for g in groups if g.post_ids]
+
+
+def campaigns_detect(*, posts: Sequence[Post], config: CampaignSettings | None = None) -> dict[int, Campaign]:
+    """Find the near-copies of the posts and put them in campaigns; post id -> its campaign for
+    the posts that are in one (new or already). Sets post.campaign on the given instances."""
+    config = config or CampaignSettings.current()
+    found: dict[int, Campaign] = {}
+    by_source: dict[int, list[tuple[Post, set[bytes]]]] = defaultdict(list)
+    for post in sorted(posts, key=lambda p: p.pk):
+        if post.campaign_id is not None:
+            continue
+        if len(normalized(post.text)) >= config.min_chars:
+            by_source[post.source_id].append((post, shingles(post.text)))
+    if not by_source:
+        return found
+    now = timezone.now()
+    with transaction.atomic():
+        for source_id in sorted(by_source):
+            found.update(_detect_in_source(source_id, by_source[source_id], config=config, now=now))
+    by_id = {p.pk: p for p in posts}
+    for post_id, campaign in found.items():
+        if post_id in by_id:
+            by_id[post_id].campaign = campaign
+    return found
+
+
+def _detect_in_source(
+    source_id: int, items: list[tuple[Post, set[bytes]]], *, config: CampaignSettings, now: datetime
+) -> dict[int, Campaign]:
+    keys = buckets(
+        [signature(s, num_perm=config.num_perm) for _, s in items], threshold=config.jaccard, num_perm=config.num_perm
+    )
+    _source_lock(source_id)
+    _buckets_store(source_id, [(post.pk, set(post_keys)) for (post, _), post_keys in zip(items, keys, strict=True)])
+    posts_in_bucket: dict[int, list[int]] = defaultdict(list)
+    for bucket, post_id in _bucket_members(source_id, sorted({b for k in keys for b in k}), config.max_candidates + 1):
+        posts_in_bucket[bucket].append(post_id)
+    candidates: dict[int, list[int]] = {}
+    for (post, _), post_keys in zip(items, keys, strict=True):
+        shared = Counter(p for b in set(post_keys) for p in posts_in_bucket.get(b, ()) if p != post.pk)
+        candidates[post.pk] = [p for p, _ in shared.most_common(config.max_candidates)]
+    wanted = {p for ids in candidates.values() for p in ids}
+    rows = {
+        pk: (text, author_id, campaign_id)
+        for pk, text, author_id, campaign_id in Post.objects.filter(source_id=source_id, pk__in=wanted).values_list(
+            "pk", "text", "author_id", "campaign_id"
+        )
+    }
+    own = {post.pk: s for post, s in items}
+    other_shingles = {pk: own.get(pk) or shingles(text) for pk, (text, _, _) in rows.items()}
+    matches = {
+        post.pk: [p for p in candidates[post.pk] if p in rows and jaccard(s, other_shingles[p]) >= config.jaccard]
+        for post, s in items
+    }
+    campaign_of: dict[int, int | None] = {pk: c for pk, (_, _, c) in rows.items()}
+    author_of = {pk: a for pk, (_, a, _) in rows.items()}
+    for post, _ in items:
+        campaign_of[post.pk] = post.campaign_id
+        author_of[post.pk] = post.author_id
+    plan = campaign_plan(
+        new_post_ids=[post.pk for post, _ in items],
+        matches=matches,
+        campaign_of=campaign_of,
+        author_of=author_of,
+        min_authors=config.min_authors,
+    )
+    found: dict[int, Campaign] = {}
+    for group in plan:
+        campaign = campaign_members_add(
+            source_id=source_id, campaign_id=group.campaign_id, post_ids=group.post_ids, now=now
+        )
+        found.update(dict.fromkeys(group.post_ids, campaign))
+        logger.info(
+            "scoring.campaign_joined campaign_id=%s source_id=%s posts=%s members=%s authors=%s",
+            campaign.pk,
+            source_id,
+            len(group.post_ids),
+            campaign.member_count,
+            campaign.author_count,
+        )
+    return found
+
+
+def _source_lock(source_id: int) -> None:
+    """The source's campaign lock until the transaction ends. PostgreSQL only: SQLite (the
+    laptop default) lets one transaction write at a time, and the buckets are written first."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [CAMPAIGN_LOCK_CLASS, source_id])
+
+
+def _buckets_store(source_id: int, rows: Sequence[tuple[int, set[int]]]) -> None:
+    """(post id, its buckets) rows, idempotent. On PostgreSQL one INSERT of two array
+    parameters: bulk_create of ~25 model instances per post was most of this step's CPU
+    (cProfile, benchmarks/campaigns.py --db)."""
+    if connection.vendor != "postgresql":
+        CampaignBucket.objects.bulk_create(
+            [CampaignBucket(source_id=source_id, bucket=b, post_id=pk) for pk, keys in rows for b in keys],
+            ignore_conflicts=True,
+        )
+        return
+    table = connection.ops.quote_name(CampaignBucket._meta.db_table)
+    posts = [pk for pk, keys in rows for _ in keys]
+    values = [b for _, keys in rows for b in keys]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (source_id, bucket, post_id) "  # noqa: S608  (a model's table name)
+            "SELECT %s, r.b, r.p FROM unnest(%s::bigint[], %s::bigint[]) AS r(b, p) ON CONFLICT DO NOTHING",
+            [source_id, values, posts],
+        )
+
+
+def _bucket_members(source_id: int, keys: Sequence[int], per_bucket: int) -> list[tuple[int, int]]:
+    """(bucket, post id) for the newest `per_bucket` posts of each bucket: a long campaign's
+    buckets hold thousands of members and the newest few are near-copies enough to find it. On
+    PostgreSQL a LATERAL LIMIT per bucket reads only those index entries, backwards."""
+    if connection.vendor != "postgresql":
+        return list(
+            CampaignBucket.objects.filter(source_id=source_id, bucket__in=keys)
+            .annotate(rank=Window(RowNumber(), partition_by=[F("bucket")], order_by=F("post_id").desc()))
+            .filter(rank__lte=per_bucket)
+            .values_list("bucket", "post_id")
+        )
+    table = connection.ops.quote_name(CampaignBucket._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT k.b, c.post_id FROM unnest(%s::bigint[]) AS k(b) CROSS JOIN LATERAL ("  # noqa: S608
+            f"SELECT post_id FROM {table} WHERE source_id = %s AND bucket = k.b "
+            "ORDER BY post_id DESC LIMIT %s) AS c",
+            [list(keys), source_id, per_bucket],
+        )
+        return [(int(b), int(p)) for b, p in cursor.fetchall()]
+
+
+def on_author_erased(sender: object, *, post_ids: Sequence[int], **kwargs: object) -> None:
+    """An erased author's texts live on as their posts' MinHash buckets: those go with the
+    erasure (moderation.signals.author_erased). Their campaign memberships stay, like the
+    posts' decisions."""
+    CampaignBucket.objects.filter(post_id__in=list(post_ids)).delete()
+
+
+def campaign_action(*, post: Post, action: Action, now: datetime) -> tuple[Action, str]:
+    """(action, why) for a member of a campaign a moderator decided as spam: removed where its
+    source opted in, else never approved automatically (held for review). A trusted author's
+    post is held, never removed, as enforcement holds it (scoring.services.enforcement). `why`
+    is "" when the campaign changed nothing."""
+    campaign = post.campaign if post.campaign_id is not None else None
+    if campaign is None or campaign.decided_label != Label.SPAM or action == Action.REMOVE:
+        return action, ""
+    if post.source.campaign_member_action == "remove" and not author_allowlisted(post.author, now=now):
+        return Action.REMOVE, f"{CAMPAIGN_SPAM_REASON}: removed"
+    if action == Action.APPROVE:
+        return Action.QUEUE, CAMPAIGN_SPAM_REASON
+    return action, ""

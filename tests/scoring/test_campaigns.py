@@ -1,0 +1,237 @@
+"""Campaigns at scoring time against the test database: near-copies across authors join one
+campaign within their source, a decided campaign decides its new members."""
+
+from __future__ import annotations
+
+import pytest
+
+from moderation.models import AuditLog, Campaign, Label, Post, PostStatus
+from moderation.services.bulk import Cluster, bulk_decide, bulk_undo
+from scoring.models import Action, CampaignBucket, Score
+from scoring.services.campaigns import CAMPAIGN_SPAM_REASON
+from scoring.services.scoring import score_posts
+from scoring.services.webhooks import webhooks_enqueue_for_posts
+from tests.factories import ReasonCodeFactory, UserFactory
+from tests.scoring.pipeline_support import FakeClient, make_author, make_post, make_source
+
+pytestmark = pytest.mark.django_db
+
+COPIES = [
+    "Congratulations! You have won a 1000 pound voucher. Call 09061743811 now to claim at www.win-big.com",
+    "Congratulations!! You have won a 2000 pound voucher. Call 09061743999 now to claim at http://prize.biz/x",
+    "congratulations you have won a 500 pound voucher, call 0800 now to claim at www.claim-now.net",
+    "Congratulations! You won have a 1000 pound voucher. Call 09061743811 today to claim at www.win-big.com",
+    "CONGRATULATIONS! You have won a 1000 pound gift voucher. Call 09061743811 now to claim!",
+]
+OTHER = "Are we still meeting for lunch tomorrow at the station? Let me know by tonight please"
+
+
+def _copies_from_new_authors(source, texts=COPIES) -> list[Post]:
+    return [make_post(source=source, author=make_author(source), text=t) for t in texts]
+
+
+def _campaign_ids(posts: list[Post]) -> list[int | None]:
+    return [Post.objects.get(pk=p.pk).campaign_id for p in posts]
+
+
+def test_five_copies_from_five_authors_share_one_campaign_across_batches() -> None:
+    source = make_source()
+    posts = _copies_from_new_authors(source)
+    score_posts(post_ids=[posts[0].pk], client=FakeClient())
+    assert _campaign_ids(posts[:1]) == [None]  # one post is no campaign
+    score_posts(post_ids=[p.pk for p in posts[1:3]], client=FakeClient())
+    score_posts(post_ids=[p.pk for p in posts[3:]], client=FakeClient())
+    ids = _campaign_ids(posts)
+    assert ids[0] is not None and set(ids) == {ids[0]}
+    campaign = Campaign.objects.get(pk=ids[0])
+    assert (campaign.source_id, campaign.member_count, campaign.author_count) == (source.pk, 5, 5)
+    assert campaign.first_seen_at <= campaign.last_seen_at
+    assert Score.objects.get(post=posts[4]).features["campaign_id"] == campaign.pk
+
+
+def test_a_distinct_text_stays_out() -> None:
+    source = make_source()
+    posts = _copies_from_new_authors(source, [*COPIES[:3], OTHER])
+    score_posts(post_ids=[p.pk for p in posts], client=FakeClient())
+    ids = _campaign_ids(posts)
+    assert ids[0] is not None and ids[:3] == [ids[0]] * 3 and ids[3] is None
+
+
+def test_copies_by_one_author_are_no_campaign() -> None:
+    source = make_source()
+    author = make_author(source)
+    posts = [make_post(source=source, author=author, text=t) for t in COPIES[:3]]
+    score_posts(post_ids=[p.pk for p in posts], client=FakeClient())
+    assert _campaign_ids(posts) == [None, None, None]
+
+
+def test_short_texts_are_not_compared() -> None:
+    source = make_source()
+    posts = _copies_from_new_authors(source, ["ok see you there", "ok see you there!"])
+    score_posts(post_ids=[p.pk for p in posts], client=FakeClient())
+    assert _campaign_ids(posts) == [None, None]
+    assert not CampaignBucket.objects.filter(post__in=posts).exists()
+
+
+def test_campaigns_never_span_sources() -> None:
+    first, second = make_source(), make_source()
+    mine = _copies_from_new_authors(first, COPIES[:3])
+    score_posts(post_ids=[p.pk for p in mine], client=FakeClient())
+    theirs = _copies_from_new_authors(second, [COPIES[3], COPIES[0]])
+    score_posts(post_ids=[p.pk for p in theirs], client=FakeClient())
+    mine_ids, their_ids = set(_campaign_ids(mine)), set(_campaign_ids(theirs))
+    assert len(mine_ids) == len(their_ids) == 1 and None not in mine_ids | their_ids
+    assert mine_ids != their_ids
+    assert Campaign.objects.get(posts=theirs[0]).source_id == second.pk
+    # A lone copy in a third source finds nothing, though both campaigns hold its near-copies.
+    lone = _copies_from_new_authors(make_source(), COPIES[:1])
+    score_posts(post_ids=[lone[0].pk], client=FakeClient())
+    assert _campaign_ids(lone) == [None]
+
+
+def test_scoring_twice_leaves_the_same_campaign() -> None:
+    source = make_source()
+    posts = _copies_from_new_authors(source, COPIES[:3])
+    ids = [p.pk for p in posts]
+    score_posts(post_ids=ids, client=FakeClient())
+    Post.objects.filter(pk__in=ids).update(status=PostStatus.RECEIVED)  # a retried task
+    Score.objects.filter(post_id__in=ids).delete()
+    score_posts(post_ids=ids, client=FakeClient())
+    assert Campaign.objects.filter(source=source).count() == 1
+    assert Campaign.objects.get(source=source).member_count == 3
+
+
+def _decide_campaign_as_spam(campaign_id: int):
+    ReasonCodeFactory(code="commercial-spam", applies_to=Label.SPAM)
+    moderator = UserFactory()
+    return moderator, bulk_decide(
+        moderator=moderator, label=Label.SPAM, reason_code="commercial-spam", cluster=Cluster("campaign", campaign_id)
+    )
+
+
+@pytest.mark.parametrize(
+    ("member_action", "status", "why"),
+    [
+        ("queue", PostStatus.QUEUED, CAMPAIGN_SPAM_REASON),
+        ("remove", PostStatus.AUTO_REMOVED, f"{CAMPAIGN_SPAM_REASON}: removed"),
+    ],
+)
+def test_a_campaign_decided_as_spam_decides_its_new_members(member_action: str, status: str, why: str) -> None:
+    source = make_source(campaign_member_action=member_action)
+    posts = _copies_from_new_authors(source, COPIES[:2])
+    Post.objects.filter(pk__in=[p.pk for p in posts]).update(status=PostStatus.QUEUED)
+    score_posts(post_ids=[p.pk for p in posts], client=FakeClient())  # not pending: no campaign yet
+    posts = _copies_from_new_authors(source, COPIES[:2])
+    score_posts(post_ids=[p.pk for p in posts], client=FakeClient())
+    campaign = Campaign.objects.get(source=source)
+    assert [Post.objects.get(pk=p.pk).status for p in posts] == [PostStatus.AUTO_APPROVED] * 2  # ham score
+    # A moderator decides the whole campaign; its next member follows.
+    Post.objects.filter(pk__in=[p.pk for p in posts]).update(status=PostStatus.QUEUED)
+    _decide_campaign_as_spam(campaign.pk)
+    campaign.refresh_from_db()
+    assert campaign.decided_label == Label.SPAM
+    (newcomer,) = _copies_from_new_authors(source, COPIES[2:3])
+    score_posts(post_ids=[newcomer.pk], client=FakeClient())
+    newcomer.refresh_from_db()
+    assert (newcomer.campaign_id, newcomer.status) == (campaign.pk, status)
+    score = Score.objects.get(post=newcomer)
+    assert score.features["campaign"] == why
+    audit = AuditLog.objects.get(action="campaign.member_decided", target_id=str(newcomer.pk))
+    assert audit.after["campaign_id"] == campaign.pk and audit.before == {"action": Action.APPROVE}
+
+
+def test_undoing_the_campaign_decision_lets_new_members_be_scored_as_usual() -> None:
+    source = make_source()
+    posts = _copies_from_new_authors(source, COPIES[:2])
+    score_posts(post_ids=[p.pk for p in posts], client=FakeClient())
+    campaign = Campaign.objects.get(source=source)
+    Post.objects.filter(campaign=campaign).update(status=PostStatus.QUEUED)
+    moderator, bulk = _decide_campaign_as_spam(campaign.pk)
+    assert set(Post.objects.filter(campaign=campaign).values_list("status", flat=True)) == {PostStatus.REMOVED}
+    bulk_undo(bulk=bulk, moderator=moderator)
+    campaign.refresh_from_db()
+    assert (campaign.decided_label, campaign.decided_bulk_id) == ("", None)
+    (newcomer,) = _copies_from_new_authors(source, COPIES[2:3])
+    score_posts(post_ids=[newcomer.pk], client=FakeClient())
+    newcomer.refresh_from_db()
+    assert (newcomer.campaign_id, newcomer.status) == (campaign.pk, PostStatus.AUTO_APPROVED)
+
+
+def test_the_webhook_payload_carries_the_campaign() -> None:
+    source = make_source(callback_url="https://hooks.example.com/mod", webhook_secret="s3cret")
+    posts = _copies_from_new_authors(source, COPIES[:2])
+    score_posts(post_ids=[p.pk for p in posts], client=FakeClient())
+    post = Post.objects.select_related("source").get(pk=posts[1].pk)
+    assert post.campaign_id is not None
+    post.webhook_deliveries.all().delete()
+    (delivery,) = webhooks_enqueue_for_posts([post])
+    assert delivery.payload["data"]["post"]["campaign_id"] == post.campaign_id
+
+
+def test_the_api_shows_each_source_its_own_campaign(django_assert_max_num_queries) -> None:
+    from rest_framework.test import APIClient
+
+    from tests.factories import create_api_key
+
+    source = make_source()
+    posts = _copies_from_new_authors(source, COPIES[:3])
+    score_posts(post_ids=[p.pk for p in posts], client=FakeClient())
+    api = APIClient(HTTP_X_API_KEY=create_api_key(source))
+    with django_assert_max_num_queries(6):
+        body = api.get(f"/api/v1/posts/{posts[2].external_id}").json()
+    campaign = Campaign.objects.get(source=source)
+    assert body["campaign"] == {
+        "id": campaign.pk,
+        "member_count": 3,
+        "author_count": 3,
+        "first_seen_at": body["campaign"]["first_seen_at"],
+        "last_seen_at": body["campaign"]["last_seen_at"],
+        "decided_label": "",
+    }
+    (alone,) = _copies_from_new_authors(source, [OTHER])
+    assert api.get(f"/api/v1/posts/{alone.external_id}").json()["campaign"] is None
+
+
+def test_erasure_takes_the_authors_buckets() -> None:
+    from moderation.services.erasure import author_erase
+
+    source = make_source()
+    posts = _copies_from_new_authors(source, COPIES[:2])
+    score_posts(post_ids=[p.pk for p in posts], client=FakeClient())
+    assert CampaignBucket.objects.filter(post=posts[0]).exists()
+    author_erase(author=posts[0].author, actor=None, via=f"api:{source.slug}")
+    assert not CampaignBucket.objects.filter(post=posts[0]).exists()
+    assert CampaignBucket.objects.filter(post=posts[1]).exists()
+
+
+@pytest.mark.usefixtures("clean_cache")
+def test_the_pre_publish_check_holds_a_member_of_a_campaign_decided_as_spam() -> None:
+    from scoring.services.inline import score_inline
+
+    source = make_source()
+    posts = _copies_from_new_authors(source, COPIES[:2])
+    score_posts(post_ids=[p.pk for p in posts], client=FakeClient())
+    campaign = Campaign.objects.get(source=source)
+    Post.objects.filter(campaign=campaign).update(status=PostStatus.QUEUED)
+    _decide_campaign_as_spam(campaign.pk)
+    (newcomer,) = _copies_from_new_authors(source, COPIES[2:3])
+    score = score_inline(post=newcomer, budget_ms=2000, client=FakeClient())
+    assert score is not None and score.routing_reason == CAMPAIGN_SPAM_REASON
+    assert (newcomer.status, Post.objects.get(pk=newcomer.pk).campaign_id) == (PostStatus.QUEUED, campaign.pk)
+
+
+def test_detection_costs_the_same_queries_for_two_or_twelve_copies() -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from scoring.services.campaigns import campaigns_detect
+
+    def queries_for(size: int) -> int:
+        source = make_source()
+        posts = _copies_from_new_authors(source, [COPIES[n % len(COPIES)] for n in range(size)])
+        with CaptureQueriesContext(connection) as ctx:
+            found = campaigns_detect(posts=posts)
+        assert len(set(found.values())) == 1 and len(found) == size
+        return len(ctx)
+
+    assert queries_for(2) == queries_for(12)
