@@ -149,7 +149,7 @@ class LoopResult:
 
 def python_loop(url: str, concurrency: int, *, requests: int = 400, protocol: str = "grpc") -> LoopResult:
     """`concurrency` threads, each sending single-row spam_pipeline requests back to back."""
-    from scoring.triton_client import ScoringInput, TritonScoringClient
+    from scoring.serving import ScoringInput, TritonScoringClient
 
     rng = random.Random(0)
     rows = [

@@ -70,7 +70,7 @@ class Source(models.Model):
 
 class ApiScope(models.TextChoices):
     """What an API key may do. Chosen when the key is created; every endpoint requires one
-    (moderation.api.permissions.HasScope)."""
+    (api.permissions.HasScope)."""
 
     POSTS_WRITE = "posts:write", "Ingest posts"
     REPORTS_WRITE = "reports:write", "Send reports"

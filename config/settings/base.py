@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "axes",  # login throttling and lockout (dashboard and admin logins)
     "csp",
     "moderation",
+    "api",
     "dashboard",
     "scoring",
     "modelops",
@@ -411,17 +412,17 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "moderation.api.authentication.ApiKeyAuthentication",
+        "api.authentication.ApiKeyAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": [
-        "moderation.api.permissions.HasSourceApiKey",
-        "moderation.api.permissions.HasScope",
+        "api.permissions.HasSourceApiKey",
+        "api.permissions.HasScope",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_THROTTLE_CLASSES": ["moderation.api.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.ApiKeyRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"api_key": env("API_THROTTLE_RATE", default="6000/min")},
-    "EXCEPTION_HANDLER": "moderation.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "api.errors.exception_handler",
     # JSON only: the browsable API would answer errors as HTML to `Accept: text/html` (and its
     # page needs inline script, which the CSP forbids).
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -436,7 +437,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "moderation.api.schema.forbid_additional_properties",
+        "api.schema.forbid_additional_properties",
     ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

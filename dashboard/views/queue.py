@@ -8,11 +8,11 @@ from django.urls import reverse
 
 from dashboard.queue_rows import render_queue_rows
 from dashboard.selectors.queue import SORT_CHOICES, STATUS_CHOICES, QueueFilters, queue_page, queue_queryset
+from dashboard.selectors.thresholds import live_thresholds
 from dashboard.templatetags.dashboard import duration_s
 from dashboard.views.common import is_htmx, with_query
 from moderation.models import ReasonCode, Source
 from moderation.permissions import ALL_ROLES, CAN_MODERATE, can_moderate, role_required
-from moderation.selectors.thresholds import live_thresholds
 from moderation.services.claims import claim_next
 from moderation.services.decisions import key_reason
 from moderation.services.priority import sla_seconds

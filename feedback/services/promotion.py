@@ -131,7 +131,7 @@ def registry_sync() -> None:
 
 
 def _load(models: Sequence[str]) -> None:
-    from scoring.triton_client import get_client
+    from scoring.serving import get_client
 
     client = get_client()
     for name in models:

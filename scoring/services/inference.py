@@ -12,7 +12,7 @@ from typing import Protocol
 from django.conf import settings
 
 from contracts.triton import ALL_MODELS, latest_version
-from scoring.triton_client import (
+from scoring.serving import (
     ScoringInput,
     ScoringOutput,
     TritonError,

@@ -7,9 +7,11 @@ it returns None, the API answers 202, and the post's own task (scoring.tasks.sco
 scores it asynchronously.
 
 The inline check and the worker must not race for the post (the loser would wait for the
-winner and blow the budget). So ingest calls `inline_hold` inside its transaction, before the
-commit makes the post visible: the post's claim is taken for the inline check (no worker batch
-can pick the post up as a candidate) and NO task is published. The held check owns the post:
+winner and blow the budget). So the API ingests the post inside `prepublish_hold(budget_ms=N)`,
+and scoring's receiver of ingest's announcement (scoring.receivers.on_posts_stored, inside the
+ingest transaction, before the commit makes the post visible) calls `inline_hold`: the post's
+claim is taken for the inline check (no worker batch can pick the post up as a candidate) and
+NO task is published. The held check owns the post:
 when it does not decide (budget out, Triton down, an error), score_inline publishes the post's
 task on its way out; when it decides, there is nothing left to do. That saves every
 decided post a delayed Celery task (a no-op costing 3.5-6 ms of worker CPU, plus its publish
@@ -27,21 +29,58 @@ Score key), so even a claim that expired under a slow inline check cannot produc
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 from moderation.models import Post
 from scoring.features.extract import post_with_features
 from scoring.models import Score
+from scoring.services.batching import publish_post
 from scoring.services.inference import ScoringClient, TritonError, get_client_with_timeout
 from scoring.services.scoring import INITIAL_FROM, POST_SCORE_FIELDS, infer, persist, prepare
-from scoring.workqueue import claim_post, hold_token, publish_post, release_posts
+from scoring.workqueue import claim_post, hold_token, release_posts
 
 logger = logging.getLogger(__name__)
 
 WAIT_POLL_S = 0.005
+
+
+@dataclass
+class PrePublish:
+    """An API request's pending pre-publish check: its budget, and the posts held for it (the
+    receiver of posts_stored adds each post it held)."""
+
+    budget_ms: float
+    held: set[int] = field(default_factory=set)
+
+    def holds(self, post_id: int) -> bool:
+        return post_id in self.held
+
+
+_PREPUBLISH: ContextVar[PrePublish | None] = ContextVar("scoring_prepublish", default=None)
+
+
+@contextlib.contextmanager
+def prepublish_hold(*, budget_ms: float) -> Iterator[PrePublish]:
+    """Ingest inside this block is followed by a pre-publish check of `budget_ms`: a post it
+    stores is held for the check instead of getting a task (scoring.receivers). Per request
+    (a context variable): other threads and requests are not affected."""
+    check = PrePublish(budget_ms=budget_ms)
+    reset = _PREPUBLISH.set(check)
+    try:
+        yield check
+    finally:
+        _PREPUBLISH.reset(reset)
+
+
+def prepublish_pending() -> PrePublish | None:
+    """The pre-publish check the current ingest is for, if any."""
+    return _PREPUBLISH.get()
 
 
 def _client_for(client: ScoringClient | None, timeout_s: float) -> ScoringClient:
@@ -68,7 +107,7 @@ def score_inline(
 ) -> Score | None:
     """The post's Score if it was decided within `budget_ms`, else None (the task scores it).
 
-    `held`: ingest held the post for this check (`inline_hold`) and published no task, so
+    `held`: the post was held for this check (`prepublish_hold`) and got no task, so
     this check owns the post: when it does not decide (None, or an exception) it publishes
     the post's task (score_batch of the one post) before returning. Otherwise the check claims
     the post like a worker would, and waits for the worker when one has it."""

@@ -185,7 +185,7 @@ def test_unreachable_broker_still_returns_201(api: ApiCaller, dead_broker, djang
     elapsed = time.monotonic() - started
     assert response.status_code == 201
     assert Post.objects.filter(external_id="p-1", status="received").exists()
-    assert "moderation.score_enqueue_failed" in caplog.text
+    assert "scoring.score_enqueue_failed" in caplog.text
     assert elapsed < 10, f"a dead broker held the request for {elapsed:.1f}s"
 
 
@@ -296,7 +296,7 @@ def test_batch_query_count_is_small(api: ApiCaller, django_assert_max_num_querie
 
 
 def _validated(payload: dict) -> dict:
-    from moderation.api.serializers import PostInputSerializer
+    from api.serializers import PostInputSerializer
 
     serializer = PostInputSerializer(data=payload)
     serializer.is_valid(raise_exception=True)

@@ -109,7 +109,7 @@ def test_the_scoring_batchs_actions_are_policy_decides():
 
     from scoring.features.extract import PostFeatures
     from scoring.services.scoring import _actions, _Item
-    from scoring.triton_client import ScoringOutput
+    from scoring.serving import ScoringOutput
 
     policy = DecisionPolicy(remove_threshold=0.9, approve_threshold=0.2, escalate_threshold=0.9)
     features = PostFeatures(link={}, behaviour={}, text="", preview_text="")

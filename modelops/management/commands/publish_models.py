@@ -67,7 +67,7 @@ class Command(BaseCommand):
             self._load(list(published))
 
     def _load(self, models: list[str]) -> None:
-        from scoring.triton_client import TritonError, TritonUnavailable, get_client
+        from scoring.serving import TritonError, TritonUnavailable, get_client
 
         client = get_client()
         if not client.is_ready() and not _server_up(client):
