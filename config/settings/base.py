@@ -254,10 +254,10 @@ CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=180)
 CELERY_WORKER_MAX_TASKS_PER_CHILD = env.int("CELERY_WORKER_MAX_TASKS_PER_CHILD", default=1000)
 CELERY_WORKER_SEND_TASK_EVENTS = False
 # Celery's Django fixup closes the database connection before and after EVERY task (it ignores
-# CONN_MAX_AGE) unless DB_REUSE_MAX is set: a new PostgreSQL connection per task was 16 % of the
-# scoring worker's busy time (py-spy, benchmarks/e2e_pipeline.py --mode backlog). With it set,
-# config.celery_app closes connections around tasks the way Django does around requests
-# (close_old_connections: after an error, or past CONN_MAX_AGE).
+# CONN_MAX_AGE) unless DB_REUSE_MAX is set, and opening a PostgreSQL connection costs a worker
+# more than a small batch's queries. With it set, config.celery_app closes connections around
+# tasks the way Django does around requests (close_old_connections: after an error, or past
+# CONN_MAX_AGE). The drain rate it buys: benchmarks/e2e_pipeline.py --mode backlog.
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 # Retraining runs on its own queue so scoring keeps flowing (worker: -Q training --concurrency=1).
 CELERY_TASK_ROUTES = {"feedback.*": {"queue": "training"}}

@@ -21,7 +21,7 @@ from django.http import QueryDict
 from django.utils import timezone
 
 from dashboard.selectors.keyset import Cursor, after_cursor_q
-from dashboard.selectors.query_values import query_date, query_float, query_ip, query_text
+from dashboard.selectors.query_values import day_range_q, query_date, query_float, query_ip, query_text
 from moderation.models import Post, PostStatus, Report
 from moderation.services.claims import claimable_q
 from moderation.services.decisions import DECIDED_STATUSES
@@ -148,11 +148,7 @@ def queue_queryset(*, filters: QueueFilters, user: Any = None, with_text: bool =
         qs = qs.filter(model_version=filters.model_version)
     if filters.language:
         qs = qs.filter(language=filters.language)
-    tz = timezone.get_current_timezone()
-    if filters.date_from:
-        qs = qs.filter(received_at__gte=datetime.combine(filters.date_from, datetime.min.time(), tz))
-    if filters.date_to:
-        qs = qs.filter(received_at__lt=datetime.combine(filters.date_to, datetime.max.time(), tz))
+    qs = qs.filter(day_range_q("received_at", filters.date_from, filters.date_to))
     if filters.q and with_text:
         qs = qs.filter(text__icontains=filters.q)
     if user is not None:

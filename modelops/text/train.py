@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import platform
 import random
 import time
@@ -31,6 +30,8 @@ from transformers import (
     get_linear_schedule_with_warmup,
 )
 
+from modelops import current
+from modelops.current import set_current
 from modelops.text.baseline import save_lexical, train_baseline
 from modelops.text.batches import encode, length_sorted_batches, pad_batch
 from modelops.text.calibrate import calibrate_text_model
@@ -40,7 +41,6 @@ from modelops.text.data import SmsSplits
 from modelops.text.metrics import spam_metrics
 
 METRICS_FILE = "metrics.json"
-CURRENT = "current"
 
 
 @dataclass(frozen=True)
@@ -261,25 +261,9 @@ def new_version() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
-def set_current(text_dir: Path, version_dir: Path) -> Path:
-    """Point text_dir/current at version_dir (relative symlink, swapped atomically)."""
-    link = text_dir / CURRENT
-    tmp = text_dir / f".{CURRENT}.{os.getpid()}"
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    tmp.symlink_to(version_dir.name)
-    os.replace(tmp, link)
-    return link
-
-
 def current_model_dir(text_dir: Path) -> Path:
-    """The artifact dir named by text_dir/current (a symlink, or a file holding the version name)."""
-    link = Path(text_dir) / CURRENT
-    if link.is_symlink() or link.is_dir():
-        return link.resolve()
-    if link.is_file():
-        return (Path(text_dir) / link.read_text().strip()).resolve()
-    raise FileNotFoundError(f"no current text model under {text_dir}; run train_text_model")
+    """The artifact dir named by text_dir/current (modelops.current)."""
+    return current.current_dir(text_dir, missing=f"no current text model under {text_dir}; run train_text_model")
 
 
 def trained_model_dir(text_dir: Path, model_dir: str | Path | None = None) -> Path:

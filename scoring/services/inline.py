@@ -42,7 +42,7 @@ from scoring.features.extract import post_with_features
 from scoring.models import Score
 from scoring.services.batching import publish_post
 from scoring.services.inference import ScoringClient, TritonError, get_client_with_timeout
-from scoring.services.scoring import INITIAL_FROM, POST_SCORE_FIELDS, infer, persist, prepare
+from scoring.services.scoring import INITIAL_FROM, POST_SCORE_FIELDS, infer, prepare, settle
 from scoring.workqueue import claim_post, hold_token, release_posts
 
 logger = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ def _score_inline(*, post: Post, budget_ms: float, held: bool, client: ScoringCl
         # Written even when the call overran the budget: the work is done, and the async task
         # then finds the post scored. The caller still gets None (it already answered 202).
         overran = remaining_s() < 0
-        (result,) = persist([item], allowed_from=INITIAL_FROM, started=started)
+        (result,) = settle([item], allowed_from=INITIAL_FROM, started=started)
         if result.score is not None:
             # The "done" marker, set with the release (same round trip): the post's delayed
             # task then returns without touching PostgreSQL, as after a worker batch.
@@ -167,7 +167,7 @@ def _score_inline(*, post: Post, budget_ms: float, held: bool, client: ScoringCl
     if result.score is None:  # another writer got there first (a moderator, a duplicate request)
         post.refresh_from_db(fields=POST_SCORE_FIELDS)
         return _latest(post)
-    _copy_score_fields(item.post, to=post)  # persist wrote these fields from item.post
+    _copy_score_fields(item.post, to=post)  # settle wrote these fields from item.post
     return result.score
 
 

@@ -190,7 +190,8 @@ def test_unreachable_broker_still_returns_201(api: ApiCaller, dead_broker, djang
 
 
 def test_wait_ms_without_a_model_server_answers_202(api: ApiCaller):
-    """No Triton in this test: the real inline scorer gives up within the budget."""
+    """No Triton in this test (its settings point at the session's closed port,
+    tests/conftest.py no_model_server): the real inline scorer gives up within the budget."""
     response = api.post("/api/v1/posts?wait_ms=50", post_payload())
     assert response.status_code == 202
     assert response.json()["status"] == "received" and response.json()["score"] is None
