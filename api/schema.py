@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
-class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
     target_class = "api.authentication.ApiKeyAuthentication"
     name = "ApiKeyAuth"
 

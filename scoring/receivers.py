@@ -15,6 +15,7 @@ A broker outage never fails the ingest: the publish is logged and skipped, the p
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -63,7 +64,7 @@ def on_posts_stored(sender: Any, *, post_ids: Sequence[int], batch: bool = False
         size = max(1, settings.SCORING_BATCH_SIZE)
         for start in range(0, len(post_ids), size):
             chunk = list(post_ids[start : start + size])
-            _on_commit_quietly(lambda chunk=chunk: publish_batch(chunk), task_name="score_batch", post_id=chunk)
+            _on_commit_quietly(functools.partial(publish_batch, chunk), task_name="score_batch", post_id=chunk)
         return
     check = inline.prepublish_pending()
     for post_id in post_ids:
@@ -72,9 +73,7 @@ def on_posts_stored(sender: Any, *, post_ids: Sequence[int], batch: bool = False
         elif inline_hold(post_id=post_id, budget_ms=check.budget_ms):
             check.held.add(post_id)  # the check owns it now: no task
         else:  # not held (Redis down): the post's own task, and the check claims like a worker
-            _on_commit_quietly(
-                lambda post_id=post_id: publish_batch([post_id]), task_name="score_batch", post_id=[post_id]
-            )
+            _on_commit_quietly(functools.partial(publish_batch, [post_id]), task_name="score_batch", post_id=[post_id])
 
 
 def on_post_reported(sender: Any, *, post: Post, **kwargs: Any) -> None:

@@ -36,7 +36,10 @@ from scoring.triton_errors import TritonError, TritonUnavailable
 from scoring.triton_types import ScoringInput, ScoringOutput
 
 __all__ = [
+    "CONTRIBUTIONS",
+    "INPUTS",
     "MAX_BATCH",
+    "OUTPUTS",
     "ScoringInput",
     "ScoringOutput",
     "TritonError",
@@ -149,7 +152,8 @@ def float32_decimals(values: np.ndarray) -> list[Any]:
     exponent = np.floor(np.log10(np.where(scalable, magnitude, 1.0)))
     scale = 10.0 ** (8.0 - exponent)  # 10**1 .. 10**22: exact doubles
     decimals = np.where(scalable, np.round(x * scale) / scale, x)
-    return decimals.tolist()
+    floats: list[Any] = decimals.tolist()
+    return floats
 
 
 class TritonScoringClient:

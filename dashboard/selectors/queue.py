@@ -122,7 +122,9 @@ class QueueFilters:
         return bool(self.as_query())
 
 
-def queue_queryset(*, filters: QueueFilters, user: Any = None, with_text: bool = True) -> QuerySet[Post]:
+def queue_queryset(  # noqa: C901, PLR0912 - one optional filter per query parameter, nothing nested
+    *, filters: QueueFilters, user: Any = None, with_text: bool = True
+) -> QuerySet[Post]:
     """Filtered, ordered posts; `user` hides items claimed by other moderators."""
     qs = Post.objects.all()
     if filters.view == "reported":

@@ -41,6 +41,7 @@ from moderation.models import Post
 from scoring.features.extract import post_with_features
 from scoring.models import Score
 from scoring.services.batching import publish_post
+from scoring.services.decide import Item
 from scoring.services.inference import ScoringClient, TritonError, get_client_with_timeout
 from scoring.services.scoring import INITIAL_FROM, POST_SCORE_FIELDS, infer, prepare, settle
 from scoring.workqueue import claim_post, hold_token, release_posts
@@ -140,17 +141,8 @@ def _score_inline(*, post: Post, budget_ms: float, held: bool, client: ScoringCl
             _copy_score_fields(loaded, to=post)
             return _latest(post)
         (item,) = prepare([loaded], features={loaded.pk: features})
-        if item.reason is None:
-            left = remaining_s()
-            if left <= 0:
-                return None
-            try:
-                infer([item], client=_client_for(client, left))
-            except TritonError as exc:  # down, or no answer within the budget (TritonUnavailable)
-                logger.info("scoring.inline_fallback post_id=%s reason=%s", post.pk, exc)
-                return None
-            if item.model_error:
-                return None
+        if not _model_answered(item, left_s=remaining_s(), client=client):
+            return None
         # Written even when the call overran the budget: the work is done, and the async task
         # then finds the post scored. The caller still gets None (it already answered 202).
         overran = remaining_s() < 0
@@ -169,6 +161,21 @@ def _score_inline(*, post: Post, budget_ms: float, held: bool, client: ScoringCl
         return _latest(post)
     _copy_score_fields(item.post, to=post)  # settle wrote these fields from item.post
     return result.score
+
+
+def _model_answered(item: Item, *, left_s: float, client: ScoringClient | None) -> bool:
+    """The model's answer for `item` within `left_s` seconds (a short-circuited post needs
+    none); False when the budget is gone, Triton is down or slow, or the model failed on it."""
+    if item.reason is not None:
+        return True
+    if left_s <= 0:
+        return False
+    try:
+        infer([item], client=_client_for(client, left_s))
+    except TritonError as exc:  # down, or no answer within the budget (TritonUnavailable)
+        logger.info("scoring.inline_fallback post_id=%s reason=%s", item.post.pk, exc)
+        return False
+    return not item.model_error
 
 
 def _copy_score_fields(source: Post, *, to: Post) -> None:

@@ -162,6 +162,7 @@ def rescore_post(*, post_id: int, client: ScoringClient | None = None) -> ScoreR
 
 def _score_row(decision: Decision, *, policy: DecisionPolicy, latency_ms: float) -> Score:
     item, out = decision.item, decision.item.output
+    assert decision.action is not None  # a scored decision has its action
     extra = dict(item.extra)
     if decision.enforcement:
         extra["enforcement"] = decision.enforcement  # kept in the Score's features: the evidence page shows it
@@ -229,7 +230,6 @@ def persist(
         if not decision.scored:
             results.append(ScoreResult(post_id=post.id, status=decision.status, skipped=decision.skipped))
             continue
-        assert decision.action is not None
         latency_ms = (time.perf_counter() - started) * 1000.0
         score = _score_row(decision, policy=policy, latency_ms=latency_ms)
         scores.append(score)
