@@ -1,12 +1,15 @@
 """The scoring work queue: the one place that owns how a post waiting in `received` gets scored
 exactly once, with its Redis keys and invariants. Every path that scores a post uses it: the
-one scoring task (scoring.tasks.score_batch, scoring.services.batching), the inline pre-publish
-check (scoring.services.inline) and the sweeper (scoring.tasks.sweep_stuck_posts).
+one scoring task (scoring.services.batching, exported as scoring.tasks.score_batch), the inline
+pre-publish check (scoring.services.inline) and the sweeper (scoring.sweeper,
+scoring.tasks.sweep_stuck_posts).
 
-- enqueue: publishing the one scoring task (publish_batch), the kick policy (score_kick,
-  kick_taken) and publishing a held post's task (publish_post);
-- lease: per-post claims (claim_post, claim_posts, claim_waiting, hold_for_inline /
-  inline_hold), the batch fill (waiting_posts, fill_candidates) and poison filtering;
+- the kick mark (kick_mark, kick_taken): whether a kick is pending. Publishing the task is
+  scoring.services.batching's (publish_batch, score_kick, publish_post), beside the task;
+- lease: `Lease` holds one batch's claims from acquire (the mode is the task's ids: several,
+  one, or none for a kick) through fill (one refill rule, claim_up_to) to release; per-post
+  claims (claim_post, claim_posts), the inline hold (inline_hold, hold_for_inline), the
+  waiting posts (waiting_posts) and poison filtering;
 - completion: release_posts (compare-and-delete of the claims, done markers, the inline pending
   list, in one round trip) and posts_done.
 
