@@ -190,7 +190,7 @@ def model_throughput(seconds: float, batch: int, threads: int, triton_sid: int |
     from django.conf import settings
 
     from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
-    from scoring.triton_client import ScoringInput, TritonScoringClient
+    from scoring.serving import ScoringInput, TritonScoringClient
 
     batches = itertools.count()
 

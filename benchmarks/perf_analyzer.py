@@ -1,70 +1,23 @@
-"""perf_analyzer from tritonclient 2.51's wheel, made runnable, and its CSV report parsed.
+"""perf_analyzer over a concurrency range, and its CSV report parsed.
 
-The binary ships in the wheel (`<venv>/bin/perf_analyzer`) but links two libraries the wheel
-does not carry under the names it asks for: libb64.so.0d and libcudart.so.12. nvidia-pytriton's
-wheel bundles both (renamed, in nvidia_pytriton.libs/); we link them under the expected names
-in a private folder and put it on LD_LIBRARY_PATH. No GPU is needed: CUDA is only linked.
+Finding the binary and linking the libraries it needs is modelops/perf_analyzer.py's (the one
+wrapper): the wheel's binary links libb64.so.0d and libcudart.so.12, which nvidia-pytriton's
+wheel bundles under other names. No GPU is needed: CUDA is only linked.
 """
 
 from __future__ import annotations
 
 import csv
-import os
-import shutil
 import subprocess
-import sysconfig
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-LIB_DIR = ROOT / "var" / "perf_analyzer" / "lib"
-NEEDED = {"libb64.so.0d": "libb64-*.so.0d", "libcudart.so.12": "libcudart-*.so.12*"}
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
+from modelops.perf_analyzer import PerfAnalyzerError, binary, environment, version
 
-class PerfAnalyzerError(RuntimeError):
-    pass
-
-
-def binary() -> Path:
-    found = Path(sysconfig.get_path("scripts")) / "perf_analyzer"
-    if not found.exists():
-        which = shutil.which("perf_analyzer")
-        if which is None:
-            raise PerfAnalyzerError("perf_analyzer not found: install tritonclient==2.51.0 (requirements.txt)")
-        found = Path(which)
-    return found
-
-
-def _bundled_libs() -> Path:
-    import pytriton
-
-    libs = Path(pytriton.__file__).resolve().parent.parent / "nvidia_pytriton.libs"
-    if not libs.is_dir():
-        raise PerfAnalyzerError(f"{libs} missing: install nvidia-pytriton==0.7.0 (requirements.txt)")
-    return libs
-
-
-def environment() -> dict[str, str]:
-    """Environment in which perf_analyzer finds its libraries (links created once)."""
-    LIB_DIR.mkdir(parents=True, exist_ok=True)
-    libs = _bundled_libs()
-    for name, pattern in NEEDED.items():
-        link = LIB_DIR / name
-        if link.exists():
-            continue
-        candidates = sorted(libs.glob(pattern))
-        if not candidates:
-            raise PerfAnalyzerError(f"no {pattern} in {libs}")
-        link.unlink(missing_ok=True)
-        link.symlink_to(candidates[0])
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (str(LIB_DIR), env.get("LD_LIBRARY_PATH", "")) if p)
-    return env
-
-
-def version() -> str:
-    out = subprocess.run([str(binary()), "--version"], env=environment(), capture_output=True, text=True, check=False)
-    return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr) else "unknown"
+__all__ = ["PerfAnalyzerError", "PerfRow", "binary", "environment", "parse_csv", "run", "version"]
 
 
 @dataclass(frozen=True)

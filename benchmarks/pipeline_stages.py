@@ -282,7 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def compare_outputs(cfgs: dict[str, Any], data: Path) -> dict[str, Any]:
     """Score every row of the pipeline input on both servers, one request per row and in
     batches of 8: every output of the two variants must be equal (bit for bit)."""
-    from scoring.triton_client import ScoringInput, TritonScoringClient
+    from scoring.serving import ScoringInput, TritonScoringClient
 
     rows = [
         ScoringInput(

@@ -629,7 +629,7 @@ def _send_stream(cfg: Any, texts: Sequence[str], concurrency: int) -> tuple[floa
     import threading
 
     from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
-    from scoring.triton_client import ScoringInput, TritonScoringClient
+    from scoring.serving import ScoringInput, TritonScoringClient
 
     link, behaviour = [0.0] * len(LINK_FEATURES), [0.0] * len(BEHAVIOUR_FEATURES)
     latencies: list[float] = []
@@ -661,7 +661,7 @@ def _send_stream(cfg: Any, texts: Sequence[str], concurrency: int) -> tuple[floa
 def cache_effect(cfg: Any, args: argparse.Namespace, results: dict[str, Any]) -> dict[str, Any]:
     """spam_pipeline on a stream with repeats, cache off then on (each on fresh instances, so
     the cache starts empty), at each client concurrency. Hits are measured, not assumed."""
-    from scoring.triton_client import TritonScoringClient
+    from scoring.serving import TritonScoringClient
 
     texts, repeats = duplicate_stream(args.cache_requests, args.cache_duplicates)
     stats = TritonScoringClient(cfg.grpc_url, protocol="grpc", timeout_s=30)

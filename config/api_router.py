@@ -3,5 +3,5 @@
 from django.urls import include, path
 
 urlpatterns = [
-    path("", include("moderation.api.urls")),
+    path("", include("api.urls")),
 ]

@@ -137,7 +137,7 @@ def healthz(request: HttpRequest) -> HttpResponse:
 
 
 def readyz(request: HttpRequest) -> HttpResponse:
-    from moderation.api.errors import error_body
+    from api.errors import error_body
 
     checks = readiness()
     failing = [name for name, state in checks.items() if state != OK]

@@ -141,7 +141,7 @@ def metrics_view(request: Any) -> Any:
     """GET /metrics on the web processes (routed by config.ops)."""
     from django.http import HttpResponse, JsonResponse
 
-    from moderation.api.errors import error_body
+    from api.errors import error_body
 
     if not allowed(
         remote_addr=request.META.get("REMOTE_ADDR", ""), authorization=request.headers.get("Authorization", "")

@@ -35,7 +35,7 @@ class OpsEndpointsMiddleware:
         if view is None:
             return self.get_response(request)
         if request.method not in ("GET", "HEAD"):
-            from moderation.api.errors import error_body
+            from api.errors import error_body
 
             response: HttpResponse = JsonResponse(
                 error_body("method_not_allowed", f'Method "{request.method}" not allowed.'), status=405

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 
-from moderation.api.errors import error_body
+from api.errors import error_body
 
 API_PREFIX = "/api/"
 

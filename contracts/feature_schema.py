@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-# Blueprint angle 1: link and IP.
+# Angle 1: link and IP (docs/design.md).
 LINK_FEATURES: tuple[str, ...] = (
     "url_present",  # 0/1; a post without a link gets NO_LINK_VALUES for the URL-dependent features
     "url_age_hours",  # hours since this service first saw the normalized URL
@@ -33,7 +33,7 @@ LINK_FEATURES: tuple[str, ...] = (
     "ip_spam_rate",
 )
 
-# Blueprint angle 2: social behaviour (profile, journey, reports on the post).
+# Angle 2: social behaviour: profile, journey, reports on the post (docs/design.md).
 BEHAVIOUR_FEATURES: tuple[str, ...] = (
     "user_age_days",
     "user_email_disposable",

@@ -16,7 +16,7 @@ a refused connection (Redis stopped cleanly) already fails in microseconds.
 
 Used through the cache's OPTIONS (`redis_cache_options`); the Celery broker's connections are
 kombu's and are not wrapped; ingest's publishes have a circuit of their own here
-(moderation.services.ingest.PUBLISH_CIRCUIT)."""
+(scoring.receivers.PUBLISH_CIRCUIT)."""
 
 from __future__ import annotations
 

@@ -112,7 +112,8 @@ def fetch_all_prepared(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]
     if connection.vendor != "postgresql" or not settings.DB_PREPARED_READS:
         with connection.cursor() as cursor:
             cursor.execute(sql, list(params))
-            return cursor.fetchall()
+            rows: list[tuple[Any, ...]] = cursor.fetchall()
+            return rows
     from psycopg.types.numeric import Int8
 
     connection.ensure_connection()
@@ -128,7 +129,8 @@ def fetch_all_prepared(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]
     values = [Int8(v) if type(v) is int else v for v in params]
     with wrapped as cursor:
         cursor.execute(sql, values)
-        return cursor.fetchall()
+        prepared: list[tuple[Any, ...]] = cursor.fetchall()
+        return prepared
 
 
 @functools.cache

@@ -7,8 +7,7 @@ class FeedbackConfig(AppConfig):
     verbose_name = "Feedback loop (datasets, retraining, model registry)"
 
     def ready(self) -> None:
-        # Registers the task names the services publish by (core.tasks.task_named).
-        import feedback.tasks  # noqa: F401
+        import feedback.tasks  # noqa: F401  (registers the tasks in every process)
         from feedback.services.erasure import on_author_erased
         from feedback.services.labels import on_decision_recorded
         from moderation.signals import author_erased, decision_recorded

@@ -2,28 +2,16 @@
 "feedback.*"), so a retraining run never sits in front of scoring tasks; run one worker for it:
     celery -A config worker -Q training --concurrency=1
 Idempotent: a finished run is left as it is, so acks_late redelivery after a killed worker just
-restarts an unfinished run."""
+restarts an unfinished run. The training task is defined beside the service that publishes it
+(feedback.services.training.training_run_task) and exported here."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
-TRAINING_SOFT_LIMIT_S = 40 * 60  # the text fine-tune is budgeted at 15 minutes on 2 cores
-TRAINING_HARD_LIMIT_S = 45 * 60
+from feedback.services.training import TRAINING_HARD_LIMIT_S, TRAINING_SOFT_LIMIT_S, training_run_task
 
-
-@shared_task(
-    name="feedback.run_training",
-    acks_late=True,
-    soft_time_limit=TRAINING_SOFT_LIMIT_S,
-    time_limit=TRAINING_HARD_LIMIT_S,
-)
-def training_run_task(run_id: int) -> None:
-    # Imported when a run starts: FeedbackConfig.ready imports this module in every process
-    # (web included), and the training services pull in scikit-learn and XGBoost.
-    from feedback.services.training import training_run_execute
-
-    training_run_execute(run_id=run_id)
+__all__ = ["TRAINING_HARD_LIMIT_S", "TRAINING_SOFT_LIMIT_S", "snapshot_dataset_task", "training_run_task"]
 
 
 @shared_task(name="feedback.snapshot_dataset", acks_late=True, soft_time_limit=600, time_limit=660)

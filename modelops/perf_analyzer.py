@@ -7,6 +7,9 @@ private lib dir and returns the binary and the environment to run it with.
     python -m modelops.perf_analyzer --url 127.0.0.1:8011 --concurrency 1 8
     python -m modelops.perf_analyzer --url 127.0.0.1:8011 --loop      # pure-Python loop instead
 
+The one place that finds and prepares the binary: benchmarks/perf_analyzer.py runs it over a
+concurrency range and parses its CSV report with these.
+
 `input_data()` writes the --input-data JSON: real-looking SMS texts (BYTES inputs need
 explicit data) and feature vectors with the schema's lengths.
 """
@@ -20,7 +23,7 @@ import random
 import shutil
 import statistics
 import subprocess
-import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -42,33 +45,62 @@ SAMPLE_TEXTS = (
 )
 
 
-def _site_packages() -> Path:
-    import pytriton
+class PerfAnalyzerError(RuntimeError):
+    pass
 
-    return Path(pytriton.__file__).resolve().parent.parent
+
+# The private folder the missing libraries are linked into (under the repository's var/).
+LIB_DIR = Path(__file__).resolve().parent.parent / "var" / "perf_analyzer" / "lib"
+NEEDED = {"libb64.so.0d": "libb64-*.so.0d", "libcudart.so.12": "libcudart-*.so.12*"}
 
 
 def binary() -> Path:
-    found = shutil.which("perf_analyzer") or str(Path(sys.executable).parent / "perf_analyzer")
-    path = Path(found)
-    if not path.exists():
-        raise FileNotFoundError("perf_analyzer not found (it ships in the tritonclient[all] 2.51 wheel)")
-    return path
+    """The perf_analyzer of this environment's tritonclient wheel."""
+    found = Path(sysconfig.get_path("scripts")) / "perf_analyzer"
+    if not found.exists():
+        which = shutil.which("perf_analyzer")
+        if which is None:
+            raise PerfAnalyzerError("perf_analyzer not found: install tritonclient==2.51.0 (requirements.txt)")
+        found = Path(which)
+    return found
+
+
+def _bundled_libs() -> Path:
+    import pytriton
+
+    libs = Path(pytriton.__file__).resolve().parent.parent / "nvidia_pytriton.libs"
+    if not libs.is_dir():
+        raise PerfAnalyzerError(f"{libs} missing: install nvidia-pytriton==0.7.0 (requirements.txt)")
+    return libs
+
+
+def environment(lib_dir: Path | None = None) -> dict[str, str]:
+    """Environment in which perf_analyzer finds its libraries (links created once)."""
+    target = lib_dir or LIB_DIR
+    target.mkdir(parents=True, exist_ok=True)
+    libs = _bundled_libs()
+    for name, pattern in NEEDED.items():
+        link = target / name
+        if link.exists():
+            continue
+        candidates = sorted(libs.glob(pattern))
+        if not candidates:
+            raise PerfAnalyzerError(f"no {pattern} in {libs}")
+        link.unlink(missing_ok=True)
+        link.symlink_to(candidates[0])
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (str(target), env.get("LD_LIBRARY_PATH", "")) if p)
+    return env
 
 
 def prepare(lib_dir: Path | None = None) -> tuple[Path, dict[str, str]]:
     """Return (perf_analyzer path, env) with the missing shared libraries linked in."""
-    libs = _site_packages() / "nvidia_pytriton.libs"
-    target = lib_dir or Path(tempfile.gettempdir()) / "perf_analyzer_libs"
-    target.mkdir(parents=True, exist_ok=True)
-    for soname, prefix in (("libb64.so.0d", "libb64-"), ("libcudart.so.12", "libcudart-")):
-        [src] = sorted(libs.glob(f"{prefix}*"))
-        link = target / soname
-        if not link.exists():
-            link.symlink_to(src)
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (str(target), env.get("LD_LIBRARY_PATH", "")) if p)
-    return binary(), env
+    return binary(), environment(lib_dir)
+
+
+def version() -> str:
+    out = subprocess.run([str(binary()), "--version"], env=environment(), capture_output=True, text=True, check=False)
+    return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr) else "unknown"
 
 
 def input_data(path: Path, *, rows: int = 64, seed: int = 0) -> Path:
@@ -149,7 +181,7 @@ class LoopResult:
 
 def python_loop(url: str, concurrency: int, *, requests: int = 400, protocol: str = "grpc") -> LoopResult:
     """`concurrency` threads, each sending single-row spam_pipeline requests back to back."""
-    from scoring.triton_client import ScoringInput, TritonScoringClient
+    from scoring.serving import ScoringInput, TritonScoringClient
 
     rng = random.Random(0)
     rows = [

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from contracts.triton import served_models
+from core.processes import pid_alive
 
 # Load order matters only for readability of the log: spam_pipeline (BLS) resolves its
 # sub-models per request, so it can load before them.
@@ -186,22 +187,7 @@ def read_pid(cfg: ServerConfig) -> int | None:
         pid = int(cfg.pid_file.read_text().strip())
     except (FileNotFoundError, ValueError):
         return None
-    return pid if _alive(pid) else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child of ours still answers kill(0); reap it if it is ours.
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == 0
-    except ChildProcessError:
-        return True
+    return pid if pid_alive(pid) else None
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -276,7 +262,7 @@ def terminate_pid(pid: int, *, timeout: float = 30.0) -> None:
         return
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if not pid_alive(pid):
             return
         time.sleep(0.1)
     # Triton did not drain in time: kill its whole session (it owns the stub processes).

@@ -22,6 +22,7 @@ from moderation.models import (
     AuditLog,
     Author,
     BulkAction,
+    Campaign,
     Decision,
     Domain,
     IpAddress,
@@ -407,3 +408,13 @@ class SourceIpStatsAdmin(ReadOnlyAdmin):
     list_filter = ["source"]
     search_fields = ["ip__address"]
     list_select_related = ["source", "ip"]
+
+
+@admin.register(Campaign)
+class CampaignAdmin(ReadOnlyAdmin):
+    """Opened and grown by scoring's campaign detection and decided from the dashboard's
+    campaign page (moderation.services.campaigns). Read-only here."""
+
+    list_display = ["id", "source", "member_count", "author_count", "decided_label", "first_seen_at", "last_seen_at"]
+    list_filter = ["source", "decided_label"]
+    list_select_related = ["source"]

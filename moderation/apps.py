@@ -7,4 +7,3 @@ class ModerationConfig(AppConfig):
 
     def ready(self) -> None:
         from moderation import receivers  # noqa: F401  (connects the signal receivers)
-        from moderation.api import schema  # noqa: F401  (registers the OpenAPI auth extension)

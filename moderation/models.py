@@ -119,7 +119,7 @@ class Source(models.Model):
 
 class ApiScope(models.TextChoices):
     """What an API key may do. Chosen when the key is created; every endpoint requires one
-    (moderation.api.permissions.HasScope)."""
+    (api.permissions.HasScope)."""
 
     POSTS_WRITE = "posts:write", "Ingest posts"
     REPORTS_WRITE = "reports:write", "Send reports"
@@ -321,8 +321,8 @@ class Author(models.Model):
     friends_count = models.PositiveIntegerField(default=0)
     followers_count = models.PositiveIntegerField(default=0)
     verified = models.BooleanField(default=False)
-    # Platform-side counters as the platform reports them (blueprint: user_posts,
-    # user_spam_posts, user_spam_report).
+    # Platform-side counters as the platform reports them (user_posts, user_spam_posts,
+    # user_spam_report in docs/design.md).
     platform_post_count = models.PositiveIntegerField(default=0)
     platform_spam_post_count = models.PositiveIntegerField(default=0)
     platform_spam_report_count = models.PositiveIntegerField(default=0)

@@ -42,7 +42,7 @@ def user_roles(user: Any) -> frozenset[Role]:
     """The user's roles, cached on the user object for the request."""
     if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
         return frozenset()
-    cached = getattr(user, _CACHE_ATTR, None)
+    cached: frozenset[Role] | None = getattr(user, _CACHE_ATTR, None)
     if cached is not None:
         return cached
     if user.is_superuser:

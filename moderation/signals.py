@@ -30,3 +30,23 @@ platform_event = Signal()
 # `source_slug`, `author_external_id` (as it was before erasure) and `post_ids`, so derived copies
 # of the author's data (labelled examples, dataset files) are removed too.
 author_erased = Signal()
+
+# posts_stored: new posts were stored by ingest (moderation.services.ingest). Sent with
+# `post_ids` (list of int) and `batch` (bool). One post (POST /api/v1/posts): sent inside the
+# transaction that inserted it, right after the insert, so a receiver may act before the commit
+# makes the post visible (scoring's inline hold does). A batch request: sent once, after all of
+# its chunks committed, with every new post of the request. Receivers that publish work do it
+# with transaction.on_commit, and must not raise: the posts are stored whatever they do (a post
+# left in `received` is found again by scoring's sweeper).
+posts_stored = Signal()
+
+# post_reported: a new report on `post` (Post) whose status a score can still change. Sent
+# inside the report's transaction, after the report counters; same rules for receivers as
+# posts_stored.
+post_reported = Signal()
+
+# author_changed: an author's profile changed through the API (moderation.services.authors
+# author_upsert): `author` (Author) and `fields` (the profile fields that changed). Sent after
+# the row is saved. The scoring path reads the profile with each post, so nothing needs it yet;
+# it is the place for a receiver that keeps derived data of the author.
+author_changed = Signal()

@@ -1,6 +1,8 @@
-"""The application's only door to Triton (the only module that imports tritonclient).
+"""The client of one Triton server (the only module that imports tritonclient). Callers reach
+it through scoring.serving, the one serving entry point, which caches the process-wide client
+(one server, or a scoring.triton_pool.TritonPool over several):
 
-    from scoring.triton_client import ScoringInput, get_client
+    from scoring.serving import ScoringInput, get_client
     out = get_client().score([ScoringInput(text=..., preview_text="", link=vec, behaviour=vec)])
 
 gRPC by default (settings.TRITON_PROTOCOL = "http" switches), timeouts from
@@ -14,90 +16,43 @@ Tensor names and dims are the contract of triton_repository/spam_pipeline/config
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import copy
 import functools
 import importlib
 import json
-import math
-import os
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from contracts.triton import ALL_MODELS, CONTRIBUTIONS, INPUTS, OUTPUTS, PIPELINE_MODEL
 from scoring.triton_errors import TritonError, TritonUnavailable
+from scoring.triton_types import ScoringInput, ScoringOutput
 
-if TYPE_CHECKING:
-    from scoring.triton_pool import TritonPool
+__all__ = [
+    "CONTRIBUTIONS",
+    "INPUTS",
+    "MAX_BATCH",
+    "OUTPUTS",
+    "ScoringInput",
+    "ScoringOutput",
+    "TritonError",
+    "TritonScoringClient",
+    "TritonUnavailable",
+    "float32_decimals",
+    "preload",
+]
 
 # The server-side cap (spam_pipeline max_batch_size); larger score() calls are chunked.
 MAX_BATCH = 32
 # load_model/unload_model wait for the model to be ready (stub start, ONNX session): seconds.
 CONTROL_TIMEOUT_S = 120.0
-
-
-@dataclass(frozen=True)
-class ScoringInput:
-    """One post. link/behaviour: vectors in contracts/feature_schema.py order, or mappings by
-    feature name (laid out with feature_schema.vector; a missing name is an error)."""
-
-    text: str
-    preview_text: str | None  # None or "" = the platform sent no link preview
-    link: Sequence[float] | Mapping[str, float]
-    behaviour: Sequence[float] | Mapping[str, float]
-
-    def link_vector(self) -> list[float]:
-        return _as_vector(self.link, LINK_FEATURES)
-
-    def behaviour_vector(self) -> list[float]:
-        return _as_vector(self.behaviour, BEHAVIOUR_FEATURES)
-
-
-def _as_vector(values: Sequence[float] | Mapping[str, float], names: tuple[str, ...]) -> list[float]:
-    if isinstance(values, Mapping):
-        try:
-            return vector(values, names)
-        except KeyError as exc:
-            raise TritonError(str(exc)) from exc
-    out = [float(v) for v in values]
-    if len(out) != len(names):
-        raise TritonError(f"expected {len(names)} feature values, got {len(out)}")
-    return out
-
-
-@dataclass(frozen=True)
-class ScoringOutput:
-    text_prob: float
-    preview_prob: float | None  # None: no preview text was sent
-    link_prob: float
-    behaviour_prob: float
-    final_prob: float
-    # model -> feature name -> contribution to that model's margin (log-odds); incl. "bias".
-    contributions: dict[str, dict[str, float]] = field(default_factory=dict)
-    # model -> version that produced this output (tokenizer, text_classifier, link_model,
-    # behaviour_model, fusion_model, spam_pipeline)
-    model_versions: dict[str, str] = field(default_factory=dict)
-    # How unfamiliar the text is to the text model: >= 1 unfamiliar (scoring.services.policy);
-    # None when the published text model has no familiarity reference.
-    unfamiliarity: float | None = None
-    # The abuse model's calibrated probability; None when the served bundle has no abuse model.
-    abuse_prob: float | None = None
-
-    @property
-    def final_margin(self) -> float:
-        """The fusion model's log-odds: equals sum(contributions["fusion_model"].values())."""
-        p = min(max(self.final_prob, 1e-7), 1 - 1e-7)
-        return math.log(p / (1 - p))
 
 
 _UNAVAILABLE_STATUSES = ("UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED", "RESOURCE_EXHAUSTED", "503", "504")
@@ -197,7 +152,8 @@ def float32_decimals(values: np.ndarray) -> list[Any]:
     exponent = np.floor(np.log10(np.where(scalable, magnitude, 1.0)))
     scale = 10.0 ** (8.0 - exponent)  # 10**1 .. 10**22: exact doubles
     decimals = np.where(scalable, np.round(x * scale) / scale, x)
-    return decimals.tolist()
+    floats: list[Any] = decimals.tolist()
+    return floats
 
 
 class TritonScoringClient:
@@ -504,58 +460,3 @@ def preload() -> None:
     from django.conf import settings
 
     importlib.import_module(f"tritonclient.{settings.TRITON_PROTOCOL.lower()}")
-
-
-_clients: dict[tuple[int, str, str, str, float, str], TritonScoringClient | TritonPool] = {}
-_lock = threading.Lock()
-
-
-def server_urls() -> list[str]:
-    """settings.TRITON_URLS when set (several servers), else [settings.TRITON_URL]."""
-    from django.conf import settings
-
-    urls = [u.strip() for u in getattr(settings, "TRITON_URLS", []) or [] if u.strip()]
-    return urls or [str(settings.TRITON_URL)]
-
-
-def get_client(*, timeout_s: float | None = None) -> TritonScoringClient | TritonPool:
-    """The process-wide client for the current settings (recreated after fork or a settings
-    change); `timeout_s` overrides settings.TRITON_TIMEOUT_S (one cached client per value).
-
-    One server: a TritonScoringClient. Several (TRITON_URLS): a scoring.triton_pool.TritonPool
-    with the same interface, spreading calls over them and failing over."""
-    from django.conf import settings
-
-    urls = server_urls()
-    key = (
-        os.getpid(),
-        str(settings.TRITON_URL),
-        ",".join(urls),
-        str(settings.TRITON_PROTOCOL),
-        float(settings.TRITON_TIMEOUT_S),
-        str(settings.TRITON_METRICS_PORT),
-    )
-    with _lock:
-        client = _clients.get(key)
-        if client is None:
-            if len(urls) == 1:
-                client = TritonScoringClient(None if urls[0] == settings.TRITON_URL else urls[0])
-            else:
-                from scoring.triton_pool import TritonPool
-
-                client = TritonPool(
-                    [TritonScoringClient(url) for url in urls], down_s=float(getattr(settings, "TRITON_DOWN_S", 10.0))
-                )
-            _clients[key] = client
-    return client if timeout_s is None else client.with_timeout(timeout_s)
-
-
-def reset_clients() -> None:
-    with _lock:
-        for client in _clients.values():
-            client.close()
-        _clients.clear()
-
-
-# Close channels before interpreter teardown (grpc's __del__ fails noisily after it).
-atexit.register(reset_clients)

@@ -1,8 +1,9 @@
 """Several Triton servers behind one client: round robin, and failover when one dies.
 
 settings.TRITON_URLS (comma-separated) lists the servers; with one server (TRITON_URL alone,
-the default) get_client() returns a plain TritonScoringClient and nothing here runs, so the
-single-server scoring path costs what it always did.
+the default) scoring.serving.get_client() returns a plain TritonScoringClient and nothing here
+runs, so the single-server scoring path costs what it always did. The pool knows its servers
+only through the ServerClient protocol below: it imports no client module.
 
 Every call of `score` goes to the next server in turn. A server that fails with
 TritonUnavailable (refused, timed out, not ready, model not loaded) is marked down for
@@ -29,14 +30,31 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from scoring.triton_errors import TritonUnavailable
-
-if TYPE_CHECKING:
-    from scoring.triton_client import ScoringInput, ScoringOutput, TritonScoringClient
+from scoring.triton_types import ScoringInput, ScoringOutput
 
 T = TypeVar("T")
+
+
+class ServerClient(Protocol):
+    """What the pool needs of one server's client (scoring.triton_client.TritonScoringClient)."""
+
+    url: str
+    timeout_s: float
+
+    def with_timeout(self, timeout_s: float) -> ServerClient: ...
+    def score(self, inputs: Sequence[ScoringInput], *, mode: str = "batched") -> list[ScoringOutput]: ...
+    def is_ready(self) -> bool: ...
+    def ready_with(self, expected: Mapping[str, str | None] | None) -> bool: ...
+    def repository_index(self) -> list[dict[str, Any]]: ...
+    def model_versions(self) -> dict[str, str]: ...
+    def statistics(self, name: str = "") -> list[dict[str, Any]]: ...
+    def metrics_text(self) -> str: ...
+    def load_model(self, name: str) -> None: ...
+    def unload_model(self, name: str) -> None: ...
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -72,7 +90,7 @@ class _Health:
 class TritonPool:
     """The TritonScoringClient interface over several servers (see the module docstring)."""
 
-    def __init__(self, clients: Sequence[TritonScoringClient], *, down_s: float) -> None:
+    def __init__(self, clients: Sequence[ServerClient], *, down_s: float) -> None:
         if not clients:
             raise ValueError("a pool needs at least one server")
         self.clients = list(clients)
@@ -99,7 +117,7 @@ class TritonPool:
         now = time.monotonic()
         return [u for u in self.urls if self._health.down_until.get(u, 0.0) > now]
 
-    def _failover(self, call: Callable[[TritonScoringClient], T]) -> T:
+    def _failover(self, call: Callable[[ServerClient], T]) -> T:
         last: TritonUnavailable | None = None
         for index in self._health.order(self.urls):
             client = self.clients[index]

@@ -55,7 +55,7 @@ def replica_urls(*, resolve: Resolver = socket.getaddrinfo) -> list[str]:
     """The address of every Triton replica now (see the module docstring)."""
     from django.conf import settings
 
-    from scoring.triton_client import server_urls
+    from scoring.serving import server_urls
 
     entries = [u.strip() for u in getattr(settings, "TRITON_REPLICAS", []) or [] if u.strip()] or server_urls()
     urls: list[str] = []
@@ -72,7 +72,7 @@ def replica_urls(*, resolve: Resolver = socket.getaddrinfo) -> list[str]:
 
 def _load_one(url: str, models: Sequence[str], expected: Mapping[str, int] | None) -> str | None:
     """None when `url` loaded `models` and serves `expected`; else why not."""
-    from scoring.triton_client import TritonError, TritonScoringClient
+    from scoring.serving import TritonError, TritonScoringClient
 
     client = TritonScoringClient(url)
     try:

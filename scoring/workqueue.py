@@ -1,12 +1,15 @@
 """The scoring work queue: the one place that owns how a post waiting in `received` gets scored
 exactly once, with its Redis keys and invariants. Every path that scores a post uses it: the
-one scoring task (scoring.tasks.score_batch, scoring.services.batching), the inline pre-publish
-check (scoring.services.inline) and the sweeper (scoring.tasks.sweep_stuck_posts).
+one scoring task (scoring.services.batching, exported as scoring.tasks.score_batch), the inline
+pre-publish check (scoring.services.inline) and the sweeper (scoring.sweeper,
+scoring.tasks.sweep_stuck_posts).
 
-- enqueue: publishing the one scoring task (publish_batch), the kick policy (score_kick,
-  kick_taken) and publishing a held post's task (publish_post);
-- lease: per-post claims (claim_post, claim_posts, claim_waiting, hold_for_inline /
-  inline_hold), the batch fill (waiting_posts, fill_candidates) and poison filtering;
+- the kick mark (kick_mark, kick_taken): whether a kick is pending. Publishing the task is
+  scoring.services.batching's (publish_batch, score_kick, publish_post), beside the task;
+- lease: `Lease` holds one batch's claims from acquire (the mode is the task's ids: several,
+  one, or none for a kick) through fill (one refill rule, claim_up_to) to release; per-post
+  claims (claim_post, claim_posts), the inline hold (inline_hold, hold_for_inline), the
+  waiting posts (waiting_posts) and poison filtering;
 - completion: release_posts (compare-and-delete of the claims, done markers, the inline pending
   list, in one round trip) and posts_done.
 
@@ -77,18 +80,17 @@ import hashlib
 import logging
 import math
 import time
+import uuid
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.core.cache import cache, caches
 from django.core.cache.backends.redis import RedisCache
 from django.db import connection
-from django.utils import timezone
 from redis.exceptions import NoScriptError
 
-from core.tasks import task_named
 from moderation.models import Post, PostStatus
 
 logger = logging.getLogger(__name__)
@@ -294,22 +296,7 @@ def posts_done(post_ids: Sequence[int]) -> set[int]:
     return {i for i, value in zip(post_ids, values, strict=True) if value is not None}
 
 
-# --- enqueue: the one scoring task and the kick policy ------------------------------------------
-
-SCORE_TASK = "scoring.score_batch"
-
-
-def publish_batch(post_ids: Sequence[int] | None = None, *, after_report: bool = False) -> None:
-    """Publish the one scoring task: score_batch(post_ids), or without ids a kick (score_kick
-    says when). Raises what the publish raised."""
-    task = task_named(SCORE_TASK)
-    if post_ids is None:
-        task.delay()
-    elif after_report:
-        task.delay(list(post_ids), after_report=True)
-    else:
-        task.delay(list(post_ids))
-
+# --- the kick mark --------------------------------------------------------------------------
 
 KICK_PREFIX = "scoring:kick:"
 
@@ -322,23 +309,15 @@ def kick_key() -> str:
     return f"{KICK_PREFIX}{db.get('HOST') or ''}:{db.get('PORT') or ''}/{db['NAME']}"
 
 
-def score_kick() -> bool:
-    """Publish one kick (scoring.score_batch with no ids) unless one is pending. True when
-    published.
-    Raises what the publish raised (the caller logs it; the mark is taken back so the next
-    post kicks at once)."""
-    key = kick_key()
+def kick_mark() -> bool:
+    """Take the pending mark before publishing a kick (scoring.services.batching.score_kick):
+    False when a kick is pending already (its task will see the waiting posts), True when
+    taken, or when Redis is down (no mark: publish anyway)."""
     try:
-        if not cache.add(key, 1, timeout=settings.SCORING_KICK_TTL_S):
-            return False
+        return bool(cache.add(kick_key(), 1, timeout=settings.SCORING_KICK_TTL_S))
     except Exception:  # Redis down: no mark, publish (the broker is probably down too)
         logger.warning("scoring.kick_mark_failed", exc_info=True)
-    try:
-        publish_batch()
-    except Exception:
-        kick_taken()
-        raise
-    return True
+        return True
 
 
 def kick_taken() -> None:
@@ -351,16 +330,7 @@ def kick_taken() -> None:
         logger.warning("scoring.kick_clear_failed", exc_info=True)
 
 
-def kick_quietly() -> None:
-    """Kick a batch for posts no task owns any more; never raises (they are then the
-    sweeper's)."""
-    try:
-        score_kick()
-    except Exception:
-        logger.warning("scoring.kick_failed", exc_info=True)
-
-
-# --- lease: candidates, poison filtering, inline holds -----------------------------------------
+# --- lease: one batch's claims, from acquire to release -----------------------------------------
 
 
 def waiting_posts(*, limit: int, exclude: int | None = None, newest: bool = False) -> tuple[list[int], bool]:
@@ -379,10 +349,6 @@ def waiting_posts(*, limit: int, exclude: int | None = None, newest: bool = Fals
     return [i for i in ids if f"{POISON_PREFIX}{i}" not in poisoned], len(ids) == limit * 2
 
 
-def fill_candidates(post_id: int, limit: int) -> list[int]:
-    return waiting_posts(limit=limit, exclude=post_id)[0]
-
-
 def still_received(post_ids: list[int]) -> set[int]:
     """The posts of `post_ids` still in `received`. By primary key alone, the status checked
     here: with `status` in the WHERE clause the planner may pick the received-posts index, whose
@@ -392,29 +358,174 @@ def still_received(post_ids: list[int]) -> set[int]:
     return {i for i, status in statuses if status == PostStatus.RECEIVED}
 
 
-def claim_waiting(*, size: int, token: str) -> tuple[list[int], bool]:
-    """Claims on up to `size` waiting posts, oldest first; and whether posts this batch could
-    not take may still be waiting (then the caller kicks the next task).
+def claim_up_to(candidates: Sequence[int], needed: int, token: str, *, refill: bool) -> tuple[list[int], int]:
+    """The one refill rule: claim the first `needed` candidates in one round trip and, with
+    `refill`, when other holders had some of them, a second round trip for as many more from
+    the rest of the list (waiting_posts returns twice the posts asked for). Returns the ids
+    claimed and how many candidates were tried."""
+    claimed = claim_posts(candidates[:needed], token)
+    tried = min(needed, len(candidates))
+    if refill and len(claimed) < needed and len(candidates) > needed:
+        more = candidates[needed:][: needed - len(claimed)]
+        claimed += claim_posts(more, token)
+        tried += len(more)
+    return claimed, tried
 
-    A full batch with more seen (or possibly) waiting: left over. Fewer than a full batch: every
-    post seen was tried, and those not claimed are held by other batches (which score them) or
-    poisoned (the sweeper's), so nothing is left over, which is also what stops a chain of kicks
-    over a head of held posts. A head made only of held or poisoned posts (a killed worker's
-    claims until they expire, a run of corrupt posts) must not hold up the posts behind it: the
-    newest waiting posts are taken instead."""
-    candidates, more = waiting_posts(limit=size)
-    claimed = claim_posts(candidates[:size], token)
-    tried = min(size, len(candidates))
-    if len(claimed) < size and len(candidates) > size:
-        refill = candidates[size:][: size - len(claimed)]
-        claimed += claim_posts(refill, token)
-        tried += len(refill)
-    if not claimed and more:
-        newest, _ = waiting_posts(limit=size, newest=True)
-        claimed = claim_posts(newest[:size], token)
-        return claimed, len(claimed) == size
-    untried = len(candidates) > tried
-    return claimed, untried or (len(claimed) == size and more)
+
+class Skip(NamedTuple):
+    """A post the lease does not score: (post id, its status or "" when unknown, why)."""
+
+    post_id: int
+    status: str
+    reason: str  # "done", "gone", "not_pending"
+
+
+@dataclass
+class Lease:
+    """One batch's claims under `token`, from acquire to release: the task's own posts first,
+    then the waiting posts the batch is filled with. `Lease.acquire` takes the mode as data (the
+    post ids a task was given: several, one, or none for a kick) and is the only place claims
+    are taken for a batch; `fill` tops the batch up; `release` gives every claim back (with the
+    done markers) in one round trip."""
+
+    token: str
+    size: int
+    own: list[int] = field(default_factory=list)
+    claimed: list[int] = field(default_factory=list)
+    # Own posts another worker holds: the task retries (PostClaimed) while they still wait.
+    busy: list[int] = field(default_factory=list)
+    # Nothing of these to score (marked done, gone, scored already): the task's answer for them.
+    skipped: list[Skip] = field(default_factory=list)
+    # One post, scored already and reported since: claimed, to be re-scored rather than batched.
+    rescore: int | None = None
+    # A kick's lease: more posts wait than it took (the caller kicks the next task at once).
+    left_over: bool = False
+    # The fill: posts left out of it besides the first own post (which its query excludes), and
+    # whether a second round trip claims further candidates when other workers hold some of the
+    # first. None: no fill (a kick's lease takes the waiting posts in the first place).
+    fill_skip: frozenset[int] | None = frozenset()
+    refill: bool = False
+
+    @classmethod
+    def acquire(
+        cls,
+        post_ids: Sequence[int] | None,
+        *,
+        size: int,
+        after_report: bool = False,
+        rescore_from: Iterable[str] = (),
+        token: str | None = None,
+    ) -> Lease:
+        """Claim a batch's own posts. `post_ids` None: a kick, the oldest waiting posts; one id:
+        a post that needs a task of its own (`after_report`: it has a new report, so it is read
+        even when marked done, and a post in `rescore_from` with reports is claimed for a
+        re-score); several: a batch-ingest chunk. Raises PostClaimed when the one post given
+        still waits and another holder has it."""
+        lease = cls(token=token or uuid.uuid4().hex, size=size)
+        if post_ids is None:
+            lease._take_waiting()
+        elif len(post_ids) == 1:
+            lease._take_post(post_ids[0], after_report=after_report, rescore_from=frozenset(rescore_from))
+        else:
+            lease._take_chunk(post_ids)
+        return lease
+
+    def _take_waiting(self) -> None:
+        """A kick's own posts: up to a batch of the oldest waiting ones.
+
+        A full batch with more seen (or possibly) waiting: left over. Fewer than a full batch:
+        every post seen was tried, and those not claimed are held by other batches (which score
+        them) or poisoned (the sweeper's), so nothing is left over, which is also what stops a
+        chain of kicks over a head of held posts. A head made only of held or poisoned posts (a
+        killed worker's claims until they expire, a run of corrupt posts) must not hold up the
+        posts behind it: the newest waiting posts are taken instead."""
+        kick_taken()  # before the query: a post committed after this kicks on its own
+        size = self.size
+        candidates, more = waiting_posts(limit=size)
+        claimed, tried = claim_up_to(candidates, size, self.token, refill=True)
+        if not claimed and more:
+            newest, _ = waiting_posts(limit=size, newest=True)
+            claimed = claim_posts(newest[:size], self.token)
+            self.left_over = len(claimed) == size
+        else:
+            self.left_over = len(candidates) > tried or (len(claimed) == size and more)
+        self.own, self.claimed, self.fill_skip = list(claimed), claimed, None
+
+    def _take_post(self, post_id: int, *, after_report: bool, rescore_from: frozenset[str]) -> None:
+        """One post's claim, or why there is nothing to batch: marked done, gone, scored
+        already. A post a batch marked done is answered before any query, unless the task came
+        from a new report (`after_report`): that one must see the report count, so it reads the
+        post."""
+        if not after_report and posts_done([post_id]):
+            self.skipped.append(Skip(post_id, "", "done"))
+            return
+        row = Post.objects.filter(id=post_id).values("status", "report_count").first()
+        if row is None:
+            self.skipped.append(Skip(post_id, "", "gone"))
+            return
+        status = row["status"]
+        reported = status in rescore_from and row["report_count"] > 0
+        if status != PostStatus.RECEIVED and not reported:
+            # Scored already (by an earlier batch or the inline check) and nothing to bring up
+            # to date: the common case of a task whose post another batch took. No claim needed.
+            self.skipped.append(Skip(post_id, status, "not_pending"))
+            return
+        if not claim_post(post_id, self.token):
+            if status == PostStatus.RECEIVED:
+                raise PostClaimed(f"post {post_id} is being scored by another worker")
+            self.skipped.append(Skip(post_id, status, "not_pending"))
+            return
+        self.claimed = [post_id]
+        if status != PostStatus.RECEIVED:
+            self.rescore = post_id  # scored already and reported since: re-scored, not batched
+            return
+        self.own, self.refill = [post_id], True
+
+    def _take_chunk(self, post_ids: Sequence[int]) -> None:
+        """A chunk's posts not marked done and still waiting, claimed in one round trip; those
+        another worker holds are `busy`. The fill leaves out every post of the chunk and tries
+        one round of candidates only: a chunk is mostly a full batch of its own posts."""
+        done_before = posts_done(post_ids)
+        wanted = [i for i in dict.fromkeys(post_ids) if i not in done_before]
+        if not wanted:
+            self.skipped = [Skip(i, "", "done") for i in post_ids]
+            return
+        pending = still_received(wanted)
+        wanted = [i for i in wanted if i in pending]
+        if not wanted:
+            self.skipped = [Skip(i, "", "not_pending") for i in post_ids]
+            return
+        claimed = claim_posts(wanted, self.token)
+        taken = set(claimed)
+        self.own, self.claimed = list(claimed), claimed
+        self.busy = [i for i in wanted if i not in taken]
+        self.fill_skip = frozenset(post_ids)
+
+    def fill(self) -> None:
+        """Claims on waiting posts (oldest first, poisoned ones left out) up to the batch size,
+        by the one refill rule (claim_up_to); nothing for a kick's lease or a lease of nothing."""
+        needed = self.size - len(self.claimed)
+        if not self.own or needed <= 0 or self.fill_skip is None:
+            return
+        skip = self.fill_skip
+        candidates = [i for i in waiting_posts(limit=needed + len(skip), exclude=self.own[0])[0] if i not in skip]
+        taken, _ = claim_up_to(candidates, needed, self.token, refill=self.refill)
+        self.claimed += taken
+
+    def give_back(self, post_ids: Sequence[int]) -> None:
+        """Release some claims early (a failed batch's filled-in posts) and keep the rest."""
+        release_posts(post_ids, self.token)
+        back = set(post_ids)
+        self.claimed = [i for i in self.claimed if i not in back]
+
+    def release(self, *, done: Iterable[int] = ()) -> None:
+        """The end of the lease: every claim still held released and `done` marked scored, in
+        one round trip (release_posts)."""
+        release_posts(self.claimed, self.token, done=done)
+
+
+class PostClaimed(Exception):
+    """Another worker holds this post's claim; retry after it finishes or its claim expires."""
 
 
 def mark_poisoned(post_id: int) -> None:
@@ -442,44 +553,8 @@ def overdue_holds() -> list[int]:
     return pop_overdue_inline(time.time())
 
 
-def publish_post(post_id: int) -> None:
-    """The held post's task (score_batch of the one post), now: the check did not decide.
-    Never raises: with the broker down the post stays in `received` for the sweeper, as at
-    ingest."""
-    try:
-        publish_batch([post_id])
-    except Exception:
-        logger.warning("scoring.inline_enqueue_failed post_id=%s", post_id, exc_info=True)
-
-
 def hold_token(post_id: int) -> str:
     return f"inline-{post_id}"
-
-
-# --- the sweeper's view ------------------------------------------------------------------------
-
-
-def posts_to_requeue(*, older_than_s: float | None = None) -> list[int]:
-    """Stuck posts not re-enqueued recently: during a long Triton outage the sweeper would
-    otherwise add one more (retrying) message per stuck post every minute."""
-    ids = stuck_post_ids(older_than_s=older_than_s)
-    return [
-        i
-        for i in ids
-        if cache.add(f"{SWEPT_PREFIX}{database_namespace()}:{i}", 1, timeout=settings.SCORING_SWEEP_REQUEUE_TTL_S)
-    ]
-
-
-def stuck_post_ids(*, older_than_s: float | None = None, limit: int = 5000) -> list[int]:
-    """Posts still in `received` after the threshold: their task was lost (broker down at
-    ingest, a worker killed past the broker's redelivery) or is still retrying."""
-    threshold = settings.SCORING_SWEEP_AFTER_S if older_than_s is None else older_than_s
-    cutoff = timezone.now() - timedelta(seconds=threshold)
-    return list(
-        Post.objects.filter(status=PostStatus.RECEIVED, received_at__lt=cutoff)
-        .order_by("received_at")
-        .values_list("id", flat=True)[:limit]
-    )
 
 
 def post_keys_delete(*, post_ids: Sequence[int]) -> None:

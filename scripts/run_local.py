@@ -34,6 +34,10 @@ from types import FrameType
 from typing import Protocol
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run as a script: the repository's packages (core)
+
+from core.processes import pid_alive  # noqa: E402
+
 VAR = ROOT / "var"
 LOG_DIR = VAR / "log"
 PYTHON = sys.executable
@@ -188,7 +192,7 @@ class TritonDaemon:
 
     def alive(self) -> bool:
         pid = self.pid
-        return pid is not None and _pid_running(pid)
+        return pid is not None and pid_alive(pid)
 
     def exit_status(self) -> str:
         return f"pid {self.pid} gone"
@@ -196,21 +200,6 @@ class TritonDaemon:
     def restart(self) -> bool:
         self.pid_file.unlink(missing_ok=True)  # stale: `triton start` would take it for a live server
         return self._stack.manage("triton", "start", check=False).returncode == 0
-
-
-def _pid_running(pid: int) -> bool:
-    """True while `pid` exists and is not a zombie (a zombie still answers kill(pid, 0))."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no procfs: trust kill(0)
-    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
 class Supervisor:

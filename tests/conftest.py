@@ -3,6 +3,10 @@ service fails the run instead of skipping tests."""
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 from django.conf import settings
 
@@ -28,6 +32,30 @@ def closed_breakers() -> None:
     from core import redis_breaker
 
     redis_breaker.reset()  # the cache's circuits and ingest's publish circuit
+
+
+@pytest.fixture(scope="session")
+def closed_port() -> Iterator[int]:
+    """A loopback TCP port of this session's own that refuses every connection: bound, never
+    listening, so nothing else (a local `make run`'s Triton on 8011, the web on 8000) can take
+    it while the suite runs."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    try:
+        yield int(sock.getsockname()[1])
+    finally:
+        sock.close()
+
+
+@pytest.fixture(autouse=True)
+def no_model_server(settings: Any, closed_port: int) -> None:
+    """Tests that need no model server reach none: the Triton settings point at the session's
+    closed port, not at the defaults (127.0.0.1:8010-8012), where a developer's `make run` may
+    be serving. A test that starts a Triton sets its own (tests/fixtures/triton.py
+    triton_settings, which runs after this)."""
+    settings.TRITON_URL = f"127.0.0.1:{closed_port}"
+    settings.TRITON_URLS = []
+    settings.TRITON_GRPC_PORT = settings.TRITON_HTTP_PORT = settings.TRITON_METRICS_PORT = closed_port
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

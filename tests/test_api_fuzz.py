@@ -40,7 +40,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from moderation.api.throttling import ApiKeyRateThrottle
+from api.throttling import ApiKeyRateThrottle
 from tests.factories import SourceFactory, create_api_key
 from tests.redis_keys import clear_cache_keys
 

@@ -92,7 +92,7 @@ def test_the_local_settings_leave_debug_off_unless_asked(monkeypatch: pytest.Mon
     import importlib
 
     monkeypatch.delenv("DEBUG", raising=False)
-    import config.settings.local as local
+    from config.settings import local
 
     assert importlib.reload(local).DEBUG is False
     monkeypatch.setenv("DEBUG", "1")

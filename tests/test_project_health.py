@@ -67,7 +67,7 @@ def test_readyz_names_a_cache_that_is_down(client, db, triton_settings):
 
 
 def test_readyz_names_a_triton_that_is_down(client, db, triton_settings):
-    from scoring.triton_client import reset_clients
+    from scoring.serving import reset_clients
 
     port = closed_port()
     triton_settings.TRITON_URL = f"127.0.0.1:{port}"

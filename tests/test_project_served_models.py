@@ -52,9 +52,13 @@ class RecordingClient:
 def test_promotion_loads_only_the_served_models(settings, monkeypatch, standalone):
     settings.TRITON_STANDALONE_MODELS = standalone
     client = RecordingClient()
-    monkeypatch.setattr("scoring.triton_client.get_client", lambda: client)
+    monkeypatch.setattr(promotion, "load_everywhere", lambda models, expected=None: client.loaded.extend(models))
 
-    promotion._load(["link_model", "behaviour_model", "fusion_model", "tokenizer", "text_classifier", "spam_pipeline"])
+    promotion._publish_and_load(
+        lambda: dict.fromkeys(
+            ["link_model", "behaviour_model", "fusion_model", "tokenizer", "text_classifier", "spam_pipeline"], 1
+        )
+    )
 
     expected = ["tokenizer", "text_classifier"] if standalone else ["text_classifier"]
     trees = ["link_model", "behaviour_model", "fusion_model"] if standalone else []

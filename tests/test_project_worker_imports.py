@@ -16,7 +16,7 @@ PROBE = f"""
 import sys
 from config.celery_app import app
 app.loader.import_default_modules()  # what worker and beat do at start: django.setup(), tasks
-import core.tasks, feedback.tasks, scoring.tasks
+import feedback.tasks, scoring.tasks
 assert "feedback.run_training" in app.tasks and "django.contrib.admin" in sys.modules
 print(sorted(name for name in {ML_STACK!r} if name in sys.modules))
 """

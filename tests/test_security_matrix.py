@@ -33,7 +33,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.urls.resolvers import RoutePattern
 
-from moderation.api.throttling import ApiKeyRateThrottle
+from api.throttling import ApiKeyRateThrottle
 from moderation.models import ALL_SCOPES, ApiKey
 from moderation.permissions import Role
 from moderation.services.api_keys import api_key_create
@@ -306,7 +306,7 @@ def _scoped_methods(route: Route) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("route", API, ids=_ids(API))
 def test_api_view_declares_a_scope_for_every_method(route: Route) -> None:
-    """moderation.api.permissions.HasScope refuses a method without a scope to every key; this
+    """api.permissions.HasScope refuses a method without a scope to every key; this
     names the view that forgot to declare one."""
     methods = _scoped_methods(route)
     assert methods, f"{route.id} serves no method"

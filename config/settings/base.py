@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "axes",  # login throttling and lockout (dashboard and admin logins)
     "csp",
     "moderation",
+    "api",
     "dashboard",
     "scoring",
     "modelops",
@@ -260,10 +261,10 @@ CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=180)
 CELERY_WORKER_MAX_TASKS_PER_CHILD = env.int("CELERY_WORKER_MAX_TASKS_PER_CHILD", default=1000)
 CELERY_WORKER_SEND_TASK_EVENTS = False
 # Celery's Django fixup closes the database connection before and after EVERY task (it ignores
-# CONN_MAX_AGE) unless DB_REUSE_MAX is set: a new PostgreSQL connection per task was 16 % of the
-# scoring worker's busy time (py-spy, benchmarks/e2e_pipeline.py --mode backlog). With it set,
-# config.celery_app closes connections around tasks the way Django does around requests
-# (close_old_connections: after an error, or past CONN_MAX_AGE).
+# CONN_MAX_AGE) unless DB_REUSE_MAX is set, and opening a PostgreSQL connection costs a worker
+# more than a small batch's queries. With it set, config.celery_app closes connections around
+# tasks the way Django does around requests (close_old_connections: after an error, or past
+# CONN_MAX_AGE). The drain rate it buys: benchmarks/e2e_pipeline.py --mode backlog.
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 # Retraining runs on its own queue so scoring keeps flowing (worker: -Q training --concurrency=1).
 CELERY_TASK_ROUTES = {"feedback.*": {"queue": "training"}}
@@ -452,17 +453,17 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "moderation.api.authentication.ApiKeyAuthentication",
+        "api.authentication.ApiKeyAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": [
-        "moderation.api.permissions.HasSourceApiKey",
-        "moderation.api.permissions.HasScope",
+        "api.permissions.HasSourceApiKey",
+        "api.permissions.HasScope",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_THROTTLE_CLASSES": ["moderation.api.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.ApiKeyRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"api_key": env("API_THROTTLE_RATE", default="6000/min")},
-    "EXCEPTION_HANDLER": "moderation.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "api.errors.exception_handler",
     # JSON only: the browsable API would answer errors as HTML to `Accept: text/html` (and its
     # page needs inline script, which the CSP forbids).
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -477,7 +478,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "moderation.api.schema.forbid_additional_properties",
+        "api.schema.forbid_additional_properties",
     ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

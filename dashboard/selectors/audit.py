@@ -9,10 +9,9 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import QueryDict
-from django.utils import timezone
 
 from dashboard.selectors.keyset import Cursor, after_cursor_q
-from dashboard.selectors.query_values import query_date, query_text
+from dashboard.selectors.query_values import day_range_q, query_date, query_text
 from moderation.models import AuditLog, BulkAction, Decision
 
 PAGE_SIZE = 100
@@ -59,11 +58,7 @@ def audit_queryset(*, filters: AuditFilters) -> QuerySet[AuditLog]:
         qs = qs.filter(target_type=filters.target_type)
     if filters.target_id:
         qs = qs.filter(target_id=filters.target_id)
-    tz = timezone.get_current_timezone()
-    if filters.date_from:
-        qs = qs.filter(created_at__gte=datetime.combine(filters.date_from, datetime.min.time(), tz))
-    if filters.date_to:
-        qs = qs.filter(created_at__lte=datetime.combine(filters.date_to, datetime.max.time(), tz))
+    qs = qs.filter(day_range_q("created_at", filters.date_from, filters.date_to))
     return qs.order_by(*AUDIT_ORDER)
 
 

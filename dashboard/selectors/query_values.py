@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import ipaddress
 import math
-from datetime import date
+from datetime import date, datetime, time, timedelta
 
+from django.db.models import Q
 from django.http import QueryDict
+from django.utils import timezone
 from django.utils.dateparse import parse_date
 
 DATE_MIN = date(1970, 1, 1)
@@ -64,3 +66,17 @@ def query_ip(params: QueryDict, key: str, errors: list[str]) -> str:
     except ValueError:
         errors.append(f"{key}: not a valid IP address.")
         return ""
+
+
+def day_range_q(field: str, date_from: date | None, date_to: date | None) -> Q:
+    """`field` within the days from `date_from` to `date_to`, both included, in the current time
+    zone: at or after date_from's midnight, and before the midnight that ends date_to (not
+    "at or before 23:59:59.999999", which depends on the column's precision). The one date-range
+    filter of the dashboard's pages (queue, audit log)."""
+    tz = timezone.get_current_timezone()
+    q = Q()
+    if date_from:
+        q &= Q(**{f"{field}__gte": datetime.combine(date_from, time.min, tz)})
+    if date_to:
+        q &= Q(**{f"{field}__lt": datetime.combine(date_to + timedelta(days=1), time.min, tz)})
+    return q

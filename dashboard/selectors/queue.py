@@ -23,7 +23,7 @@ from django.http import QueryDict
 from django.utils import timezone
 
 from dashboard.selectors.keyset import Cursor, after_cursor_q
-from dashboard.selectors.query_values import query_date, query_float, query_ip, query_text
+from dashboard.selectors.query_values import day_range_q, query_date, query_float, query_ip, query_text
 from moderation.models import Post, PostStatus, Report
 from moderation.services.claims import claimable_q
 from moderation.services.decisions import DECIDED_STATUSES
@@ -136,6 +136,17 @@ def queue_languages() -> tuple[str, ...]:
     return (*settings.LANGUAGE_CANDIDATES, "und")
 
 
+def _by_category(qs: QuerySet[Post], category: str) -> QuerySet[Post]:
+    """The posts of the category filter ("abuse" or not), else all of them. The abuse rule's
+    queue threshold (scoring.services.abuse_policy) as SQL: the source's own value, else the
+    setting."""
+    if not category:
+        return qs
+    threshold = Coalesce(F("source__abuse_queue_threshold"), Value(float(settings.ABUSE_QUEUE_THRESHOLD)))
+    abusive = Q(abuse_score__gte=threshold)
+    return qs.filter(abusive) if category == "abuse" else qs.exclude(abusive)
+
+
 def queue_queryset(*, filters: QueueFilters, with_text: bool = True) -> QuerySet[Post]:
     """Filtered, ordered posts, claimed ones included: the queue marks a colleague's claim
     instead of hiding it, and focus mode passes over it (claims.claim_next)."""
@@ -151,30 +162,18 @@ def queue_queryset(*, filters: QueueFilters, with_text: bool = True) -> QuerySet
         qs = qs.filter(final_score__lte=filters.score_max)
     if filters.has_reports:
         qs = qs.filter(report_count__gt=0)
-    if filters.domain:
-        qs = qs.filter(link__domain__name=filters.domain)
     if filters.author:
         qs = qs.filter(Q(author__username=filters.author) | Q(author__external_id=filters.author))
-    if filters.ip:
-        qs = qs.filter(ip__address=filters.ip)
-    if filters.source:
-        qs = qs.filter(source__slug=filters.source)
-    if filters.model_version:
-        qs = qs.filter(model_version=filters.model_version)
-    if filters.language:
-        qs = qs.filter(language=filters.language)
-    if filters.category:
-        # The abuse rule's queue threshold (scoring.services.abuse_policy) as SQL: the source's
-        # own value, else the setting.
-        abusive = Q(
-            abuse_score__gte=Coalesce(F("source__abuse_queue_threshold"), Value(float(settings.ABUSE_QUEUE_THRESHOLD)))
-        )
-        qs = qs.filter(abusive) if filters.category == "abuse" else qs.exclude(abusive)
-    tz = timezone.get_current_timezone()
-    if filters.date_from:
-        qs = qs.filter(received_at__gte=datetime.combine(filters.date_from, datetime.min.time(), tz))
-    if filters.date_to:
-        qs = qs.filter(received_at__lt=datetime.combine(filters.date_to, datetime.max.time(), tz))
+    exact = {
+        "link__domain__name": filters.domain,
+        "ip__address": filters.ip,
+        "source__slug": filters.source,
+        "model_version": filters.model_version,
+        "language": filters.language,
+    }
+    qs = qs.filter(**{column: value for column, value in exact.items() if value})
+    qs = _by_category(qs, filters.category)
+    qs = qs.filter(day_range_q("received_at", filters.date_from, filters.date_to))
     if filters.q and with_text:
         qs = qs.filter(text__icontains=filters.q)
     return qs.order_by(*queue_order(filters))

@@ -17,11 +17,11 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from core.errors import ApplicationError
 from dashboard.forms import EnforcementForm
+from dashboard.selectors.thresholds import live_thresholds
 from dashboard.timezones import SESSION_ZONE, zone_remember
 from dashboard.views.common import redirect_next, safe_next
 from moderation.models import Author, BulkAction, Campaign, Domain, IpAddress, Label, ListStatus, ReasonCode
 from moderation.permissions import CAN_MODERATE, role_required
-from moderation.selectors.thresholds import live_thresholds
 from moderation.services import enforcement
 from moderation.services.bulk import (
     CLUSTER_KINDS,

@@ -12,9 +12,9 @@ from django.views.decorators.http import require_http_methods
 
 from core.errors import ApplicationError
 from dashboard.selectors.appeals import appeal_figures, appeal_status_counts, appeals_queue
+from dashboard.selectors.thresholds import live_thresholds
 from moderation.models import Appeal, AppealStatus, ReasonCode
 from moderation.permissions import CAN_MODERATE, role_required
-from moderation.selectors.thresholds import live_thresholds
 from moderation.services.appeals import REMOVED_STATUSES, appeal_can_resolve, appeal_outcome_label, appeal_resolve
 from scoring.api import Score
 

@@ -12,10 +12,10 @@ from django.views.decorators.http import require_http_methods
 
 from core.errors import ApplicationError, NotFound
 from dashboard.selectors.authors import author_page
+from dashboard.selectors.thresholds import live_thresholds
 from moderation.enforcement_state import author_allowlisted, author_suspended
 from moderation.models import Author, ReasonCode
 from moderation.permissions import CAN_ADMINISTER, CAN_MODERATE, can_administer, role_required
-from moderation.selectors.thresholds import live_thresholds
 from moderation.services.erasure import author_erase
 
 

@@ -8,9 +8,9 @@ from django.shortcuts import render
 
 from core.errors import NotFound
 from dashboard.selectors.campaigns import campaign_page
+from dashboard.selectors.thresholds import live_thresholds
 from moderation.models import PostStatus
 from moderation.permissions import CAN_MODERATE, role_required
-from moderation.selectors.thresholds import live_thresholds
 
 
 @role_required(CAN_MODERATE)

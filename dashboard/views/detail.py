@@ -12,10 +12,10 @@ from django.views.decorators.http import require_POST
 from core.errors import ApplicationError, NotFound
 from dashboard.selectors.detail import post_detail
 from dashboard.selectors.queue import queue_next_post
+from dashboard.selectors.thresholds import live_thresholds
 from dashboard.views.common import json_error, redirect_next, wants_json, with_query
 from moderation.models import Decision, Label, Post, ReasonCode
 from moderation.permissions import CAN_MODERATE, role_required
-from moderation.selectors.thresholds import live_thresholds
 from moderation.services.bulk import bulk_can_undo
 from moderation.services.claims import claim_post, claim_release, claim_until_label, post_claim_state
 from moderation.services.decisions import (

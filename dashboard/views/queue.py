@@ -17,11 +17,11 @@ from dashboard.selectors.queue import (
     queue_queryset,
     queue_tab_counts,
 )
+from dashboard.selectors.thresholds import live_thresholds
 from dashboard.templatetags.dashboard import duration_s, language_name
 from dashboard.views.common import is_htmx, with_query
 from moderation.models import ReasonCode, Source
 from moderation.permissions import ALL_ROLES, CAN_MODERATE, can_moderate, role_required
-from moderation.selectors.thresholds import live_thresholds
 from moderation.services.claims import claim_next
 from moderation.services.decisions import key_reason
 from moderation.services.priority import sla_seconds

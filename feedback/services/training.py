@@ -12,9 +12,10 @@ import logging
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from celery import shared_task
 from django.db import transaction
 from django.db.models import F, Value
 from django.db.models.functions import Concat
@@ -22,22 +23,16 @@ from django.utils import timezone
 
 from core.errors import ApplicationError, Conflict
 from core.metrics import TRAINING_RUNS
-from core.tasks import task_named
 from feedback.models import DatasetVersion, RunStatus, TrainingData, TrainingRun, TrainingScope
 from feedback.permissions import check_ml_admin
 from feedback.services.datasets import artifacts_dir, dataset_load
-from feedback.services.evaluation import classification_metrics, current_thresholds
-from feedback.services.tabular import (
-    TabularModels,
-    flat_features,
-    frozen_text_prob,
-    labels_of,
-    predict_final,
-    train_tabular,
-    usable,
-    write_json,
-)
 from scoring.services.policy import strongest_sub_score
+
+# The training stack (scikit-learn, SciPy, XGBoost: feedback.services.evaluation and tabular) is
+# imported by the functions that train: every worker imports this module at start (feedback.tasks
+# registers the training task defined below), and only a run needs it.
+if TYPE_CHECKING:
+    from feedback.services.tabular import TabularModels
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +82,7 @@ def training_run_start(
 
 def _enqueue(run_id: int) -> None:
     try:
-        result = task_named("feedback.run_training").delay(run_id)
+        result = training_run_task.delay(run_id)
     except Exception as exc:  # broker down: say so on the run instead of failing the request
         logger.exception("feedback.training_enqueue_failed", extra={"run_id": run_id})
         _finish(run_id, status=RunStatus.FAILED, error=f"Could not enqueue the run: {exc}")
@@ -156,6 +151,8 @@ def training_run_execute(*, run_id: int) -> TrainingRun:
 
 
 def _check_test(rows: Sequence[Mapping[str, Any]], what: str) -> None:
+    from feedback.services.tabular import labels_of
+
     y = labels_of(rows)
     if len(rows) < MIN_TEST_ROWS or y.sum() == 0 or y.sum() == len(y):
         raise TrainingFailed(
@@ -176,8 +173,10 @@ def _ensure_suites(run: TrainingRun) -> None:
 
 
 def _train_and_evaluate(run: TrainingRun) -> dict[str, Any]:
+    from feedback.services.evaluation import current_thresholds
     from feedback.services.gate import evaluate_suites, gate_evaluate
     from feedback.services.replay import training_rows
+    from feedback.services.tabular import predict_final, train_tabular, usable, write_json
 
     thresholds = current_thresholds()
     _ensure_suites(run)
@@ -265,6 +264,9 @@ def _train_and_evaluate(run: TrainingRun) -> dict[str, Any]:
 def _evaluate_tabular(
     models: TabularModels, rows: Sequence[Mapping[str, Any]], thresholds: Mapping[str, float]
 ) -> dict[str, Any]:
+    from feedback.services.evaluation import classification_metrics
+    from feedback.services.tabular import frozen_text_prob, labels_of, predict_final
+
     y = labels_of(rows)
     pred = predict_final(models, rows)
     kw: dict[str, Any] = {"remove_threshold": thresholds["remove"], "approve_threshold": thresholds["approve"]}
@@ -294,6 +296,8 @@ def _evaluate_tabular(
 
 
 def _report_counts(rows: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    from feedback.services.tabular import flat_features
+
     return np.asarray([flat_features(r.get("features") or {}).get("report_count", 0.0) for r in rows], dtype=np.float64)
 
 
@@ -322,6 +326,8 @@ def _frozen_metrics(
     rows: Sequence[Mapping[str, Any]], y: np.ndarray, policy_kw: Mapping[str, Any]
 ) -> dict[str, Any] | None:
     """The scores the rows actually got when they were scored (a sanity line for the report)."""
+    from feedback.services.evaluation import classification_metrics
+
     scores = [r.get("final_score") for r in rows]
     if any(s is None for s in scores):
         return None
@@ -331,6 +337,7 @@ def _frozen_metrics(
 
 def load_production_tabular() -> TabularModels | None:
     from feedback.services.promotion import served_tabular_files
+    from feedback.services.tabular import TabularModels
 
     files = served_tabular_files()
     return TabularModels.load(files) if files is not None else None
@@ -400,3 +407,21 @@ def candidate_dir(run: TrainingRun, bundle: str) -> Path:
     if not rel:
         raise ApplicationError(f"Run #{run.pk} has no {bundle} candidate.", code="no_candidate")
     return artifacts_dir() / rel
+
+
+# --- the task ------------------------------------------------------------------------------
+
+TRAINING_SOFT_LIMIT_S = 40 * 60  # the text fine-tune is budgeted at 15 minutes on 2 cores
+TRAINING_HARD_LIMIT_S = 45 * 60
+
+
+@shared_task(
+    name="feedback.run_training",
+    acks_late=True,
+    soft_time_limit=TRAINING_SOFT_LIMIT_S,
+    time_limit=TRAINING_HARD_LIMIT_S,
+)
+def training_run_task(run_id: int) -> None:
+    """Execute a queued run (training_run_execute). Defined beside training_run_start, which
+    publishes it, so the publish is a typed reference; feedback.tasks exports it."""
+    training_run_execute(run_id=run_id)

@@ -41,11 +41,12 @@ equal ``LINK_FEATURES`` / ``BEHAVIOUR_FEATURES`` / ``FUSION_FEATURES`` of
 from __future__ import annotations
 
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from modelops import current
+from modelops.current import CURRENT, set_current
 from modelops.tabular.train import FEATURES, TrainedModel, load_model
 
 __all__ = [
@@ -63,7 +64,6 @@ __all__ = [
 ]
 
 FORMAT = 1
-CURRENT = "current"
 MANIFEST = "manifest.json"
 METRICS = "metrics.json"
 MODEL_CARD = "MODEL_CARD.md"
@@ -125,25 +125,9 @@ def write_bundle(
     return version_dir
 
 
-def set_current(root: Path, version_dir: Path) -> Path:
-    """Point ``root/current`` at ``version_dir`` (relative symlink, replaced atomically)."""
-    link = root / CURRENT
-    tmp = root / f".{CURRENT}.{os.getpid()}"
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    tmp.symlink_to(version_dir.name)
-    os.replace(tmp, link)
-    return link
-
-
 def current_dir(root: Path) -> Path:
-    """The version directory ``root/current`` names (symlink or a file with the version)."""
-    link = Path(root) / CURRENT
-    if link.is_symlink() or link.is_dir():
-        return link.resolve()
-    if link.is_file():
-        return (Path(root) / link.read_text(encoding="utf-8").strip()).resolve()
-    raise FileNotFoundError(f"no current feature models under {root}; run train_feature_models")
+    """The version directory ``root/current`` names (modelops.current)."""
+    return current.current_dir(root, missing=f"no current feature models under {root}; run train_feature_models")
 
 
 def read_manifest(version_dir: Path) -> dict[str, Any]:

@@ -175,7 +175,7 @@ def render_card(metrics: dict[str, Any], distributions: dict[str, Any]) -> str:
     parts.append(_link_table(distributions))
     parts.append(
         "\n## Limitations\n\n"
-        "- The synthetic distributions are assumptions written by an engineer, informed by the blueprint (bots are "
+        "- The synthetic distributions are assumptions written by an engineer, informed by docs/design.md (bots are "
         "new, efficient, reuse links and texts; spam links are fresh, short-lived, on risky TLDs, shorteners or "
         "abused trusted hosts), not measured on a real platform.\n"
         "- SMS texts are short and old (2000s UK SMS); posts on a social platform differ.\n"

@@ -1,6 +1,6 @@
 """Synthetic social context for the bootstrap feature models.
 
-No public data set has the blueprint's social context (account age, friends, journeys, link
+No public data set has the social context (docs/design.md) (account age, friends, journeys, link
 history, reports...) next to labelled posts. Until reviewers have labelled real posts (the
 retraining issue replaces this data), each real SMS text of the UCI SMS Spam Collection gets one
 or more synthetic contexts drawn from distributions that depend on the SMS label. The label of a

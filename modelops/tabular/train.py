@@ -1,5 +1,5 @@
-"""XGBoost trainers for the link, behaviour and fusion models (blueprint: one model per angle,
-a final tree ensemble over their outputs).
+"""XGBoost trainers for the link, behaviour and fusion models (one model per angle, a
+final tree ensemble over their outputs: docs/design.md).
 
 The trainers take feature rows and labels and know nothing about where they came from, so the
 bootstrap (synthetic contexts, ``modelops.tabular.bootstrap``) and the retraining from

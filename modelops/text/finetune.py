@@ -186,7 +186,7 @@ def load_base(base: str) -> tuple[DistilBertForSequenceClassification, PreTraine
     return model, tokenizer
 
 
-def train_text_model(
+def train_text_model(  # noqa: PLR0915 - one training run, its steps in order
     train_texts: Sequence[str],
     train_labels: Sequence[int],
     val_texts: Sequence[str],

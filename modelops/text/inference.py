@@ -41,7 +41,7 @@ def text_windows(ids: Sequence[int], max_length: int, max_windows: int) -> list[
     windows, the first at the head, the last at the tail, the others evenly between, each
     wrapped in the text's first and last special tokens. The served pipeline has the same
     function (triton_repository/spam_pipeline/model.py, which cannot import the project);
-    tests/scoring/test_text_windows.py holds the two to each other."""
+    tests/modelops/test_text_windows.py holds the two to each other."""
     if len(ids) <= max_length:
         return [list(ids)]
     first, content, last = ids[0], ids[1:-1], ids[-1]

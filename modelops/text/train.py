@@ -9,7 +9,6 @@ the head of the text, covers almost every SMS whole, and the card records how ma
 from __future__ import annotations
 
 import json
-import os
 import platform
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +21,8 @@ import numpy as np
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from modelops import current
+from modelops.current import set_current
 from modelops.text.baseline import save_lexical, train_baseline
 from modelops.text.calibrate import calibrate_text_model
 from modelops.text.card import write_model_card
@@ -32,7 +33,6 @@ from modelops.text.finetune import TrainConfig, predict_proba, train_text_model
 from modelops.text.metrics import spam_metrics
 
 METRICS_FILE = "metrics.json"
-CURRENT = "current"
 
 
 def truncation_stats(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_length: int) -> dict[str, float]:
@@ -52,25 +52,9 @@ def new_version() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
-def set_current(text_dir: Path, version_dir: Path) -> Path:
-    """Point text_dir/current at version_dir (relative symlink, swapped atomically)."""
-    link = text_dir / CURRENT
-    tmp = text_dir / f".{CURRENT}.{os.getpid()}"
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    tmp.symlink_to(version_dir.name)
-    os.replace(tmp, link)
-    return link
-
-
 def current_model_dir(text_dir: Path) -> Path:
-    """The artifact dir named by text_dir/current (a symlink, or a file holding the version name)."""
-    link = Path(text_dir) / CURRENT
-    if link.is_symlink() or link.is_dir():
-        return link.resolve()
-    if link.is_file():
-        return (Path(text_dir) / link.read_text().strip()).resolve()
-    raise FileNotFoundError(f"no current text model under {text_dir}; run train_text_model")
+    """The artifact dir named by text_dir/current (modelops.current)."""
+    return current.current_dir(text_dir, missing=f"no current text model under {text_dir}; run train_text_model")
 
 
 def trained_model_dir(text_dir: Path, model_dir: str | Path | None = None) -> Path:

@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 
 from core.counters import upsert_counting
 from moderation.models import Author, Source
+from moderation.signals import author_changed
 
 # Model fields a platform may set. Everything else on Author is this service's own state
 # (our counters, suspension) and never comes from the payload.
@@ -48,6 +49,7 @@ def author_upsert(*, source: Source, external_id: str, profile: Mapping[str, Any
         for field in changed:
             setattr(author, field, values[field])
         author.save(update_fields=[*changed, "updated_at"])
+        author_changed.send(sender=Author, author=author, fields=changed)
     return author, False
 
 

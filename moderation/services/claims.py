@@ -87,7 +87,7 @@ def claim_next(*, user: Any, base_queryset: Any) -> Post | None:
     """
     now = timezone.now()
     with transaction.atomic():
-        post = (
+        post: Post | None = (
             base_queryset.filter(claimable_q(user=user, now=now))
             .select_for_update(skip_locked=True, of=("self",))
             .first()

@@ -2,112 +2,35 @@
 
 A post is stored once per (source, external_id); sending it again returns the stored post.
 The author profile, link, domain and IP rows are upserted with it, their counters bumped in
-SQL, and scoring is enqueued only after the transaction commits. A broker outage never fails
-the ingest: the post stays in `received` and the pipeline's sweeper re-enqueues it."""
+SQL. Ingest then announces the new posts (moderation.signals.posts_stored) and knows nothing
+of what follows: the scoring app listens and publishes its work after the commit
+(scoring.receivers)."""
 
 from __future__ import annotations
 
 import functools
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, OperationalError, connection, transaction
 
-from core import redis_breaker, sql_rows
+from core import sql_rows
 from core.counters import counters_add, upsert_counting
 from core.errors import PostContentConflict
 from core.json_rows import insert_rows
 from core.metrics import POSTS_INGESTED
 from moderation.language import post_languages
 from moderation.links import link_identity, url_hash
-from moderation.models import Domain, IpAddress, Link, Post, PostStatus, Source
+from moderation.models import Domain, IpAddress, Link, Post, Source
 from moderation.services.authors import authors_upsert_counting_posts
 from moderation.services.content_hash import content_differs, post_content_hash
 from moderation.services.source_stats import source_stats_count_posts
-from scoring import api as scoring_api
+from moderation.signals import posts_stored
 
 logger = logging.getLogger(__name__)
-
-
-# The circuit (core.redis_breaker) of this process's scoring publishes. A broker that hangs
-# makes each publish wait out its socket timeout (2 s) before failing; for
-# BROKER_PUBLISH_BREAKER_S after a failure, ingest does not try: the posts wait in `received`
-# for the sweeper exactly as after the failure, and the requests answer at once.
-PUBLISH_CIRCUIT = "celery-broker:publish"
-
-
-def _on_commit_quietly(send: Callable[[], object], *, task_name: str, post_id: int | list[int]) -> None:
-    """Run ``send`` (a publish) once the current transaction commits; never raises: a broker
-    outage is logged instead of turning a committed write into an error response (the post
-    stays in `received` and the sweeper re-enqueues it). Not tried while PUBLISH_CIRCUIT is open."""
-
-    def publish() -> None:
-        if redis_breaker.circuit_open(PUBLISH_CIRCUIT):
-            logger.warning(
-                "moderation.score_enqueue_skipped task=%s post_id=%s (broker failed recently)", task_name, post_id
-            )
-            return
-        try:
-            send()
-        except Exception:
-            redis_breaker.trip(PUBLISH_CIRCUIT, seconds=settings.BROKER_PUBLISH_BREAKER_S)
-            logger.warning("moderation.score_enqueue_failed task=%s post_id=%s", task_name, post_id, exc_info=True)
-
-    transaction.on_commit(publish)
-
-
-def _publish_on_commit(*, task_name: scoring_api.TaskName, post_id: int | list[int], **kwargs: Any) -> None:
-    """Publish ``task_name(post_id, **kwargs)`` once the current transaction commits; never raises
-    (``task.delay_on_commit(post_id)`` with the outage logged)."""
-
-    def send() -> None:
-        scoring_api.task_publish(name=task_name, post_id=post_id, **kwargs)
-
-    _on_commit_quietly(send, task_name=task_name, post_id=post_id)
-
-
-def score_enqueue(*, post_id: int) -> None:
-    """Get a new post scored after commit: a kick (scoring.workqueue) that publishes one
-    scoring.score_batch message without ids unless one is pending, whose task takes the oldest
-    waiting posts (this one among them), not a message per post. Never raises."""
-
-    def send() -> None:
-        scoring_api.score_kick()
-
-    _on_commit_quietly(send, task_name="kick", post_id=post_id)
-
-
-def scores_enqueue(*, post_ids: Sequence[int]) -> None:
-    """Enqueue the first scoring of new posts after commit: one scoring.tasks.score_batch
-    message per SCORING_BATCH_SIZE posts (what one worker batch scores), not one per post."""
-    size = max(1, settings.SCORING_BATCH_SIZE)
-    for start in range(0, len(post_ids), size):
-        _publish_on_commit(task_name="score_batch", post_id=list(post_ids[start : start + size]))
-
-
-def _score_enqueue_after_inline(*, post_id: int, budget_ms: int) -> None:
-    """The new post is about to get the caller's inline check (?wait_ms): hold it for that
-    check before the commit makes it visible, so no worker races the check for it. A held post
-    gets no task now: the check publishes it only if it does not decide the post
-    (scoring.services.inline). Not held (Redis down): the task, as usual."""
-    if not scoring_api.inline_hold(post_id=post_id, budget_ms=budget_ms):
-        _publish_on_commit(task_name="score_batch", post_id=[post_id])
-
-
-def rescore_enqueue(*, post: Post) -> None:
-    """Enqueue a re-score after something the score depends on changed (a new report).
-
-    A post still waiting in `received` gets a score_batch of its own (idempotent; it reads the
-    reports when it runs); a scored one gets rescore_post, which writes the next revision."""
-    if post.status == PostStatus.RECEIVED:
-        # after_report: the task must read the post even when a batch marked it scored.
-        _publish_on_commit(task_name="score_batch", post_id=[post.pk], after_report=True)
-    else:
-        _publish_on_commit(task_name="rescore_post", post_id=post.pk)
 
 
 def _journey_json(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -195,33 +118,28 @@ def _check_unchanged(post: Post, payload: Mapping[str, Any]) -> None:
         )
 
 
-def post_ingest(
-    *, source: Source, payload: Mapping[str, Any], inline_budget_ms: int | None = None
-) -> tuple[Post, bool]:
+def post_ingest(*, source: Source, payload: Mapping[str, Any]) -> tuple[Post, bool]:
     """Store one validated post payload (see PostInputSerializer). Returns (post, created).
 
     Idempotent on (source, external_id): a repeat, or the loser of a concurrent insert race,
     gets the stored post and ``created=False`` and changes nothing; a repeat whose content
     differs (moderation.services.content_hash) raises PostContentConflict and changes nothing. A new post is the batch
-    path with one item: the same fixed number of statements (see _posts_create).
-    `inline_budget_ms`: the caller scores a new post inline right after (?wait_ms); the post is
-    held for that check and its task delayed past the budget (scoring.services.inline)."""
-    post, created = _post_store(source=source, payload=payload, inline_budget_ms=inline_budget_ms)
+    path with one item: the same fixed number of statements (see _posts_create), and announced
+    (posts_stored, batch=False) inside its transaction."""
+    post, created = _post_store(source=source, payload=payload)
     if not created:
         _check_unchanged(post, payload)
     return post, created
 
 
-def _post_store(
-    *, source: Source, payload: Mapping[str, Any], inline_budget_ms: int | None = None
-) -> tuple[Post, bool]:
+def _post_store(*, source: Source, payload: Mapping[str, Any]) -> tuple[Post, bool]:
     """post_ingest without the content check: the stored post or the new one."""
     external_id = payload["external_id"]
     existing = _stored_post(source=source, external_id=external_id)
     if existing is not None:
         return existing, False
     try:
-        (post,) = _posts_create(source=source, payloads=[payload], inline_budget_ms=inline_budget_ms)
+        (post,) = _posts_create(source=source, payloads=[payload])
     except IntegrityError:
         existing = _stored_post(source=source, external_id=external_id)
         if existing is None:
@@ -257,10 +175,10 @@ def posts_ingest_batch(*, source: Source, payloads: Sequence[Mapping[str, Any]])
     try:
         _chunks_create(source=source, pending=pending, stored=stored, created_ids=created_ids, to_score=to_score)
     finally:
-        # One scoring message per SCORING_BATCH_SIZE new posts across chunks, published once
-        # the chunks committed (each chunk is its own transaction; a later chunk failing does
-        # not lose the earlier ones' messages).
-        scores_enqueue(post_ids=to_score)
+        # Announced once the chunks committed, all of the request's new posts together (each
+        # chunk is its own transaction; a later chunk failing does not hide the earlier ones).
+        if to_score:
+            posts_stored.send(sender=Post, post_ids=to_score, batch=True)
     results: list[tuple[Post, bool]] = []
     for external_id in external_ids:
         created = external_id in created_ids
@@ -280,7 +198,7 @@ def _chunks_create(
     for start in range(0, len(pending), BATCH_CHUNK):
         chunk = pending[start : start + BATCH_CHUNK]
         try:
-            posts = _posts_create(source=source, payloads=chunk, enqueue=False)
+            posts = _posts_create(source=source, payloads=chunk, announce=False)
         except (IntegrityError, OperationalError) as exc:
             if isinstance(exc, OperationalError) and getattr(exc.__cause__, "sqlstate", None) != "40P01":
                 raise
@@ -301,15 +219,15 @@ def _posts_create(
     *,
     source: Source,
     payloads: Sequence[Mapping[str, Any]],
-    inline_budget_ms: int | None = None,
-    enqueue: bool = True,
+    announce: bool = True,
 ) -> list[Post]:
     """New posts (distinct external_ids) and everything they reference in one transaction, in a
     number of statements that does not grow with len(payloads): authors upserted with their
     counter, links (and their domains) found or created, IPs upserted with their counter, one
-    multi-row post insert; `enqueue=False`: the caller publishes the scoring messages (the
-    batch path, one per SCORING_BATCH_SIZE posts). Raises IntegrityError when one of the posts exists (a concurrent
-    insert won); everything rolls back with it, counters included.
+    multi-row post insert, and the announcement (posts_stored) as the transaction's last step;
+    `announce=False`: the caller announces (the batch path, once for the request). Raises
+    IntegrityError when one of the posts exists (a concurrent insert won); everything rolls
+    back with it, counters included.
 
     Rows are locked in the order every writer of these counters uses, authors -> links ->
     domains -> IPs, then the per-source link -> domain -> IP counters (the scoring worker's
@@ -351,12 +269,8 @@ def _posts_create(
             for payload, language in zip(payloads, languages, strict=True)
         ]
         insert_rows(posts)  # bulk_create's effect, one JSON parameter (json_rows)
-        if inline_budget_ms is not None:  # last statement before the commit: the hold is taken
-            for post in posts:  # before the post is visible
-                _score_enqueue_after_inline(post_id=post.pk, budget_ms=inline_budget_ms)
-        elif enqueue:
-            for post in posts:
-                score_enqueue(post_id=post.pk)
+        if announce:  # inside the transaction: a receiver may act before the post is visible
+            posts_stored.send(sender=Post, post_ids=[post.pk for post in posts], batch=False)
     POSTS_INGESTED.inc(len(posts))  # once per transaction, not per post
     return posts
 

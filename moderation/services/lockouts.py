@@ -26,4 +26,4 @@ def lockout_lift(*, actor: Any, kind: str, value: str) -> int:
             before={kind: value, "attempt_rows": removed},
             after={kind: value, "attempt_rows": 0},
         )
-    return removed
+    return int(removed)

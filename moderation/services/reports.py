@@ -14,9 +14,9 @@ from django.utils import timezone
 from core.errors import NotFound
 from moderation.categories import category_for_report_reason
 from moderation.models import RESCORABLE_STATUSES, Domain, Link, Post, Report, Source
-from moderation.services.ingest import rescore_enqueue
 from moderation.services.priority import posts_report_weight_refresh
 from moderation.services.source_stats import source_stats_count_report
+from moderation.signals import post_reported
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,8 @@ def report_create(
     A reporter's first report on the post bumps the post's, link's and domain's report counters
     (another reason from the same reporter is recorded but counts once), re-weighs the
     post's reports for its queue priority and, while a score
-    can still change the post's status, enqueues a re-score after commit."""
+    can still change the post's status, announces it (moderation.signals.post_reported: scoring
+    re-scores the post after commit)."""
     post = Post.objects.filter(source=source, external_id=post_external_id).select_related("link").first()
     if post is None:
         raise NotFound(
@@ -63,7 +64,7 @@ def report_create(
             # The reason's severity and the reporter's record raise the post's queue priority.
             posts_report_weight_refresh(post_ids=[post.pk])
             if post.status in RESCORABLE_STATUSES:
-                rescore_enqueue(post=post)
+                post_reported.send(sender=Post, post=post)  # scoring re-scores it after commit
             else:
                 logger.info("moderation.report_not_rescored post_id=%s status=%s", post.pk, post.status)
     except IntegrityError:

@@ -1,4 +1,4 @@
-"""E-mail domain features of an author (blueprint: user_email_domain).
+"""E-mail domain features of an author (user_email_domain in docs/design.md).
 
 Pure functions. ``disposable`` uses the blocklist of the disposable-email-domains package
 (throw-away inboxes: mailinator.com, guerrillamail.com, ...), matching the domain or any parent

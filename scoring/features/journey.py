@@ -1,4 +1,5 @@
-"""Features of the poster's journey: the UI steps taken to post (blueprint: bots are efficient).
+"""Features of the poster's journey: the UI steps taken to post (bots are efficient:
+docs/design.md).
 
 A journey is what the platform sends with a post, ordered as it happened::
 

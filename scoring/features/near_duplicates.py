@@ -16,8 +16,13 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from datasketch import MinHash, MinHashLSH
+# datasketch imports SciPy at its top level (its LSH module): imported where it is used, so a
+# worker that never detects a campaign (beat, the training worker) starts without it.
+if TYPE_CHECKING:
+    from datasketch import MinHash
+
 
 SHINGLE_CHARS = 5
 # A fixed seed: every process (web, workers, the benchmark) must draw the same permutations, or
@@ -52,6 +57,8 @@ def jaccard(a: set[bytes], b: set[bytes]) -> float:
 
 
 def signature(items: set[bytes], *, num_perm: int) -> MinHash:
+    from datasketch import MinHash
+
     minhash = MinHash(num_perm=num_perm, seed=MINHASH_SEED)
     minhash.update_batch(list(items))
     return minhash
@@ -61,6 +68,8 @@ def signature(items: set[bytes], *, num_perm: int) -> MinHash:
 def band_params(threshold: float, num_perm: int) -> tuple[int, int]:
     """datasketch's (bands, rows) for the threshold: it integrates the false positive and
     negative areas, which costs milliseconds, so once per process and setting."""
+    from datasketch import MinHashLSH
+
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
     return lsh.b, lsh.r
 
@@ -72,6 +81,8 @@ def buckets(signatures: Sequence[MinHash], *, threshold: float, num_perm: int) -
     threshold's parameters, and its `keys` storage gives back each one's band hashes in band
     order. A band hash is folded with its band number, so equal values in different bands never
     meet."""
+    from datasketch import MinHashLSH
+
     lsh = MinHashLSH(num_perm=num_perm, params=band_params(threshold, num_perm))
     for i, minhash in enumerate(signatures):
         lsh.insert(i, minhash, check_duplication=False)

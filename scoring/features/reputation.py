@@ -1,4 +1,4 @@
-"""URL reputation (the blueprint's url_wot_score / url_google_score), behind a pluggable interface.
+"""URL reputation (url_wot_score / url_google_score style, docs/design.md), behind a pluggable interface.
 
 A provider maps a URL to a trust score in [0, 1]: 1 trusted, 0 known bad, ``None`` when it
 knows nothing. ``url_reputation`` (a LINK_FEATURES entry) is the mean of the providers that

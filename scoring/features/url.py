@@ -1,4 +1,4 @@
-"""The lexical link features (blueprint angle 1: url_domain, url_tld, url_subdomain_count,
+"""The lexical link features (angle 1 of docs/design.md: url_domain, url_tld, url_subdomain_count,
 url_token, shortener...) of a URL read by core.urls. Pure functions: no Django, no database, no
 network."""
 
@@ -61,7 +61,7 @@ def _is_shortener(parts: UrlParts) -> bool:
 
 
 def path_tokens(url: str) -> list[str]:
-    """Lower-case alphanumeric tokens of path and query (the blueprint's url_token)."""
+    """Lower-case alphanumeric tokens of path and query (url_token in docs/design.md)."""
     return _path_tokens(url_parts(url))
 
 

@@ -1,5 +1,8 @@
-"""Micro-batching: the one service behind the one scoring task (scoring.tasks.score_batch), and
-the sweeper's view of stuck webhooks.
+"""Micro-batching: the one scoring task (score_batch_task, registered as scoring.score_batch and
+exported by scoring.tasks), the service behind it, and the publishing of that task (a chunk's
+ids, one post, or a kick: publish_batch, score_kick, kick_quietly, publish_post). The task lives
+here, beside what publishes it, because the service publishes it too (a kick when more posts
+wait): a typed reference in the same module, no look-up by name and no import circle.
 
 What the task is given decides its own posts:
 - several post ids: a chunk of a batch-ingest request (one message per SCORING_BATCH_SIZE posts);
@@ -8,7 +11,8 @@ What the task is given decides its own posts:
 - no ids: a kick from one-post-per-request ingest (scoring.workqueue: no message per post), whose
   own posts are the oldest waiting ones.
 
-Then every batch goes through the same lease (scoring.workqueue): claims on its own posts,
+Then every batch goes through the same lease (scoring.workqueue.Lease, the mode given as the
+task's ids): claims on its own posts,
 the batch filled up to SCORING_BATCH_SIZE with other posts waiting in `received` (oldest first,
 poisoned ones left out), one Triton call and one write transaction, and the release with the
 done markers. A task whose posts another batch scored finds them marked done and returns at
@@ -29,57 +33,22 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import timedelta
 
+from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
-from django.utils import timezone
 
-from moderation.models import Post, PostStatus
-from scoring.models import WebhookDelivery
+from moderation.models import PostStatus
 from scoring.services.inference import ScoringClient, TritonUnavailable
-from scoring.services.scoring import RESCORE_FROM, ScoreResult, rescore_post, score_posts
-from scoring.workqueue import (
-    claim_post,
-    claim_posts,
-    claim_waiting,
-    fill_candidates,
-    kick_quietly,
-    kick_taken,
-    mark_poisoned,
-    posts_done,
-    release_posts,
-    still_received,
-)
+from scoring.services.scoring import RESCORE_FROM, RescoreConflict, ScoreResult, rescore_post, score_posts
+from scoring.workqueue import Lease, PostClaimed, kick_mark, kick_taken, mark_poisoned, still_received
 
 logger = logging.getLogger(__name__)
 
+__all__ = ["PostClaimed", "score_batch", "score_batch_task"]
 
 RETRYABLE_ERRORS = (TritonUnavailable, OperationalError, InterfaceError)
-
-
-class PostClaimed(Exception):
-    """Another worker holds this post's claim; retry after it finishes or its claim expires."""
-
-
-@dataclass
-class _Lease:
-    """One batch's claims under `token`: the task's own posts first, then the waiting posts the
-    batch is filled with."""
-
-    token: str
-    own: list[int]
-    claimed: list[int]
-    # Own posts another worker holds: the task retries (PostClaimed) while they still wait.
-    busy: list[int] = field(default_factory=list)
-    # The fill: posts left out of it besides the first own post (which its query excludes), and
-    # whether a second round trip claims further candidates when other workers hold some of the
-    # first. None: no fill (a kick's lease takes the waiting posts in the first place).
-    fill_skip: frozenset[int] | None = frozenset()
-    refill: bool = False
 
 
 def _scored(results: list[ScoreResult]) -> list[int]:
@@ -102,118 +71,38 @@ def score_batch(
     is re-scored with the report."""
     started = time.perf_counter()
     size = settings.SCORING_BATCH_SIZE if batch_size is None else batch_size
-    token = uuid.uuid4().hex
     one_post = post_ids is not None and len(post_ids) == 1
     if after_report and not one_post:
         raise ValueError("after_report concerns the one post given")
-    if post_ids is None:
-        lease: _Lease | list[ScoreResult] = _lease_waiting(size=size, token=token)
-    elif one_post:
-        lease = _lease_post(post_ids[0], token=token, after_report=after_report, client=client)
-    else:
-        lease = _lease_chunk(post_ids, token=token)
-    if isinstance(lease, list):  # nothing of the task's own to score: the answer
-        return lease
+    lease = Lease.acquire(post_ids, size=size, after_report=after_report, rescore_from=RESCORE_FROM)
+    if lease.left_over:
+        kick_quietly()  # the next kick goes out first: the other worker processes drain the rest
+    answer = [ScoreResult(post_id=i, status=status, skipped=why) for i, status, why in lease.skipped]
+    if lease.rescore is not None:
+        # Already scored: the task came from a new report (ingest's report service publishes
+        # it while the post waits), so bring the score up to date; rescore_post is a no-op
+        # when no report is new.
+        try:
+            return [rescore_post(post_id=lease.rescore, client=client)]
+        finally:
+            lease.release()
+    if not lease.claimed and not lease.busy:
+        return answer  # nothing of the task's own to score: the answer
     done: list[int] = []
     results: list[ScoreResult] = []
     try:
-        if lease.fill_skip is not None:
-            _fill(lease, size=size)
+        lease.fill()
         if lease.claimed:
             results = _score_claimed(lease, client=client, started=started, one_post=one_post)
             done = _scored(results)
     finally:
-        release_posts(lease.claimed, lease.token, done=done)
+        lease.release(done=done)
     if lease.busy and still_received(lease.busy):
         raise PostClaimed(f"posts {lease.busy} are being scored by another worker")
     return results
 
 
-def _lease_waiting(*, size: int, token: str) -> _Lease:
-    """A kick's own posts: the oldest waiting, up to a batch. When more are waiting than this
-    batch takes, the next kick goes out first, so the other worker processes drain the rest
-    meanwhile."""
-    kick_taken()  # before the query: a post committed after this kicks on its own
-    claimed, left_over = claim_waiting(size=size, token=token)
-    if left_over:
-        kick_quietly()
-    return _Lease(token=token, own=list(claimed), claimed=claimed, fill_skip=None)
-
-
-def _lease_post(
-    post_id: int, *, token: str, after_report: bool, client: ScoringClient | None
-) -> _Lease | list[ScoreResult]:
-    """One post's lease, or its answer when there is nothing to batch: marked done, gone,
-    scored already, or (after a report) re-scored here. Raises PostClaimed when another worker
-    is scoring the post right now.
-
-    A post a batch marked done returns before any query, unless the task came from a new report
-    (`after_report`): that one must see the report count, so it reads the post."""
-    if not after_report and posts_done([post_id]):
-        return [ScoreResult(post_id=post_id, status="", skipped="done")]
-    row = Post.objects.filter(id=post_id).values("status", "report_count").first()
-    if row is None:
-        return [ScoreResult(post_id=post_id, status="", skipped="gone")]
-    status = row["status"]
-    reported = status in RESCORE_FROM and row["report_count"] > 0
-    if status != PostStatus.RECEIVED and not reported:
-        # Scored already (by an earlier batch or the inline check) and nothing to bring up to
-        # date: the common case of a task whose post another batch took. No claim needed.
-        return [ScoreResult(post_id=post_id, status=status, skipped="not_pending")]
-    if not claim_post(post_id, token):
-        if status == PostStatus.RECEIVED:
-            raise PostClaimed(f"post {post_id} is being scored by another worker")
-        return [ScoreResult(post_id=post_id, status=status, skipped="not_pending")]
-    if status != PostStatus.RECEIVED:
-        # Already scored: the task came from a new report (ingest's report service publishes
-        # it while the post waits), so bring the score up to date; rescore_post is a no-op
-        # when no report is new.
-        try:
-            return [rescore_post(post_id=post_id, client=client)]
-        finally:
-            release_posts([post_id], token)
-    return _Lease(token=token, own=[post_id], claimed=[post_id], refill=True)
-
-
-def _lease_chunk(post_ids: Sequence[int], *, token: str) -> _Lease | list[ScoreResult]:
-    """A chunk's lease: its posts not marked done and still waiting, claimed in one round trip;
-    those another worker holds are `busy`. The fill leaves out every post of the chunk and tries
-    one round of candidates only: a chunk is mostly a full batch of its own posts."""
-    done_before = posts_done(post_ids)
-    wanted = [i for i in dict.fromkeys(post_ids) if i not in done_before]
-    if not wanted:
-        return [ScoreResult(post_id=i, status="", skipped="done") for i in post_ids]
-    pending = still_received(wanted)
-    wanted = [i for i in wanted if i in pending]
-    if not wanted:
-        return [ScoreResult(post_id=i, status="", skipped="not_pending") for i in post_ids]
-    claimed = claim_posts(wanted, token)
-    taken = set(claimed)
-    return _Lease(
-        token=token,
-        own=list(claimed),
-        claimed=claimed,
-        busy=[i for i in wanted if i not in taken],
-        fill_skip=frozenset(post_ids),
-    )
-
-
-def _fill(lease: _Lease, *, size: int) -> None:
-    """Claims on waiting posts (oldest first, poisoned ones left out) up to `size`, in one round
-    trip (two with `refill` when other workers hold some of the first candidates:
-    fill_candidates returns twice the posts asked for)."""
-    needed = size - len(lease.claimed)
-    if not lease.claimed or needed <= 0 or lease.fill_skip is None:
-        return
-    skip = lease.fill_skip
-    candidates = [i for i in fill_candidates(lease.claimed[0], needed + len(skip)) if i not in skip]
-    taken = claim_posts(candidates[:needed], lease.token)
-    if lease.refill and len(taken) < needed and len(candidates) > needed:
-        taken += claim_posts(candidates[needed:][: needed - len(taken)], lease.token)
-    lease.claimed += taken
-
-
-def _score_claimed(lease: _Lease, *, client: ScoringClient | None, started: float, one_post: bool) -> list[ScoreResult]:
+def _score_claimed(lease: Lease, *, client: ScoringClient | None, started: float, one_post: bool) -> list[ScoreResult]:
     """Score the lease's posts in one batch. One bad post must not block the batch: when it
     fails (not retryably), the filled-in posts go back, with a kick, since such a post may have
     no task of its own, and the own posts are scored one by one (a post failing alone is
@@ -231,9 +120,8 @@ def _score_claimed(lease: _Lease, *, client: ScoringClient | None, started: floa
     own = set(lease.own)
     fillers = [i for i in lease.claimed if i not in own]
     if fillers:
-        release_posts(fillers, lease.token)
+        lease.give_back(fillers)
         kick_quietly()
-    lease.claimed = list(lease.own)
     results: list[ScoreResult] = []
     for post_id in lease.own:
         try:
@@ -257,12 +145,72 @@ def _score_alone(*, post_id: int, client: ScoringClient | None, started: float) 
         raise
 
 
-def stuck_webhook_ids(*, older_than_s: float | None = None, limit: int = 1000) -> list[int]:
-    """Deliveries never attempted long after they were written: their enqueue was lost."""
-    threshold = 3 * (settings.SCORING_SWEEP_AFTER_S if older_than_s is None else older_than_s)
-    cutoff = timezone.now() - timedelta(seconds=threshold)
-    return list(
-        WebhookDelivery.objects.filter(status=WebhookDelivery.Status.PENDING, attempts=0, created_at__lt=cutoff)
-        .order_by("created_at")
-        .values_list("id", flat=True)[:limit]
-    )
+# --- the task and its publishing ----------------------------------------------------------------
+
+# Triton down (TritonUnavailable) or the database dropping a connection retries with backoff;
+# so does a post another worker holds (PostClaimed) and a re-score that lost a race
+# (RescoreConflict). scoring.tasks explains the numbers.
+RETRYABLE = (*RETRYABLE_ERRORS, PostClaimed, RescoreConflict)
+RETRY_OPTIONS = {
+    "autoretry_for": RETRYABLE,
+    "retry_backoff": settings.SCORING_RETRY_BACKOFF_S,
+    "retry_backoff_max": settings.SCORING_RETRY_BACKOFF_MAX,
+    "retry_jitter": True,
+    "max_retries": settings.SCORING_MAX_RETRIES,
+    "acks_late": True,
+    "soft_time_limit": settings.SCORING_TASK_SOFT_TIME_LIMIT_S,
+    "time_limit": settings.SCORING_TASK_TIME_LIMIT_S,
+}
+
+
+@shared_task(name="scoring.score_batch", **RETRY_OPTIONS)
+def score_batch_task(post_ids: list[int] | None = None, after_report: bool = False) -> None:
+    """Score a batch (score_batch): `post_ids` (a batch-ingest chunk, or one post: an inline
+    check that did not decide, a new report with `after_report`, the sweeper) with other waiting
+    posts up to SCORING_BATCH_SIZE; with no ids (a kick), the oldest waiting posts."""
+    score_batch(post_ids=post_ids, after_report=after_report)
+
+
+def publish_batch(post_ids: Sequence[int] | None = None, *, after_report: bool = False) -> None:
+    """Publish the one scoring task: score_batch(post_ids), or without ids a kick (score_kick
+    says when). Raises what the publish raised."""
+    if post_ids is None:
+        score_batch_task.delay()
+    elif after_report:
+        score_batch_task.delay(list(post_ids), after_report=True)
+    else:
+        score_batch_task.delay(list(post_ids))
+
+
+def score_kick() -> bool:
+    """Publish one kick (scoring.score_batch with no ids) unless one is pending (the mark,
+    scoring.workqueue.kick_mark). True when published.
+    Raises what the publish raised (the caller logs it; the mark is taken back so the next
+    post kicks at once)."""
+    if not kick_mark():
+        return False
+    try:
+        publish_batch()
+    except Exception:
+        kick_taken()
+        raise
+    return True
+
+
+def kick_quietly() -> None:
+    """Kick a batch for posts no task owns any more; never raises (they are then the
+    sweeper's)."""
+    try:
+        score_kick()
+    except Exception:
+        logger.warning("scoring.kick_failed", exc_info=True)
+
+
+def publish_post(post_id: int) -> None:
+    """A held post's task (score_batch of the one post), now: its inline check did not decide.
+    Never raises: with the broker down the post stays in `received` for the sweeper, as at
+    ingest."""
+    try:
+        publish_batch([post_id])
+    except Exception:
+        logger.warning("scoring.inline_enqueue_failed post_id=%s", post_id, exc_info=True)

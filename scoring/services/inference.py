@@ -12,7 +12,7 @@ from typing import Protocol
 from django.conf import settings
 
 from contracts.triton import latest_version, served_models
-from scoring.triton_client import (
+from scoring.serving import (
     ScoringInput,
     ScoringOutput,
     TritonError,

@@ -7,9 +7,11 @@ it returns None, the API answers 202, and the post's own task (scoring.tasks.sco
 scores it asynchronously.
 
 The inline check and the worker must not race for the post (the loser would wait for the
-winner and blow the budget). So ingest calls `inline_hold` inside its transaction, before the
-commit makes the post visible: the post's claim is taken for the inline check (no worker batch
-can pick the post up as a candidate) and NO task is published. The held check owns the post:
+winner and blow the budget). So the API ingests the post inside `prepublish_hold(budget_ms=N)`,
+and scoring's receiver of ingest's announcement (scoring.receivers.on_posts_stored, inside the
+ingest transaction, before the commit makes the post visible) calls `inline_hold`: the post's
+claim is taken for the inline check (no worker batch can pick the post up as a candidate) and
+NO task is published. The held check owns the post:
 when it does not decide (budget out, Triton down, an error), score_inline publishes the post's
 task on its way out; when it decides, there is nothing left to do. That saves every
 decided post a delayed Celery task (a no-op costing 3.5-6 ms of worker CPU, plus its publish
@@ -27,22 +29,60 @@ Score key), so even a claim that expired under a slow inline check cannot produc
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 from moderation.models import Post
 from scoring.features.extract import post_with_features
 from scoring.models import Score
+from scoring.services.batching import publish_post
 from scoring.services.campaigns import campaigns_detect
+from scoring.services.decide import Item
 from scoring.services.inference import ScoringClient, TritonError, get_client_with_timeout
-from scoring.services.scoring import INITIAL_FROM, POST_SCORE_FIELDS, infer, persist, prepare
-from scoring.workqueue import claim_post, hold_token, publish_post, release_posts
+from scoring.services.scoring import INITIAL_FROM, POST_SCORE_FIELDS, infer, prepare, settle
+from scoring.workqueue import claim_post, hold_token, release_posts
 
 logger = logging.getLogger(__name__)
 
 WAIT_POLL_S = 0.005
+
+
+@dataclass
+class PrePublish:
+    """An API request's pending pre-publish check: its budget, and the posts held for it (the
+    receiver of posts_stored adds each post it held)."""
+
+    budget_ms: float
+    held: set[int] = field(default_factory=set)
+
+    def holds(self, post_id: int) -> bool:
+        return post_id in self.held
+
+
+_PREPUBLISH: ContextVar[PrePublish | None] = ContextVar("scoring_prepublish", default=None)
+
+
+@contextlib.contextmanager
+def prepublish_hold(*, budget_ms: float) -> Iterator[PrePublish]:
+    """Ingest inside this block is followed by a pre-publish check of `budget_ms`: a post it
+    stores is held for the check instead of getting a task (scoring.receivers). Per request
+    (a context variable): other threads and requests are not affected."""
+    check = PrePublish(budget_ms=budget_ms)
+    reset = _PREPUBLISH.set(check)
+    try:
+        yield check
+    finally:
+        _PREPUBLISH.reset(reset)
+
+
+def prepublish_pending() -> PrePublish | None:
+    """The pre-publish check the current ingest is for, if any."""
+    return _PREPUBLISH.get()
 
 
 def _client_for(client: ScoringClient | None, timeout_s: float) -> ScoringClient:
@@ -69,7 +109,7 @@ def score_inline(
 ) -> Score | None:
     """The post's Score if it was decided within `budget_ms`, else None (the task scores it).
 
-    `held`: ingest held the post for this check (`inline_hold`) and published no task, so
+    `held`: the post was held for this check (`prepublish_hold`) and got no task, so
     this check owns the post: when it does not decide (None, or an exception) it publishes
     the post's task (score_batch of the one post) before returning. Otherwise the check claims
     the post like a worker would, and waits for the worker when one has it."""
@@ -102,22 +142,13 @@ def _score_inline(*, post: Post, budget_ms: float, held: bool, client: ScoringCl
             _copy_score_fields(loaded, to=post)
             return _latest(post)
         (item,) = prepare([loaded], features={loaded.pk: features})
-        if item.reason is None:
-            left = remaining_s()
-            if left <= 0:
-                return None
-            try:
-                infer([item], client=_client_for(client, left))
-            except TritonError as exc:  # down, or no answer within the budget (TritonUnavailable)
-                logger.info("scoring.inline_fallback post_id=%s reason=%s", post.pk, exc)
-                return None
-            if item.model_error:
-                return None
+        if not _model_answered(item, left_s=remaining_s(), client=client):
+            return None
         # Written even when the call overran the budget: the work is done, and the async task
         # then finds the post scored. The caller still gets None (it already answered 202).
         campaigns_detect(posts=[loaded])  # as a worker batch does: a decided campaign holds it
         overran = remaining_s() < 0
-        (result,) = persist([item], allowed_from=INITIAL_FROM, started=started)
+        (result,) = settle([item], allowed_from=INITIAL_FROM, started=started)
         if result.score is not None:
             # The "done" marker, set with the release (same round trip): the post's delayed
             # task then returns without touching PostgreSQL, as after a worker batch.
@@ -130,8 +161,23 @@ def _score_inline(*, post: Post, budget_ms: float, held: bool, client: ScoringCl
     if result.score is None:  # another writer got there first (a moderator, a duplicate request)
         post.refresh_from_db(fields=POST_SCORE_FIELDS)
         return _latest(post)
-    _copy_score_fields(item.post, to=post)  # persist wrote these fields from item.post
+    _copy_score_fields(item.post, to=post)  # settle wrote these fields from item.post
     return result.score
+
+
+def _model_answered(item: Item, *, left_s: float, client: ScoringClient | None) -> bool:
+    """The model's answer for `item` within `left_s` seconds (a short-circuited post needs
+    none); False when the budget is gone, Triton is down or slow, or the model failed on it."""
+    if item.reason is not None:
+        return True
+    if left_s <= 0:
+        return False
+    try:
+        infer([item], client=_client_for(client, left_s))
+    except TritonError as exc:  # down, or no answer within the budget (TritonUnavailable)
+        logger.info("scoring.inline_fallback post_id=%s reason=%s", item.post.pk, exc)
+        return False
+    return not item.model_error
 
 
 def _copy_score_fields(source: Post, *, to: Post) -> None:

@@ -7,7 +7,7 @@ Version 1 (data migration scoring.0002_default_decision_policy):
 A post with at least one report is never auto-approved: it is queued instead (somebody
 complained, so a human should look), unless the score removes it outright. Likewise a post
 whose text, preview, link or behaviour sub-score reaches escalate_threshold (0.90 in v1) is
-queued rather than auto-approved: one confident angle of the blueprint is worth a human look
+queued rather than auto-approved: one confident angle is worth a human look (docs/design.md)
 even when the fusion tree outvotes it. A post confidently detected (at ingest,
 moderation.language) in a language the text model was not validated on
 (settings.TEXT_VALIDATED_LANGUAGES, listed on the model card) is not auto-approved either: its

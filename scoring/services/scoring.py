@@ -9,14 +9,13 @@ per post."""
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
-import numpy as np
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -24,47 +23,34 @@ from django.utils import timezone
 from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from core.json_rows import insert_rows
 from core.metrics import DECISIONS, POSTS_SCORED, SCORING_BATCH_SIZE
-from moderation.models import POST_TRANSITIONS, RESCORABLE_STATUSES, Post, PostStatus
+from moderation.models import RESCORABLE_STATUSES, Campaign, Post, PostStatus
 from moderation.services.audit import audit_record
 from moderation.services.priority import posts_priority_refresh
 from moderation.services.score_rows import posts_lock_for_scoring, posts_score_fields_write, spam_counters_add
 from scoring.features.extract import PostFeatures, posts_with_features
-from scoring.models import Action, DecisionPolicy, Score
-from scoring.services.abuse_policy import abuse_decide, abuse_thresholds
-from scoring.services.campaigns import campaign_action, campaigns_detect
-from scoring.services.enforcement import enforced_action
+from scoring.models import DecisionPolicy, Score
+from scoring.services.campaigns import campaigns_detect
+from scoring.services.decide import MODEL_ERROR, Decision, Item, decide
 from scoring.services.inference import (
     ScoringClient,
     ScoringInput,
-    ScoringOutput,
     TritonError,
     TritonUnavailable,
     get_client,
 )
-from scoring.services.policy import (
-    familiarity_routing_reason,
-    language_routing_reason,
-    policy_actions,
-    policy_active,
-    strongest_sub_score,
-)
-from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET, short_circuit_reason
+from scoring.services.policy import policy_active
+from scoring.services.shortcircuit import short_circuit_reason
 from scoring.services.webhooks import webhooks_enqueue_for_posts
 
 logger = logging.getLogger(__name__)
 
-ACTION_STATUS: dict[str, str] = {
-    Action.REMOVE: PostStatus.AUTO_REMOVED,
-    Action.QUEUE: PostStatus.QUEUED,
-    Action.APPROVE: PostStatus.AUTO_APPROVED,
-}
 # Statuses a first score may leave; statuses a re-score may touch. Moderator decisions
 # (REMOVED, APPROVED) are in neither: scoring never overrides a human. Nor is AUTO_REMOVED: a new
 # score could not move it anywhere, only rewrite the score a moderator sees next to the removal.
 INITIAL_FROM = frozenset({PostStatus.RECEIVED})
 RESCORE_FROM = RESCORABLE_STATUSES - INITIAL_FROM
 POST_SCORE_FIELDS = ["status", "status_changed_at", "final_score", "abuse_score", "model_version", "scored_at"]
-# Model output failed for this post alone (TritonError on its own): a human looks at it.
+# The model version a model_error post is written with (decide.MODEL_ERROR): a human looks at it.
 MODEL_ERROR_VERSION = "model_error"
 
 
@@ -83,29 +69,6 @@ class ScoreResult:
     score: Score | None = field(default=None, repr=False, compare=False)  # the row written
 
 
-@dataclass
-class _Item:
-    post: Post
-    features: PostFeatures
-    reason: str | None = None
-    output: ScoringOutput | None = None
-    model_error: str = ""
-    revision: int = 0
-    latency_ms: float = 0.0
-    extra: dict[str, object] = field(default_factory=dict)
-
-    @functools.cached_property
-    def model_set(self) -> str:  # read three times per post by persist; computed once
-        if self.reason is not None:
-            return SHORT_CIRCUIT_MODEL_SET
-        assert self.output is not None
-        return model_set_of(self.output.model_versions)
-
-
-def model_set_of(model_versions: dict[str, str]) -> str:
-    return ",".join(f"{name}:{version}" for name, version in sorted(model_versions.items()))[:200]
-
-
 def scoring_input(features: PostFeatures) -> ScoringInput:
     return ScoringInput(
         text=features.text,
@@ -115,7 +78,7 @@ def scoring_input(features: PostFeatures) -> ScoringInput:
     )
 
 
-def infer(items: Sequence[_Item], *, client: ScoringClient) -> None:
+def infer(items: Sequence[Item], *, client: ScoringClient) -> None:
     """One batched call; if the server rejects the batch, each post alone, so one bad post
     does not block the others. TritonUnavailable propagates (the task retries the batch)."""
     todo = [i for i in items if i.reason is None]
@@ -142,10 +105,10 @@ def infer(items: Sequence[_Item], *, client: ScoringClient) -> None:
         item.extra["model_ms"] = round(elapsed_ms, 3)
 
 
-def prepare(posts: Iterable[Post], *, features: dict[int, PostFeatures]) -> list[_Item]:
+def prepare(posts: Iterable[Post], *, features: dict[int, PostFeatures]) -> list[Item]:
     """`features`: loaded with the posts (extract.posts_with_features, one statement)."""
     return [
-        _Item(post=p, features=features[p.id], reason=short_circuit_reason(p, features[p.id].source_blocks))
+        Item(post=p, features=features[p.id], reason=short_circuit_reason(p, features[p.id].source_blocks))
         for p in posts
     ]
 
@@ -168,8 +131,8 @@ def score_posts(
         return results
     items = prepare(pending, features={p.id: loaded[p.id][1] for p in pending})
     infer(items, client=client or get_client())
-    campaigns_detect(posts=pending)
-    return results + persist(items, allowed_from=INITIAL_FROM, started=started)
+    campaigns_detect(posts=pending)  # writes the buckets; a decided campaign then holds its members
+    return results + settle(items, allowed_from=INITIAL_FROM, started=started)
 
 
 def rescore_post(*, post_id: int, client: ScoringClient | None = None) -> ScoreResult:
@@ -193,106 +156,24 @@ def rescore_post(*, post_id: int, client: ScoringClient | None = None) -> ScoreR
         return ScoreResult(post_id=post_id, status=post.status, skipped="model_error")
     last_revision = Score.objects.filter(post_id=post_id, model_set=item.model_set).aggregate(r=Max("revision"))["r"]
     item.revision = 0 if last_revision is None else last_revision + 1
-    (result,) = persist([item], allowed_from=RESCORE_FROM, started=started)
+    (result,) = settle([item], allowed_from=RESCORE_FROM, started=started)
     if result.skipped == "already_scored":
         # A concurrent re-score took this revision, possibly without the newest report.
         raise RescoreConflict(f"post {post_id} revision {item.revision} written concurrently")
     return result
 
 
-def _final(item: _Item) -> float:
-    if item.reason is not None:
-        return 1.0
-    assert item.output is not None
-    return float(item.output.final_prob)
-
-
-def _actions(
-    items: Sequence[_Item],
-    policy: DecisionPolicy,
-    report_counts: Sequence[int],
-    routing_reasons: Sequence[str] = (),
-    unfamiliar_reasons: Sequence[str] = (),
-) -> list[Action]:
-    """The policy's action for each item, in ONE policy_actions call: the same rule as
-    policy_decide, without its per-post numpy overhead (8 % of the worker's CPU as a call per
-    post, py-spy). A short-circuited post is removed whatever the policy says.
-    `routing_reasons`: language_routing_reason per item, `unfamiliar_reasons`:
-    familiarity_routing_reason per item (none given: no item is routed)."""
-    strongest = [
-        strongest_sub_score((o.text_prob, o.preview_prob, o.link_prob, o.behaviour_prob))
-        if (o := item.output) is not None
-        else 0.0
-        for item in items
-    ]
-    context = [
-        strongest_sub_score((o.preview_prob, o.link_prob, o.behaviour_prob)) if (o := item.output) is not None else 0.0
-        for item in items
-    ]
-    decided = policy_actions(
-        policy=policy,
-        final_scores=np.asarray([_final(item) for item in items], dtype=np.float64),
-        report_counts=np.asarray(report_counts, dtype=np.float64),
-        strongest_sub_scores=np.asarray(strongest, dtype=np.float64),
-        languages_unvalidated=np.asarray([bool(r) for r in routing_reasons], dtype=bool) if routing_reasons else None,
-        unfamiliar=np.asarray([bool(r) for r in unfamiliar_reasons], dtype=bool) if unfamiliar_reasons else None,
-        strongest_context_scores=np.asarray(context, dtype=np.float64),
-    )
-    return [
-        Action.REMOVE if item.reason is not None else Action(str(action))
-        for item, action in zip(items, decided, strict=True)
-    ]
-
-
-def _enforce(items: Sequence[_Item], actions: Sequence[Action]) -> list[Action]:
-    """The policy's actions as a moderator's enforcement (suspension, trust) changes them
-    (scoring.services.enforcement), from the rows loaded with the posts: no query."""
-    now = timezone.now()
-    enforced: list[Action] = []
-    for item, action in zip(items, actions, strict=True):
-        final, why = enforced_action(post=item.post, action=action, short_circuited=item.reason is not None, now=now)
-        if why:
-            item.extra["enforcement"] = why  # kept in the Score's features: the evidence page shows it
-        enforced.append(final)
-    return enforced
-
-
-def _abuse(items: Sequence[_Item], actions: Sequence[Action]) -> list[Action]:
-    """The actions as the abuse score makes them stricter (scoring.services.abuse_policy), after
-    enforcement: an abusive post is never auto-approved, even from a trusted author. The reason
-    is kept in the Score's features for the evidence page. The source is joined: no query."""
-    out: list[Action] = []
-    for item, action in zip(items, actions, strict=True):
-        abuse = item.output.abuse_prob if item.output is not None else None
-        final, why = abuse_decide(action, abuse, abuse_thresholds(item.post.source))
-        if why:
-            item.extra["abuse"] = why
-        out.append(final)
-    return out
-
-
-def _campaign_rule(items: Sequence[_Item], actions: Sequence[Action]) -> list[Action]:
-    """The actions as a campaign decided by a moderator changes them
-    (scoring.services.campaigns.campaign_action); each change is audited."""
-    decided: list[Action] = []
-    now = timezone.now()
-    for item, action in zip(items, actions, strict=True):
-        final, why = campaign_action(post=item.post, action=action, now=now)
-        if why:
-            item.extra["campaign"] = why
-            audit_record(
-                actor=None,
-                action="campaign.member_decided",
-                target=item.post,
-                before={"action": str(action)},
-                after={"action": str(final), "campaign_id": item.post.campaign_id, "reason": why},
-            )
-        decided.append(final)
-    return decided
-
-
-def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_ms: float, routing_reason: str) -> Score:
-    out = item.output
+def _score_row(decision: Decision, *, policy: DecisionPolicy, latency_ms: float) -> Score:
+    item, out = decision.item, decision.item.output
+    assert decision.action is not None  # a scored decision has its action
+    extra = dict(item.extra)
+    # Kept in the Score's features: the evidence page shows them.
+    if decision.enforcement:
+        extra["enforcement"] = decision.enforcement
+    if decision.abuse:
+        extra["abuse"] = decision.abuse
+    if decision.campaign:
+        extra["campaign"] = decision.campaign
     return Score(
         post_id=item.post.id,
         model_set=item.model_set,
@@ -301,19 +182,18 @@ def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_m
         preview_score=out.preview_prob if out else None,
         link_score=out.link_prob if out else None,
         behaviour_score=out.behaviour_prob if out else None,
-        final_score=_final(item),
+        final_score=item.final_score,
         abuse_score=out.abuse_prob if out else None,
-        action=action,
+        action=decision.action,
         short_circuit_reason=(item.reason or "")[:255],
-        # Only where it decided: a removed post was not routed, a queued one may have been.
-        routing_reason=routing_reason[:255] if action == Action.QUEUE else "",
+        routing_reason=decision.routing_reason[:255],
         policy=None if item.reason is not None else policy,
         features={
             "link": item.features.link,
             "behaviour": item.features.behaviour,
             # The evidence page shows it; >= 1 is unfamiliar (scoring.services.policy).
             **({"unfamiliarity": round(out.unfamiliarity, 4)} if out and out.unfamiliarity is not None else {}),
-            **item.extra,
+            **extra,
             **({"campaign_id": item.post.campaign_id} if item.post.campaign_id else {}),
         },
         contributions=dict(out.contributions) if out else {},
@@ -322,14 +202,16 @@ def _score_row(item: _Item, *, action: Action, policy: DecisionPolicy, latency_m
     )
 
 
-def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: float) -> list[ScoreResult]:
-    """The write transaction. Query count is fixed for any batch size."""
-    results: list[ScoreResult] = []
+def settle(items: Sequence[Item], *, allowed_from: frozenset[str], started: float) -> list[ScoreResult]:
+    """Decide and write a pass's items in one transaction: lock the posts (id order), load the
+    policy (and, for a re-score, the Score keys written), decide (pure: decide.decide), persist
+    the decisions. The worker's batches, the inline check and re-scores all end here. The query
+    count is fixed for any batch size."""
     now = timezone.now()
     with transaction.atomic():
         policy = policy_active()
         ids = [i.post.id for i in items]
-        fresh = posts_lock_for_scoring(post_ids=ids)
+        rows = posts_lock_for_scoring(post_ids=ids)
         # A post still in `received` has no Score: the one transaction that writes a post's first
         # Score also moves it out of `received`, and the row lock above orders us after it. So
         # only a re-score needs to look (the unique key on Score stays the backstop).
@@ -338,75 +220,96 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
             if allowed_from == INITIAL_FROM
             else set(Score.objects.filter(post_id__in=ids).values_list("post_id", "model_set", "revision").order_by())
         )
-        scores: list[Score] = []
-        changed: list[Post] = []
-        removed_now: list[Post] = []
-        to_score: list[tuple[_Item, str, int]] = []  # item, current status, report count
-        for item in items:
-            post = item.post
-            row = fresh.get(post.id)
-            if row is None or row["status"] not in allowed_from:
-                results.append(ScoreResult(post_id=post.id, status=row["status"] if row else "", skipped="not_pending"))
-                continue
-            current = row["status"]
-            if item.model_error:
-                # Fail towards a human: queue it without a score rather than retry forever.
-                post.status, post.status_changed_at, post.scored_at = PostStatus.QUEUED, now, now
-                post.model_version = MODEL_ERROR_VERSION
-                changed.append(post)
-                results.append(ScoreResult(post_id=post.id, status=post.status, skipped="model_error"))
-                logger.error("scoring.model_error post_id=%s error=%s", post.id, item.model_error)
-                continue
-            if (post.id, item.model_set, item.revision) in existing:
-                results.append(ScoreResult(post_id=post.id, status=current, skipped="already_scored"))
-                continue
-            report_count = max(int(row["report_count"]), int(item.features.behaviour["report_count"]))
-            to_score.append((item, current, report_count))
-        scored_items = [i for i, _, _ in to_score]
-        language = [language_routing_reason(i.post) for i in scored_items]
-        unfamiliar = [
-            familiarity_routing_reason(i.post, i.output.unfamiliarity if i.output else None) for i in scored_items
-        ]
-        routing = ["; ".join(r for r in pair if r) for pair in zip(language, unfamiliar, strict=True)]
-        reports = [r for _, _, r in to_score]
-        actions: list[Action] = []
-        if to_score:
-            decided = _actions(scored_items, policy, reports, language, unfamiliar)
-            actions = _campaign_rule(scored_items, _abuse(scored_items, _enforce(scored_items, decided)))
-        # A campaign's hold is the reason the post waits for a human, like a language routing.
-        routing = [r or str(i.extra.get("campaign", "")) for i, r in zip(scored_items, routing, strict=True)]
-        for (item, current, _), action, reason in zip(to_score, actions, routing, strict=True):
-            post = item.post
-            latency_ms = (time.perf_counter() - started) * 1000.0
-            reason = reason or str(item.extra.get("abuse", ""))
-            score = _score_row(item, action=action, policy=policy, latency_ms=latency_ms, routing_reason=reason)
-            scores.append(score)
-            target = ACTION_STATUS[action]
-            if target != current and target in POST_TRANSITIONS[current]:
-                if target == PostStatus.AUTO_REMOVED:
-                    removed_now.append(post)
-                post.status, post.status_changed_at = target, now
-            else:
-                post.status = current
-            post.final_score = score.final_score
-            post.abuse_score = score.abuse_score
-            post.model_version = item.model_set[:120]
-            post.scored_at = now
+        _campaigns_join(items)
+        decisions = decide(items, policy, now, rows=rows, allowed_from=allowed_from, existing=existing)
+        results = persist(decisions, policy=policy, now=now, started=started)
+    _report(results, started=started)
+    return results
+
+
+def persist(
+    decisions: Sequence[Decision], *, policy: DecisionPolicy, now: datetime, started: float
+) -> list[ScoreResult]:
+    """Write what `decisions` say, inside the caller's transaction, and nothing else: the Score
+    rows, the posts' status and score fields, the queue priority of queued posts, the spam
+    counters of posts removed now, and the webhook rows of the posts scored."""
+    results: list[ScoreResult] = []
+    scores: list[Score] = []
+    changed: list[Post] = []
+    removed_now: list[Post] = []
+    for decision in decisions:
+        item, post = decision.item, decision.item.post
+        if decision.skipped == MODEL_ERROR:
+            post.status, post.status_changed_at, post.scored_at = decision.status, now, now
+            post.model_version = MODEL_ERROR_VERSION
             changed.append(post)
-            results.append(
-                ScoreResult(post_id=post.id, status=post.status, action=action, final_score=score.final_score)
-            )
-        insert_rows(scores)  # Score.objects.bulk_create, all rows as one JSON parameter
-        by_post = {s.post_id: s for s in scores}
-        for r in results:
-            if r.post_id in by_post:
-                r.score = by_post[r.post_id]
-                r.score_id = r.score.pk
-        posts_score_fields_write(posts=changed, fields=POST_SCORE_FIELDS)
-        # The queue's priority follows the new score: one UPDATE for the batch.
-        posts_priority_refresh(post_ids=[p.id for p in changed if p.status == PostStatus.QUEUED])
-        spam_counters_add(posts=removed_now)
-        webhooks_enqueue_for_posts(p for p in changed if p.id in by_post)
+            logger.error("scoring.model_error post_id=%s error=%s", post.id, item.model_error)
+        if not decision.scored:
+            results.append(ScoreResult(post_id=post.id, status=decision.status, skipped=decision.skipped))
+            continue
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        score = _score_row(decision, policy=policy, latency_ms=latency_ms)
+        scores.append(score)
+        if decision.removed_now:
+            removed_now.append(post)
+        post.status = decision.status
+        if decision.status_changed:
+            post.status_changed_at = now
+        post.final_score = score.final_score
+        post.abuse_score = score.abuse_score
+        post.model_version = item.model_set[:120]
+        post.scored_at = now
+        changed.append(post)
+        if decision.campaign:
+            _campaign_audit(decision)
+        results.append(
+            ScoreResult(post_id=post.id, status=post.status, action=decision.action, final_score=score.final_score)
+        )
+    insert_rows(scores)  # Score.objects.bulk_create, all rows as one JSON parameter
+    by_post = {s.post_id: s for s in scores}
+    for r in results:
+        if r.post_id in by_post:
+            r.score = by_post[r.post_id]
+            r.score_id = r.score.pk
+    posts_score_fields_write(posts=changed, fields=POST_SCORE_FIELDS)
+    # The queue's priority follows the new score: one UPDATE for the batch.
+    posts_priority_refresh(post_ids=[p.id for p in changed if p.status == PostStatus.QUEUED])
+    spam_counters_add(posts=removed_now)
+    webhooks_enqueue_for_posts(p for p in changed if p.id in by_post)
+    return results
+
+
+def _campaigns_join(items: Sequence[Item]) -> None:
+    """Cache each post's campaign on it (one query for the pass), so decide reads it without a
+    query: campaigns_detect caches the ones it found, a post already in one has only its id."""
+    missing = {i.post.campaign_id for i in items if i.post.campaign_id is not None and not _campaign_cached(i.post)}
+    if not missing:
+        return
+    campaigns = Campaign.objects.in_bulk(sorted(missing))
+    for item in items:
+        campaign = campaigns.get(item.post.campaign_id) if item.post.campaign_id is not None else None
+        if campaign is not None and not _campaign_cached(item.post):
+            item.post.campaign = campaign
+
+
+def _campaign_cached(post: Post) -> bool:
+    return Post.campaign.is_cached(post)
+
+
+def _campaign_audit(decision: Decision) -> None:
+    """The audit row of a campaign member whose action the decided campaign changed."""
+    post, action = decision.item.post, decision.action
+    audit_record(
+        actor=None,
+        action="campaign.member_decided",
+        target=post,
+        before={"action": decision.campaign_before},
+        after={"action": str(action), "campaign_id": post.campaign_id, "reason": decision.campaign},
+    )
+
+
+def _report(results: Sequence[ScoreResult], *, started: float) -> None:
+    """Metrics and the log lines of a pass, after its commit."""
     # One INFO line per batch; the per-post line is DEBUG: formatting and writing 32 lines per
     # batch was 4 % of the worker's CPU (py-spy), for a trail the Score rows keep anyway.
     written = [r for r in results if r.score_id is not None]
@@ -433,4 +336,3 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
                 r.status,
                 r.final_score or 0.0,
             )
-    return results

@@ -1,5 +1,5 @@
-"""Block lists decide before any model runs (a link whose domain is already banned decides the
-post at once: stop there).
+"""Block lists decide before any model runs: a post whose link's domain or IP is blocked is
+removed without a model call (docs/design.md, "Block lists decide before any model").
 
 Two scopes decide: the global lists (Domain/IpAddress.status, set by moderators) and the
 post's OWN source's blocks (SourceBlock), which scoring.features.extract reads in the same

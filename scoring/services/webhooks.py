@@ -21,7 +21,7 @@ target, the action, the reason code and note and the expiry) and `appeal.decided
 upheld or overturned). Both are signed and delivered the same way (webhook_enqueue_event).
 
 Delivery never blocks scoring: rows are written in the scoring transaction, the HTTP POST
-happens in the deliver_webhook task after commit, with short timeouts and backoff.
+happens in the deliver_webhook task (defined at the end of this module) after commit, with short timeouts and backoff.
 
 Every attempt checks the callback URL again (core.webhook_targets: https, public addresses
 only) and connects to the very address it checked, so a DNS answer that changed since (DNS
@@ -41,12 +41,12 @@ from typing import Any
 
 import certifi
 import urllib3
+from celery import shared_task
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from core.metrics import WEBHOOK_FAILURES
-from core.tasks import task_named
 from core.webhook_targets import UnsafeWebhookTarget, WebhookTarget, webhook_target
 from moderation.models import BulkAction, Decision, Post, PostStatus, Source
 from scoring.models import WebhookDelivery
@@ -231,7 +231,7 @@ def _deliver_on_commit(delivery_ids: list[int]) -> None:
     def send() -> None:
         for delivery_id in delivery_ids:
             try:
-                task_named("scoring.deliver_webhook").delay(delivery_id)
+                deliver_webhook.delay(delivery_id)
             except Exception:  # broker down: the row stays pending; the sweeper re-sends
                 logger.warning("scoring.webhook_enqueue_failed delivery_id=%s", delivery_id, exc_info=True)
 
@@ -341,3 +341,20 @@ def _post(target: WebhookTarget, *, body: bytes, headers: dict[str, str]) -> int
         )
         response.close()
         return int(response.status)
+
+
+@shared_task(
+    name="scoring.deliver_webhook",
+    autoretry_for=(WebhookDeliveryFailed, OperationalError, InterfaceError),
+    retry_backoff=settings.SCORING_RETRY_BACKOFF_S,
+    retry_backoff_max=settings.WEBHOOK_RETRY_BACKOFF_MAX,
+    retry_jitter=True,
+    max_retries=settings.WEBHOOK_MAX_ATTEMPTS,
+    acks_late=True,
+    soft_time_limit=30,
+    time_limit=40,
+)
+def deliver_webhook(delivery_id: int) -> None:
+    """Send one delivery (webhook_deliver). Beside the code that publishes it (enqueue on
+    commit), so the publish is a typed reference; scoring.tasks exports it."""
+    webhook_deliver(delivery_id=delivery_id)

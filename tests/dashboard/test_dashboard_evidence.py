@@ -42,10 +42,14 @@ def test_contributions_carry_the_value_the_panels_show(scored_then_decided):
 
 def test_the_page_shows_values_direction_one_scale_and_hides_internals(mod_client, scored_then_decided):
     html = mod_client.get(reverse("dashboard:post_detail", args=[scored_then_decided.pk])).content.decode()
-    row = re.search(r'<tr data-contrib="ip_spam_rate">.*?</tr>', html, re.S).group(0)
+    found = re.search(r'<tr data-contrib="ip_spam_rate">.*?</tr>', html, re.S)
+    assert found is not None
+    row = found.group(0)
     assert '<td class="contrib-fv" data-feature-value>0.00</td>' in row
     assert "-0.99" in row and "towards not spam" in row
-    scored = re.search(r"data-ip-scored>(.*?)</span></span>", html, re.S).group(1)
+    found = re.search(r"data-ip-scored>(.*?)</span></span>", html, re.S)
+    assert found is not None
+    scored = found.group(1)
     assert "2 posts" in scored and "0.00" in scored  # what the model saw, beside ...
     assert "data-ip-now>5 / 3<" in html  # ... the live counters, labelled as now
     assert html.count("log-odds") == 1  # the scale, stated once

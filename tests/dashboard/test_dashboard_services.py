@@ -82,7 +82,8 @@ def test_claims_keep_items_listed_for_others_and_expire(moderator):
     assert list(queue_queryset(filters=QueueFilters())) == [post]
     state = post_claim_state(post=post, user=other)
     assert state is not None and state.holder == moderator and not state.mine
-    assert post_claim_state(post=post, user=moderator).mine
+    mine = post_claim_state(post=post, user=moderator)
+    assert mine is not None and mine.mine
     type(post).objects.filter(pk=post.pk).update(claimed_until=timezone.now() - timedelta(seconds=1))
     assert claim_post(post=post, user=other)
     claim_release(post=post, user=other)

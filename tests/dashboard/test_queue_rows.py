@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from dashboard.queue_rows import render_queue_rows
 from dashboard.selectors.queue import QueueFilters, queue_page
+from dashboard.selectors.thresholds import live_thresholds
 from moderation.models import Post, PostStatus
-from moderation.selectors.thresholds import live_thresholds
 from moderation.services.decisions import post_version
 from tests.dashboard.dashboard_factories import AuthorFactory, DomainFactory, LinkFactory, PostFactory, ScoreFactory
 from tests.dashboard.dashboard_fixtures import *  # noqa: F403

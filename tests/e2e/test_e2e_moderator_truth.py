@@ -94,6 +94,7 @@ def test_reading_claims_nothing_and_a_claim_is_shown_not_hidden(page, live_serve
     UserFactory(username="zed", role="moderator")
     queued = Post.objects.filter(status=PostStatus.QUEUED).order_by("-priority", "id")
     top = queued.first()
+    assert top is not None
     login(page, live_server, "mia")
     page.goto(f"{live_server.url}/dashboard/posts/{top.pk}/")
     assert Post.objects.get(pk=top.pk).claimed_by is None  # reading the evidence claims nothing

@@ -78,14 +78,14 @@ def test_database_down_on_reads_answers_503(dead_database: None):
 @pytest.mark.django_db
 @pytest.mark.parametrize("error", [OperationalError("server closed the connection"), InterfaceError("closed")])
 def test_database_error_mid_request_answers_503(api: ApiCaller, error: Exception):
-    with mock.patch("moderation.api.views.post_ingest", side_effect=error):
+    with mock.patch("api.views.post_ingest", side_effect=error):
         response = api.post("/api/v1/posts", post_payload())
     assert_unavailable(response)
 
 
 @pytest.mark.django_db
 def test_cache_down_mid_request_answers_503(api: ApiCaller):
-    with mock.patch("moderation.api.views.post_ingest", side_effect=redis.ConnectionError("refused")):
+    with mock.patch("api.views.post_ingest", side_effect=redis.ConnectionError("refused")):
         response = api.post("/api/v1/posts", post_payload())
     assert_unavailable(response)
 
@@ -101,7 +101,7 @@ def test_throttle_fails_open_when_redis_is_down(api: ApiCaller, dead_cache: None
 @pytest.mark.django_db
 def test_throttle_still_limits_when_redis_is_up(api: ApiCaller, settings: Any):
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"api_key": "2/min"}}
-    from moderation.api.throttling import ApiKeyRateThrottle
+    from api.throttling import ApiKeyRateThrottle
 
     with mock.patch.object(ApiKeyRateThrottle, "THROTTLE_RATES", {"api_key": "2/min"}):
         codes = [api.post("/api/v1/posts", post_payload(external_id=f"p-{i}")).status_code for i in range(3)]

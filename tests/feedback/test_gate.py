@@ -68,10 +68,12 @@ def repository(settings: Any, tmp_path: Path, monkeypatch: Any) -> Path:
     publish(artifacts, repository=repo)
     settings.TRITON_MODEL_REPOSITORY = repo
     loaded: list[str] = []
-    monkeypatch.setattr(
-        "feedback.services.promotion.load_everywhere",
-        lambda models, expected=None: loaded.extend(models) or [],
-    )
+
+    def load_everywhere(models: list[str], expected: dict[str, int] | None = None) -> list[str]:
+        loaded.extend(models)
+        return []
+
+    monkeypatch.setattr("feedback.services.promotion.load_everywhere", load_everywhere)
     registry_sync()
     return repo
 

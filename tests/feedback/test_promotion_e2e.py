@@ -24,7 +24,7 @@ from feedback.services.training import training_run_execute
 from moderation.models import AuditLog
 from scoring.models import Score
 from scoring.services.scoring import score_posts
-from scoring.triton_client import TritonScoringClient, get_client, reset_clients
+from scoring.serving import TritonScoringClient, get_client, reset_clients
 from tests.feedback.conftest import make_post
 from tests.feedback.test_training import label_posts
 from tests.fixtures.triton import start_tiny_triton

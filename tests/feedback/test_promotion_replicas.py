@@ -16,7 +16,7 @@ from feedback.models import DatasetVersion, ModelVersion, RunStatus, TrainingRun
 from feedback.services.promotion import PromotionFailed, promote_run, registry_sync, rollback_to, served_version
 from modelops import triton_server as server_control
 from modelops.tiny import cached_tiny_artifacts
-from scoring.triton_client import TritonScoringClient, reset_clients
+from scoring.serving import TritonScoringClient, reset_clients
 from tests.fixtures.triton import TritonTestServer, free_ports, start_tiny_triton
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -51,6 +51,7 @@ def both(settings: Any, replicas: tuple[TritonTestServer, str]) -> Iterator[list
     settings.TRITON_HTTP_PORT = first.config.http_port
     settings.TRITON_METRICS_PORT = first.config.metrics_port
     settings.TRITON_MODEL_REPOSITORY = first.repository
+    settings.TRITON_STANDALONE_MODELS = True  # the tiny servers load the trees standalone too
     reset_clients()
     yield [first.grpc_url, second_url]
     reset_clients()

@@ -228,9 +228,11 @@ def test_inline_check_and_worker_do_not_race_and_a_dead_check_loses_nothing(api,
     # task exists. The sweeper (beat runs it every minute; here every poll) leaves it alone
     # while the short hold lasts, then enqueues it, and the worker scores it.
     from moderation.services.ingest import post_ingest
+    from scoring.api import prepublish_hold
     from scoring.tasks import sweep_stuck_posts
 
-    post, created = post_ingest(source=api.source, payload=payload(4), inline_budget_ms=50)
+    with prepublish_hold(budget_ms=50):
+        post, created = post_ingest(source=api.source, payload=payload(4))
     assert created and post.status == PostStatus.RECEIVED
     time.sleep(1)
     assert sweep_stuck_posts() == 0  # still held (a live check may yet decide it): not enqueued
@@ -246,7 +248,7 @@ def test_inline_check_and_worker_do_not_race_and_a_dead_check_loses_nothing(api,
 
 def test_posts_whose_enqueue_was_lost_are_swept_and_scored(api, worker, monkeypatch):
     # The broker was down at ingest: the post is stored, its task never published.
-    monkeypatch.setattr("moderation.services.ingest.score_enqueue", lambda *, post_id: None)
+    monkeypatch.setattr("scoring.receivers.score_kick", lambda: None)
     ids = ingest(api, 3)
     assert Post.objects.filter(id__in=ids, status=PostStatus.RECEIVED).count() == 3
     from scoring.tasks import sweep_stuck_posts

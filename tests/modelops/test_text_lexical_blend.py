@@ -24,7 +24,7 @@ from modelops.text.baseline import LEXICAL_FILE, blend, load_lexical, save_lexic
 from modelops.text.data import load_sms_splits
 from modelops.text.inference import OnnxTextClassifier, softmax_spam
 from modelops.tiny import cached_tiny_artifacts
-from scoring.triton_client import ScoringInput
+from scoring.serving import ScoringInput
 from tests.fixtures.triton import TritonTestServer, start_tiny_triton
 
 TEXTS = [

@@ -15,7 +15,7 @@ import pytest
 from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from modelops import model_repository
 from modelops.text.inference import OnnxTextClassifier, text_windows
-from scoring.triton_client import ScoringInput
+from scoring.serving import ScoringInput
 
 CLS, SEP = 101, 102
 

@@ -15,7 +15,7 @@ from django.core.management import call_command
 from contracts.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
 from modelops import model_repository
 from modelops.tiny import cached_tiny_artifacts
-from scoring.triton_client import (
+from scoring.serving import (
     ScoringInput,
     TritonError,
     TritonScoringClient,
@@ -198,7 +198,7 @@ def test_new_version_loads_without_restart_then_rolls_back(tmp_path: Path, setti
         settings.TRITON_GRPC_PORT = server.config.grpc_port
         settings.TRITON_METRICS_PORT = server.config.metrics_port
         settings.TRITON_URL = server.grpc_url
-        from scoring.triton_client import reset_clients
+        from scoring.serving import reset_clients
 
         reset_clients()
         client = server.client()
@@ -296,7 +296,7 @@ def test_tokenizer_model_matches_the_hugging_face_tokenizer(triton_server):
 
 
 def test_http_setting_switches_to_the_http_port(triton_settings):
-    from scoring.triton_client import reset_clients
+    from scoring.serving import reset_clients
 
     triton_settings.TRITON_PROTOCOL = "http"
     reset_clients()

@@ -1,6 +1,6 @@
 """The post validator's fast path (single posts and batch items) returns exactly what
 PostInputSerializer returns, and leaves every post the serializer rejects to the serializer
-(moderation.api.post_input)."""
+(api.post_input)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from rest_framework.exceptions import ValidationError
 
-from moderation.api.post_input import FAST_PATH_COMPLETE, PostInputValidator, _Unsure
-from moderation.api.serializers import PostInputSerializer
+from api.post_input import FAST_PATH_COMPLETE, PostInputValidator, _Unsure
+from api.serializers import PostInputSerializer
 
 NOW = datetime.now(UTC)
 
@@ -130,14 +130,14 @@ def test_anything_doubtful_goes_to_the_serializer(path: tuple[str, ...], value: 
 
 def test_fast_path_knows_every_field_the_serializer_declares() -> None:
     # A field added to PostInputSerializer (or its nested author, preview, journey step) turns
-    # the fast path off until moderation.api.post_input validates it too.
+    # the fast path off until api.post_input validates it too.
     assert FAST_PATH_COMPLETE
 
 
 def test_without_the_fast_path_the_serializer_validates(monkeypatch: pytest.MonkeyPatch) -> None:
     item = base_item()
     fast = PostInputValidator().validate(item)
-    monkeypatch.setattr("moderation.api.post_input.FAST_PATH_COMPLETE", False)
+    monkeypatch.setattr("api.post_input.FAST_PATH_COMPLETE", False)
     monkeypatch.setattr(PostInputValidator, "_fast", lambda self, item: pytest.fail("fast path used"))
     assert PostInputValidator().validate(item) == fast
 

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from moderation.api.throttling import ApiKeyRateThrottle
+from api.throttling import ApiKeyRateThrottle
 from moderation.models import AuditLog, Author, Domain, IpAddress, ListStatus, Post, Report, SourceBlock
 from tests.factories import DomainFactory, IpAddressFactory
 from tests.moderation.api_helpers import ApiCaller, post_payload

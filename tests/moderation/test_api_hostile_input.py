@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from moderation.api.errors import ECHO_MAX_CHARS, FIELD_ERRORS_MAX
+from api.errors import ECHO_MAX_CHARS, FIELD_ERRORS_MAX
 from moderation.models import Post
 from tests.moderation.api_helpers import ApiCaller, post_payload
 

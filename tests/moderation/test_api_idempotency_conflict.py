@@ -52,7 +52,7 @@ def test_an_identical_resend_answers_200_and_the_same_instant_in_another_offset_
 
 
 def test_the_hash_is_deterministic_and_stored() -> None:
-    from moderation.api.serializers import PostInputSerializer
+    from api.serializers import PostInputSerializer
 
     serializer = PostInputSerializer(data=post_payload())
     assert serializer.is_valid(), serializer.errors

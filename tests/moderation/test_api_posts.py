@@ -185,12 +185,13 @@ def test_unreachable_broker_still_returns_201(api: ApiCaller, dead_broker, djang
     elapsed = time.monotonic() - started
     assert response.status_code == 201
     assert Post.objects.filter(external_id="p-1", status="received").exists()
-    assert "moderation.score_enqueue_failed" in caplog.text
+    assert "scoring.score_enqueue_failed" in caplog.text
     assert elapsed < 10, f"a dead broker held the request for {elapsed:.1f}s"
 
 
 def test_wait_ms_without_a_model_server_answers_202(api: ApiCaller):
-    """No Triton in this test: the real inline scorer gives up within the budget."""
+    """No Triton in this test (its settings point at the session's closed port,
+    tests/conftest.py no_model_server): the real inline scorer gives up within the budget."""
     response = api.post("/api/v1/posts?wait_ms=50", post_payload())
     assert response.status_code == 202
     assert response.json()["status"] == "received" and response.json()["score"] is None
@@ -296,7 +297,7 @@ def test_batch_query_count_is_small(api: ApiCaller, django_assert_max_num_querie
 
 
 def _validated(payload: dict) -> dict:
-    from moderation.api.serializers import PostInputSerializer
+    from api.serializers import PostInputSerializer
 
     serializer = PostInputSerializer(data=payload)
     serializer.is_valid(raise_exception=True)

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from moderation.api.fields import LIST_ERRORS_MAX
-from moderation.api.serializers import JourneyStepInputSerializer
+from api.fields import LIST_ERRORS_MAX
+from api.serializers import JourneyStepInputSerializer
 from moderation.models import Post
 from tests.moderation.api_helpers import ApiCaller, iso, post_payload
 

@@ -158,7 +158,7 @@ def test_post_ingest_survives_broker_outage(django_capture_on_commit_callbacks, 
         post, created = post_ingest(source=SourceFactory(), payload=payload("p-1"))
         post_ingest(source=post.source, payload=payload("p-2"))
     assert created and Post.objects.filter(pk=post.pk, status="received").exists()
-    assert "moderation.score_enqueue_failed" in caplog.text
+    assert "scoring.score_enqueue_failed" in caplog.text
     assert delay.call_count == 2  # a failed publish leaves no mark: the next post tries again
 
 
@@ -179,7 +179,7 @@ def test_after_a_failed_publish_ingest_does_not_wait_on_the_broker_for_a_while(
             post_ingest(source=source, payload=payload(f"p-{i}"))
         posts_ingest_batch(source=source, payloads=[payload("b-1"), payload("b-2")])
     assert delay.call_count == 1
-    assert caplog.text.count("moderation.score_enqueue_skipped") == 3  # two posts and one batch message
+    assert caplog.text.count("scoring.score_enqueue_skipped") == 3  # two posts and one batch message
     assert Post.objects.filter(source=source, status="received").count() == 5
     redis_breaker.reset()  # the window is over
     with mock.patch("scoring.tasks.score_batch.delay") as delay, django_capture_on_commit_callbacks(execute=True):

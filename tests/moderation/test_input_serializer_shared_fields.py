@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from moderation.api.serializers import PostInputSerializer
+from api.serializers import PostInputSerializer
 from tests.moderation.api_helpers import post_payload
 
 

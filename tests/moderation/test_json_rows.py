@@ -141,7 +141,7 @@ def test_the_per_field_shortcut_sends_what_the_fields_would(monkeypatch) -> None
     ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # Django's warning for the naive value below
-        posts.append(Post(source=author.source, author=author, external_id="n", created_at=datetime(2026, 1, 1)))
+        posts.append(Post(source=author.source, author=author, external_id="n", created_at=datetime(2026, 1, 1)))  # noqa: DTZ001
         fields = column_fields(Post)
         assert _as_json_values(json.loads(rows_json(posts, fields))) == _as_json_values(_reference(posts, fields))
 

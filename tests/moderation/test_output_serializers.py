@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from rest_framework import serializers
 
-from moderation.api.serializers import PostIngestOutputSerializer, PostOutputSerializer, ScoreOutputSerializer
+from api.serializers import PostIngestOutputSerializer, PostOutputSerializer, ScoreOutputSerializer
 from moderation.models import PostStatus
 from tests.factories import PostFactory, ScoreFactory
 

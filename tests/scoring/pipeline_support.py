@@ -10,9 +10,9 @@ from typing import Any
 from django.utils import timezone
 
 from contracts.feature_schema import BEHAVIOUR_FEATURES, FUSION_FEATURES, LINK_FEATURES
+from contracts.triton import ALL_MODELS
 from moderation.models import Author, Domain, IpAddress, Link, Post, Source
 from scoring.services.inference import ScoringInput, ScoringOutput, TritonUnavailable
-from scoring.triton_client import ALL_MODELS
 
 _seq = itertools.count(1)
 
@@ -132,7 +132,8 @@ def break_scoring_of(monkeypatch: Any, post_id: int) -> None:
     """Scoring raises for this one post (a corrupt row), inside its batch's work."""
     from scoring.services import scoring as scoring_service
 
-    real = scoring_service.short_circuit_reason
+    # Patched where prepare looks it up; scoring does not export it.
+    real = scoring_service.short_circuit_reason  # type: ignore[attr-defined]
 
     def explode(post: Any, *args: Any) -> Any:
         if post.id == post_id:

@@ -11,7 +11,8 @@ from scoring.models import Score
 from scoring.services.batching import PostClaimed, score_batch
 from scoring.services.inference import TritonUnavailable
 from scoring.services.inline import score_inline
-from scoring.workqueue import claim_key, claim_post, claim_posts, done_key, posts_done, release_posts, stuck_post_ids
+from scoring.sweeper import stuck_post_ids
+from scoring.workqueue import claim_key, claim_post, claim_posts, done_key, posts_done, release_posts
 from tests.scoring.pipeline_support import FakeClient, break_scoring_of, down_client, make_post
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("clean_cache")]
@@ -259,7 +260,7 @@ def test_a_post_that_breaks_its_batch_does_not_block_the_others(monkeypatch):
 
 
 def test_the_sweeper_requeues_a_stuck_post_once_per_ttl():
-    from scoring.workqueue import posts_to_requeue
+    from scoring.sweeper import posts_to_requeue
 
     stuck = make_post(text="hi", received_at=timezone.now() - timedelta(minutes=10))
     assert posts_to_requeue(older_than_s=300) == [stuck.id]

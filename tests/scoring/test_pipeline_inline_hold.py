@@ -15,6 +15,7 @@ from django.core.cache import cache
 from moderation.models import PostStatus
 from moderation.services.ingest import post_ingest
 from scoring import tasks
+from scoring.api import prepublish_hold
 from scoring.models import Score
 from scoring.services.batching import PostClaimed, score_batch
 from scoring.services.inline import score_inline
@@ -52,7 +53,11 @@ def payload(n: int) -> dict[str, Any]:
 def _ingest(n: int, budget_ms: int | None, capture) -> Any:
     source = make_source()
     with capture(execute=True):
-        post, created = post_ingest(source=source, payload=payload(n), inline_budget_ms=budget_ms)
+        if budget_ms is None:
+            post, created = post_ingest(source=source, payload=payload(n))
+        else:
+            with prepublish_hold(budget_ms=budget_ms):
+                post, created = post_ingest(source=source, payload=payload(n))
     assert created
     return post
 

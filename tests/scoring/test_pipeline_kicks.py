@@ -10,6 +10,7 @@ from django.core.cache import cache
 from moderation.models import Post, PostStatus
 from scoring import tasks, workqueue
 from scoring.models import Score
+from scoring.services import batching
 from scoring.services.batching import score_batch
 from scoring.services.inference import TritonUnavailable
 from scoring.workqueue import POISON_PREFIX, claim_post
@@ -31,11 +32,11 @@ def published(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_a_kick_is_published_once_until_its_task_takes_it(published):
-    assert workqueue.score_kick() is True
-    assert workqueue.score_kick() is False  # pending: the coming task will see these posts
+    assert batching.score_kick() is True
+    assert batching.score_kick() is False  # pending: the coming task will see these posts
     assert published == ["kick"]
     workqueue.kick_taken()
-    assert workqueue.score_kick() is True
+    assert batching.score_kick() is True
     assert published == ["kick", "kick"]
 
 
@@ -45,7 +46,7 @@ def test_a_failed_publish_takes_the_mark_back(monkeypatch):
 
     monkeypatch.setattr(tasks.score_batch, "delay", broker_down)
     with pytest.raises(ConnectionError):
-        workqueue.score_kick()
+        batching.score_kick()
     assert cache.get(workqueue.kick_key()) is None  # so the next post tries again at once
 
 
@@ -53,14 +54,14 @@ def test_the_kicked_task_clears_the_mark_before_it_looks(published):
     """The ordering that makes a skipped publish safe: a post that saw the mark committed
     before the task's query, so the task scores it; a post after the task kicks again."""
     first = make_post(text="hi")
-    assert workqueue.score_kick() is True
+    assert batching.score_kick() is True
     covered = make_post(text="hi")  # ingested while the kick is pending: publishes nothing
-    assert workqueue.score_kick() is False
+    assert batching.score_kick() is False
     client = FakeClient()
     results = score_batch(client=client)
     assert {r.post_id for r in results} == {first.id, covered.id}
     assert not Post.objects.filter(status=PostStatus.RECEIVED).exists()
-    assert workqueue.score_kick() is True  # the mark went with the task
+    assert batching.score_kick() is True  # the mark went with the task
     assert published == ["kick", "kick"]
 
 

@@ -102,28 +102,28 @@ def test_the_batch_policy_is_the_live_policy():
 
 
 def test_the_scoring_batchs_actions_are_policy_decides():
-    """persist decides a whole batch in one policy_actions call (scoring._actions): per post it
+    """decide takes a whole batch's actions in one policy_actions call (policy_batch_actions): per post it
     is policy_decide on the final score, the reports and the strongest sub-score, and a
     short-circuited post is removed whatever its score."""
     import itertools
 
     from scoring.features.extract import PostFeatures
-    from scoring.services.scoring import _actions, _Item
-    from scoring.triton_client import ScoringOutput
+    from scoring.services.decide import Item, policy_batch_actions
+    from scoring.serving import ScoringOutput
 
     policy = DecisionPolicy(remove_threshold=0.9, approve_threshold=0.2, escalate_threshold=0.9)
     features = PostFeatures(link={}, behaviour={}, text="", preview_text="")
     grid = list(itertools.product([0.0, 0.19, 0.2, 0.5, 0.9], [0, 2], [None, 0.3, 0.95]))
     items = [
-        _Item(
-            post=None,  # type: ignore[arg-type]  # _actions reads the output only
+        Item(
+            post=None,  # type: ignore[arg-type]  # policy_batch_actions reads the output only
             features=features,
             output=ScoringOutput(text_prob=0.1, preview_prob=p, link_prob=0.1, behaviour_prob=0.1, final_prob=f),
         )
         for f, _, p in grid
     ]
-    blocked = _Item(post=None, features=features, reason="domain blocked")  # type: ignore[arg-type]  # as above
-    got = _actions([*items, blocked], policy, [r for _, r, _ in grid] + [0])
+    blocked = Item(post=None, features=features, reason="domain blocked")  # type: ignore[arg-type]  # as above
+    got = policy_batch_actions([*items, blocked], policy, [r for _, r, _ in grid] + [0])
     want = [
         policy_decide(policy=policy, final_score=f, report_count=r, sub_scores=(0.1, p, 0.1, 0.1)) for f, r, p in grid
     ]

@@ -17,7 +17,7 @@ import pytest
 from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from modelops import model_repository
 from modelops.tiny import cached_tiny_artifacts
-from scoring.triton_client import ScoringInput
+from scoring.serving import ScoringInput
 from tests.fixtures.triton import TritonTestServer, start_tiny_triton
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import pytest
 
-from scoring.triton_client import (
+from scoring.serving import (
     ScoringInput,
     TritonError,
     TritonScoringClient,
@@ -116,7 +116,7 @@ def test_get_client_one_server_or_a_pool(settings):
 def test_grpc_round_robin_over_a_dns_name(triton_settings, triton_server):
     """TRITON_GRPC_LB_POLICY=round_robin with a dns:/// URL (Kubernetes: a headless Service
     naming every Triton pod) scores through the real server."""
-    from scoring.triton_client import ScoringInput
+    from scoring.serving import ScoringInput
 
     triton_settings.TRITON_GRPC_LB_POLICY = "round_robin"
     triton_settings.TRITON_URL = f"dns:///127.0.0.1:{triton_server.config.grpc_port}"

@@ -122,14 +122,14 @@ class ScoreCache:
 
 def text_windows(ids, max_length, max_windows):
     """The model inputs of one tokenized text (special tokens included: ids[0] and ids[-1]),
-    each at most max_length tokens. A text that fits is one input, exactly as before. A longer
+    each at most max_length tokens. A text that fits is one input, as it is. A longer
     one is up to max_windows inputs of max_length tokens, the first at the head, the last at
     the tail and the others evenly between them (overlapping when max_windows exceeds what
     covers the text), each wrapped in the text's own first and last special tokens; the text
     scores the maximum of its windows. max_windows 1: the head only (plain truncation).
 
     The same function as modelops/text/inference.py's text_windows (this process cannot
-    import the project); tests/scoring/test_text_windows.py holds the two to each other."""
+    import the project); tests/modelops/test_text_windows.py holds the two to each other."""
     if len(ids) <= max_length:
         return [list(ids)]
     first, content, last = ids[0], ids[1:-1], ids[-1]

@@ -68,7 +68,7 @@ class Command(BaseCommand):
             self._load(list(published))
 
     def _load(self, models: list[str]) -> None:
-        from scoring.triton_client import TritonError, TritonUnavailable, get_client
+        from scoring.serving import TritonError, TritonUnavailable, get_client
         from scoring.triton_replicas import load_everywhere
 
         client = get_client()

@@ -59,7 +59,7 @@ def _require_versions(cfg: triton_server.ServerConfig) -> None:
 
 
 def _loaded_versions() -> dict[str, str] | str:
-    from scoring.triton_client import TritonError, TritonUnavailable, get_client
+    from scoring.serving import TritonError, TritonUnavailable, get_client
 
     try:
         return get_client().model_versions()

@@ -19,7 +19,7 @@ class UtcIsoDateTimeField(IsoDateTimeField):
         # absent (None) is no filter.
         if value == "":
             raise forms.ValidationError("Enter a date and time.", code="invalid")
-        parsed = super().to_python(value)
+        parsed: datetime | None = super().to_python(value)
         if parsed is None:
             return None
         try:

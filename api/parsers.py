@@ -18,7 +18,7 @@ from rest_framework import status
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import BaseParser
 
-from moderation.api.fields import unicode_problem
+from api.fields import unicode_problem
 
 # json.loads yields a lone surrogate or NUL only from a \u escape (raw ones are invalid UTF-8 or
 # invalid JSON), so only a body with such an escape is walked: the common body costs one scan.

@@ -17,8 +17,8 @@ from rest_framework.fields import SkipField
 from rest_framework.relations import PKOnlyObject
 from rest_framework.utils.serializer_helpers import BindingDict
 
-from moderation.api.errors import FIELD_ERRORS_MAX
-from moderation.api.fields import (
+from api.errors import FIELD_ERRORS_MAX
+from api.fields import (
     URL_MAX_CHARS,
     BoundedDateTimeField,
     BoundedIntegerField,
@@ -57,7 +57,7 @@ def _shared_fields(serializer_class: type[serializers.Serializer]) -> BindingDic
 
 # A JSON object with only the declared fields: a misspelt or unsupported field (say author.email
 # for author.email_domain) is an error naming it, not silently dropped. The OpenAPI schema says
-# so too (additionalProperties: false, moderation.api.schema). A comment, not a docstring:
+# so too (additionalProperties: false, api.schema). A comment, not a docstring:
 # drf-spectacular would publish an inherited docstring as every input component's description.
 class InputSerializer(serializers.Serializer):
     default_error_messages = {"unknown_field": "Unknown field."}
@@ -72,7 +72,7 @@ class InputSerializer(serializers.Serializer):
 
     def to_internal_value(self, data: Any) -> Any:
         # Only the first few unknown keys are named: a body of a million keys is one error list
-        # of bounded size, not a million entries (moderation.api.errors caps what is listed).
+        # of bounded size, not a million entries (api.errors caps what is listed).
         fields = self.fields
         unknown = (
             sorted(str(key) for key in islice((k for k in data if k not in fields), FIELD_ERRORS_MAX + 1))
@@ -207,7 +207,7 @@ class PostInputSerializer(InputSerializer):
     }
 )
 class BatchItemsField(serializers.ListField):
-    """The batch's items, each validated on its own (moderation.api.post_input)."""
+    """The batch's items, each validated on its own (api.post_input)."""
 
 
 class PostBatchInputSerializer(InputSerializer):

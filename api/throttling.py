@@ -14,7 +14,7 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
-from moderation.api.authentication import SourcePrincipal
+from api.authentication import SourcePrincipal
 
 logger = logging.getLogger(__name__)
 

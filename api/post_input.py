@@ -30,8 +30,8 @@ from typing import Any, NamedTuple
 from django.utils import timezone
 from rest_framework.exceptions import ValidationError
 
-from moderation.api.fields import FUTURE_SKEW, INT32_MAX
-from moderation.api.serializers import PostInputSerializer
+from api.fields import FUTURE_SKEW, INT32_MAX
+from api.serializers import PostInputSerializer
 
 # The spec: the serializer's (shared, stateless) field tree. Any: the limits below are attributes
 # of the concrete field classes, which the BindingDict's Field type does not name.

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from moderation.api import views
+from api import views
 
 urlpatterns = [
     path("posts", views.PostCreateView.as_view(), name="api-posts"),

@@ -1,4 +1,8 @@
-"""The ingest API. Views only parse, call one service or selector, and render."""
+"""The platform's API. Views only parse, call one service or selector, and render.
+
+This package sits above both the moderation workflow and the scoring path
+(docs/architecture.md): POST /api/v1/posts?wait_ms stores the post through moderation's ingest
+and then runs scoring's pre-publish check, the one request that needs both."""
 
 from __future__ import annotations
 
@@ -15,18 +19,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api import serializers as s
+from api.authentication import request_source
+from api.errors import fields_of, flatten_errors
+from api.fields import unicode_problem
+from api.filters import DomainFilter, IpFilter
+from api.pagination import IdCursorPagination
+from api.parsers import StrictJSONParser
+from api.post_input import PostInputValidator
+from api.selectors import post_get_for_source
 from core.errors import NotFound
-from moderation.api import serializers as s
-from moderation.api.authentication import request_source
-from moderation.api.errors import fields_of, flatten_errors
-from moderation.api.fields import unicode_problem
-from moderation.api.filters import DomainFilter, IpFilter
-from moderation.api.pagination import IdCursorPagination
-from moderation.api.parsers import StrictJSONParser
-from moderation.api.post_input import PostInputValidator
-from moderation.models import ApiScope, Author, BlockKind, Post, PostStatus, SourceBlock
+from moderation.models import ApiScope, Author, BlockKind, Post, PostStatus, Source, SourceBlock
 from moderation.selectors.blocklists import source_blocks
-from moderation.selectors.posts import post_get_for_source
 from moderation.services.appeals import appeal_submit
 from moderation.services.authors import author_upsert
 from moderation.services.blocklists import LIST_KINDS, source_block_add, source_block_remove
@@ -111,9 +115,21 @@ def clean_path_value(value: str, *, max_length: int = 255) -> str | None:
     return value
 
 
+def _ingest_checked(*, source: Source, payload: dict[str, Any], wait_ms: int | None) -> tuple[Post, bool, bool]:
+    """post_ingest, inside scoring's pre-publish hold when the caller waits (?wait_ms): then a
+    new post is held for the check before its commit and gets no task of its own. Returns
+    (post, created, held)."""
+    if wait_ms is None:
+        post, created = post_ingest(source=source, payload=payload)
+        return post, created, False
+    with scoring_api.prepublish_hold(budget_ms=wait_ms) as check:
+        post, created = post_ingest(source=source, payload=payload)
+    return post, created, check.holds(post.pk)
+
+
 def _score_within(post: Post, budget_ms: int, *, held: bool) -> Score | None:
     """The post's latest score if inline scoring answered within the budget, else None.
-    `held`: ingest held the new post for this check (post_ingest's inline_budget_ms)."""
+    `held`: the new post was held for this check (_ingest_checked)."""
     if post.status == PostStatus.RECEIVED:
         try:
             # The scorer brings `post` up to date with the score it returns.
@@ -184,11 +200,11 @@ class PostCreateView(JsonApiView):
         # The same validator as every batch item: one set of rules, one error shape.
         payload = PostInputValidator().validate(request.data)
         wait_ms = query.validated_data.get("wait_ms")
-        post, created = post_ingest(source=request_source(request), payload=payload, inline_budget_ms=wait_ms)
+        post, created, held = _ingest_checked(source=request_source(request), payload=payload, wait_ms=wait_ms)
         code: int = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         score = None
         if wait_ms is not None:
-            score = _score_within(post, wait_ms, held=created)
+            score = _score_within(post, wait_ms, held=held)
             if score is None:
                 code = status.HTTP_202_ACCEPTED
         return Response(s.PostIngestOutputSerializer(post, context={"score": score}).data, status=code)
@@ -247,7 +263,7 @@ class PostBatchView(JsonApiView):
         items: list[Any] = envelope.validated_data["posts"]
         results: list[dict[str, Any]] = [{} for _ in items]
         valid: list[tuple[int, dict[str, Any]]] = []
-        # One validator for every item, as for a single post (moderation.api.post_input).
+        # One validator for every item, as for a single post (api.post_input).
         validator = PostInputValidator()
         error_budget = BATCH_ERRORS_MAX
         for index, item in enumerate(items):

@@ -7,8 +7,8 @@ from typing import Any
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
-class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "moderation.api.authentication.ApiKeyAuthentication"
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+    target_class = "api.authentication.ApiKeyAuthentication"
     name = "ApiKeyAuth"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
@@ -22,7 +22,7 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
 
 def forbid_additional_properties(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """Postprocessing hook: request bodies are InputSerializers, which reject unknown fields
-    (moderation.api.serializers.InputSerializer); say so in every request component."""
+    (api.serializers.InputSerializer); say so in every request component."""
     for name, component in result.get("components", {}).get("schemas", {}).items():
         if name.endswith("Request") and component.get("type") == "object":
             component["additionalProperties"] = False

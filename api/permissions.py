@@ -5,7 +5,7 @@ from typing import Any
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from moderation.api.authentication import SourcePrincipal
+from api.authentication import SourcePrincipal
 
 
 class HasSourceApiKey(BasePermission):
