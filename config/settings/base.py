@@ -279,6 +279,49 @@ DASHBOARD_KEY_REASONS = {
 # A suspended author's new posts are never approved automatically: "queue" holds them for a
 # moderator, "remove" removes them. A source may choose otherwise (Source.suspended_author_posts).
 SUSPENDED_AUTHOR_POSTS = env.str("SUSPENDED_AUTHOR_POSTS", default="queue")
+# A warning's strike counts towards the escalation ladder for this many days.
+STRIKE_EXPIRY_DAYS = env.int("STRIKE_EXPIRY_DAYS", default=90)
+# Statements of reasons (moderation.services.statements; docs/statements-of-reasons.md): where
+# the restrictions apply (ISO 3166-1 alpha-2 codes; default the EEA), the terms of service the
+# statements cite, and the legal reference per policy category whose content is illegal in
+# itself (a category listed here gets the illegal-content ground, the others the terms).
+DSA_TERRITORIAL_SCOPE = env.list(
+    "DSA_TERRITORIAL_SCOPE",
+    default=[
+        "AT",
+        "BE",
+        "BG",
+        "CY",
+        "CZ",
+        "DE",
+        "DK",
+        "EE",
+        "ES",
+        "FI",
+        "FR",
+        "GR",
+        "HR",
+        "HU",
+        "IE",
+        "IS",
+        "IT",
+        "LI",
+        "LT",
+        "LU",
+        "LV",
+        "MT",
+        "NL",
+        "NO",
+        "PL",
+        "PT",
+        "RO",
+        "SE",
+        "SI",
+        "SK",
+    ],
+)
+DSA_TERMS_URL = env.str("DSA_TERMS_URL", default="")
+DSA_LEGAL_GROUNDS: dict[str, str] = env.dict("DSA_LEGAL_GROUNDS", default={})
 SCORING_BATCH_SIZE = env.int("SCORING_BATCH_SIZE", default=64)
 SCORING_CLAIM_TTL_S = env.int("SCORING_CLAIM_TTL_S", default=90)  # > the task's hard time limit
 SCORING_SWEEP_AFTER_S = env.float("SCORING_SWEEP_AFTER_S", default=300.0)

@@ -18,9 +18,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import ApplicationError
-from moderation.models import Author, Domain, IpAddress, ListStatus, ReasonCode, Source
+from moderation.categories import category_for_reason
+from moderation.models import Author, Domain, IpAddress, ListStatus, ReasonCode, Source, StatementOfReasons
 from moderation.services import blocklists
 from moderation.services.audit import audit_record
+from moderation.services.statements import Automation, StatementAction, statement_record
 from moderation.signals import platform_event
 
 EVENT_ENFORCEMENT = "enforcement"
@@ -70,6 +72,13 @@ def _event(
         "at": at.isoformat(),
         "by": getattr(actor, "username", "") or "",
     }
+
+
+# The same reason check and event for the other enforcement services (warnings and strikes,
+# restrictions): one shape for every `enforcement` event the platform receives.
+reason_checked = _checked
+enforcement_event = _event
+enforcement_tell = _tell
 
 
 # --- authors ----------------------------------------------------------------------------------
@@ -127,9 +136,33 @@ def _author_set(*, author: Author, actor: Any, what: str, impose: bool, reason: 
         key=str(entry.pk),
         data=_event(target=target, action=action, reason=reason, actor=actor, at=now),
     )
+    if what == "suspend":
+        _suspension_statement(author=locked, actor=actor, impose=impose, reason=reason, at=now)
     for field in _AUTHOR_FIELDS[what]:
         setattr(author, field, getattr(locked, field))
     return locked
+
+
+def _suspension_statement(*, author: Author, actor: Any, impose: bool, reason: EnforcementReason, at: datetime) -> None:
+    if not impose:
+        StatementOfReasons.objects.filter(
+            author=author, action=StatementAction.SUSPENSION, reversed_at__isnull=True
+        ).update(reversed_at=at)
+        return
+    # A suspension without a user is the escalation ladder applying a moderator's warnings.
+    automated = getattr(actor, "is_authenticated", False) is not True
+    statement_record(
+        source=author.source,
+        author=author,
+        post=None,
+        action=StatementAction.SUSPENSION,
+        category=category_for_reason(reason.code),
+        reason_code=reason.code,
+        note=reason.note,
+        automated_decision=Automation.PARTIAL if automated else Automation.NONE,
+        application_date=at,
+        end_date=reason.until,
+    )
 
 
 def author_suspend(*, author: Author, actor: Any, reason: EnforcementReason) -> Author:
