@@ -8,6 +8,7 @@ tested table-driven; `statement_record` writes the row and tells the platform wi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -15,8 +16,17 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from moderation.categories import PolicyCategory
-from moderation.models import Author, Decision, Post, ReasonCode, Restriction, Source, StatementOfReasons
+from moderation.categories import PolicyCategory, category_for_reason
+from moderation.models import (
+    Author,
+    Decision,
+    Post,
+    PostStatus,
+    ReasonCode,
+    Restriction,
+    Source,
+    StatementOfReasons,
+)
 from moderation.signals import platform_event
 
 EVENT_STATEMENT = "statement_of_reasons"
@@ -264,13 +274,35 @@ def statement_record(
     return statement
 
 
-def statements_reverse(*, decision: Decision | None = None, restriction: Restriction | None = None) -> int:
-    """Mark the statements of an undone decision or a lifted restriction as reversed."""
+def statements_reverse(*, decisions: Sequence[Decision] = (), restriction: Restriction | None = None) -> int:
+    """Mark the statements of undone or overturned decisions, or of a lifted restriction, as
+    reversed (the statement itself stays as it was issued)."""
     rows = StatementOfReasons.objects.filter(reversed_at__isnull=True)
-    if decision is not None:
-        rows = rows.filter(decision=decision)
+    if decisions:
+        rows = rows.filter(decision__in=[d.pk for d in decisions])
     elif restriction is not None:
         rows = rows.filter(restriction=restriction)
     else:
         return 0
     return rows.update(reversed_at=timezone.now())
+
+
+def statement_for_decision(*, decision: Decision, post: Post, prior: Decision | None) -> StatementOfReasons | None:
+    """A moderator's removal gets a statement; an approval that replaces a removal (an appeal
+    overturned, a moderator changing their mind) reverses the removal's."""
+    if post.status != PostStatus.REMOVED:
+        if prior is not None:
+            statements_reverse(decisions=[prior])
+        return None
+    return statement_record(
+        source=post.source,
+        author=post.author,
+        post=post,
+        action=StatementAction.REMOVAL,
+        category=category_for_reason(decision.reason_code),
+        reason_code=decision.reason_code,
+        note=decision.note,
+        automated_detection=post.final_score is not None,
+        application_date=decision.created_at,
+        decision=decision,
+    )
