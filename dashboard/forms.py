@@ -24,7 +24,7 @@ class EnforcementForm(forms.Form):
         input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"],
     )
 
-    def __init__(self, *args: Any, imposing: bool, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, imposing: bool, timed: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.imposing = imposing
         codes = [(r.code, r.label) for r in ReasonCode.objects.filter(is_active=True)]
@@ -32,7 +32,7 @@ class EnforcementForm(forms.Form):
         assert isinstance(reason_field, forms.ChoiceField)
         reason_field.choices = [("", "Choose a reason…"), *codes]
         reason_field.required = imposing
-        if not imposing:
+        if not imposing or not timed:
             del self.fields["expires_at"]
 
     def clean_expires_at(self) -> datetime | None:

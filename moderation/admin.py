@@ -24,6 +24,7 @@ from moderation.models import (
     Decision,
     Domain,
     IpAddress,
+    LadderRule,
     Link,
     ListStatus,
     Post,
@@ -32,9 +33,11 @@ from moderation.models import (
     ReporterRecord,
     Source,
     SourceBlock,
+    StatementOfReasons,
 )
 from moderation.services.api_keys import api_key_create, api_key_revoke, api_key_scopes_set
 from moderation.services.blocklists import BlockRefused, list_kind_of, list_status_set
+from moderation.services.ladder import ladder_rule_delete, ladder_rule_save
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -362,3 +365,28 @@ class ReporterRecordAdmin(ReadOnlyAdmin):
     list_filter = ["source"]
     search_fields = ["reporter_id"]
     list_select_related = ["source"]
+
+
+@admin.register(LadderRule)
+class LadderRuleAdmin(admin.ModelAdmin):
+    """The escalation ladder per source and category; every change is audited."""
+
+    list_display = ["source", "category", "strikes", "window_days", "action", "duration_days", "is_active"]
+    list_filter = ["source", "category", "action", "is_active"]
+
+    def save_model(self, request: HttpRequest, obj: LadderRule, form: Any, change: bool) -> None:
+        ladder_rule_save(rule=obj, actor=request.user)
+
+    def delete_model(self, request: HttpRequest, obj: LadderRule) -> None:
+        ladder_rule_delete(rule=obj, actor=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for rule in queryset:
+            ladder_rule_delete(rule=rule, actor=request.user)
+
+
+@admin.register(StatementOfReasons)
+class StatementOfReasonsAdmin(ReadOnlyAdmin):
+    list_display = ["pk", "source", "action", "category", "automated", "application_date", "reversed_at"]
+    list_filter = ["source", "action", "category", "automated"]
+    readonly_fields = ["fields"]

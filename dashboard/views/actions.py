@@ -18,10 +18,22 @@ from django.views.decorators.http import require_http_methods, require_POST
 from core.errors import ApplicationError
 from dashboard.forms import EnforcementForm
 from dashboard.views.common import redirect_next, safe_next
-from moderation.models import Author, BulkAction, Domain, IpAddress, Label, ListStatus, ReasonCode
+from moderation.models import (
+    Author,
+    BulkAction,
+    Domain,
+    IpAddress,
+    Label,
+    ListStatus,
+    Post,
+    ReasonCode,
+    Restriction,
+    RestrictionKind,
+    Strike,
+)
 from moderation.permissions import CAN_MODERATE, role_required
 from moderation.selectors.thresholds import live_thresholds
-from moderation.services import enforcement
+from moderation.services import enforcement, sanctions, strikes
 from moderation.services.bulk import (
     CLUSTER_KINDS,
     Cluster,
@@ -142,6 +154,7 @@ class _Enforcement:
     done: str  # "Author {} suspended."
     imposing: bool
     run: Callable[[Any, Any, EnforcementReason], Any]  # (target, actor, reason)
+    timed: bool = True  # the form asks for an expiry (a warning's strike expires by itself)
 
 
 def _list(status: str) -> Callable[[Any, Any, EnforcementReason], Any]:
@@ -177,6 +190,61 @@ ENFORCEMENT: dict[tuple[str, str], _Enforcement] = {
         False,
         lambda a, actor, reason: enforcement.author_unallowlist(author=a, actor=actor, reason=reason),
     ),
+    ("author", "warn"): _Enforcement(
+        Author,
+        "Warn @{}",
+        "Author {} warned: a strike is on their record.",
+        True,
+        lambda a, actor, reason: strikes.author_warn(author=a, actor=actor, reason=reason),
+        timed=False,
+    ),
+    ("post", "warn"): _Enforcement(
+        Post,
+        "Warn the author of post {}",
+        "The author of post {} was warned: a strike is on their record.",
+        True,
+        lambda p, actor, reason: strikes.author_warn(author=p.author, actor=actor, reason=reason, post=p),
+        timed=False,
+    ),
+    ("author", "limit_rate"): _Enforcement(
+        Author,
+        "Limit the posting rate of @{}",
+        "Author {}: posting rate limited.",
+        True,
+        lambda a, actor, reason: sanctions.author_limit(
+            author=a, actor=actor, kind=RestrictionKind.LIMIT_RATE, reason=reason
+        ),
+    ),
+    ("author", "limit_reach"): _Enforcement(
+        Author,
+        "Limit the reach of @{}",
+        "Author {}: reach limited.",
+        True,
+        lambda a, actor, reason: sanctions.author_limit(
+            author=a, actor=actor, kind=RestrictionKind.LIMIT_REACH, reason=reason
+        ),
+    ),
+    ("post", "hide"): _Enforcement(
+        Post,
+        "Hide post {} pending review",
+        "Post {} hidden pending review.",
+        True,
+        lambda p, actor, reason: sanctions.post_hide(post=p, actor=actor, reason=reason),
+    ),
+    ("restriction", "lift"): _Enforcement(
+        Restriction,
+        "Lift: {}",
+        "Lifted: {}.",
+        False,
+        lambda r, actor, reason: sanctions.restriction_lift(restriction=r, actor=actor, reason=reason),
+    ),
+    ("strike", "revoke"): _Enforcement(
+        Strike,
+        "Revoke the warning ({})",
+        "Warning revoked ({}).",
+        False,
+        lambda s, actor, reason: strikes.strike_revoke(strike=s, actor=actor, reason=reason),
+    ),
     ("domain", "block"): _Enforcement(
         Domain, "Block {} and its subdomains", "Domain {} blocked.", True, _list(ListStatus.BLOCK)
     ),
@@ -202,7 +270,9 @@ def enforce(request: HttpRequest, kind: str, pk: int, action: str) -> HttpRespon
     if entry is None:
         return HttpResponseBadRequest("Unknown action.")
     target = get_object_or_404(entry.model, pk=pk)
-    form = EnforcementForm(request.POST if request.method == "POST" else None, imposing=entry.imposing)
+    form = EnforcementForm(
+        request.POST if request.method == "POST" else None, imposing=entry.imposing, timed=entry.timed
+    )
     if request.method == "POST" and form.is_valid():
         try:
             entry.run(target, request.user, form.reason())

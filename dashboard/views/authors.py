@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods
 
 from core.errors import ApplicationError, NotFound
 from dashboard.selectors.authors import author_page
+from dashboard.selectors.sanctions import author_sanctions
 from moderation.enforcement_state import author_allowlisted, author_suspended
 from moderation.models import Author
 from moderation.permissions import CAN_ADMINISTER, CAN_MODERATE, can_administer, role_required
@@ -33,6 +34,8 @@ def author(request: HttpRequest, author_id: int) -> HttpResponse:
         "trusted": author_allowlisted(page.author, now=now),
         "thresholds": live_thresholds(),
         "can_erase": can_administer(request.user) and page.author.erased_at is None,
+        "sanctions": author_sanctions(author=page.author),
+        "now": now,
     }
     return render(request, "dashboard/author.html", context)
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from moderation.enforcement_state import author_suspended
@@ -95,3 +97,36 @@ def ladder_apply(*, strike: Strike, now: datetime | None = None) -> Author | Res
         },
     )
     return imposed
+
+
+def _rule_state(rule: LadderRule) -> dict[str, Any]:
+    return {
+        "source_id": rule.source_id,
+        "category": rule.category,
+        "strikes": rule.strikes,
+        "window_days": rule.window_days,
+        "action": rule.action,
+        "duration_days": rule.duration_days,
+        "is_active": rule.is_active,
+    }
+
+
+@transaction.atomic
+def ladder_rule_save(*, rule: LadderRule, actor: Any) -> LadderRule:
+    """Create or change a rung (the admin's form), audited with the before/after state."""
+    previous = LadderRule.objects.filter(pk=rule.pk).first() if rule.pk else None
+    rule.save()
+    audit_record(
+        actor=actor,
+        action="ladder.rule_saved",
+        target=rule,
+        before=_rule_state(previous) if previous else {},
+        after=_rule_state(rule),
+    )
+    return rule
+
+
+@transaction.atomic
+def ladder_rule_delete(*, rule: LadderRule, actor: Any) -> None:
+    audit_record(actor=actor, action="ladder.rule_deleted", target=rule, before=_rule_state(rule))
+    rule.delete()
