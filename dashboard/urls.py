@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard.views import actions, appeals, audit, authors, detail, metrics, queue
+from dashboard.views import actions, appeals, audit, authors, detail, metrics, queue, transparency
 
 app_name = "dashboard"
 urlpatterns = [
@@ -21,5 +21,7 @@ urlpatterns = [
     path("audit/", audit.audit_log, name="audit"),
     path("audit.csv", audit.audit_csv, name="audit_csv"),
     path("metrics/", metrics.metrics, name="metrics"),
+    path("transparency/", transparency.transparency, name="transparency"),
+    path("transparency/statements.jsonl", transparency.statements_download, name="statements_download"),
     path("metrics/triton/", metrics.triton_panel, name="metrics_triton"),
 ]
