@@ -51,6 +51,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
+from moderation.services.statements import statements_for_automatic_removals
 from scoring import workqueue
 from scoring.services import batching, scoring, webhooks
 from scoring.services.inference import TritonUnavailable
@@ -136,3 +137,19 @@ def sweep_stuck_posts(older_than_s: float | None = None) -> int:
 )
 def deliver_webhook(delivery_id: int) -> None:
     webhooks.webhook_deliver(delivery_id=delivery_id)
+
+
+@shared_task(
+    name="scoring.record_removal_statements",
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=settings.SCORING_RETRY_BACKOFF_S,
+    max_retries=10,
+    acks_late=True,
+    soft_time_limit=30,
+    time_limit=40,
+)
+def record_removal_statements(post_ids: list[int]) -> int:
+    """Statements of reasons of the posts a batch removed automatically: written after the
+    batch commits, so the scoring transaction does not grow by a statement and an event per
+    removal. Idempotent (statements_for_automatic_removals skips posts that have one)."""
+    return len(statements_for_automatic_removals(post_ids=post_ids))

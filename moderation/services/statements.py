@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from moderation.categories import PolicyCategory, category_for_reason
@@ -170,6 +171,7 @@ def _facts(
     action: str,
     category: str,
     reason_code: str,
+    reason_label: str,
     note: str,
     automated_decision: str,
     automated_detection: bool,
@@ -182,7 +184,7 @@ def _facts(
         action=action,
         category=category,
         reason_code=reason_code,
-        reason_label=_reason_label(reason_code),
+        reason_label=reason_label or _reason_label(reason_code),
         note=note,
         automated_detection=automated_detection,
         automated_decision=automated_decision,
@@ -223,6 +225,7 @@ def statement_record(
     action: str,
     category: str,
     reason_code: str,
+    reason_label: str = "",
     note: str = "",
     automated_decision: str = Automation.NONE,
     automated_detection: bool = False,
@@ -242,6 +245,7 @@ def statement_record(
         action=action,
         category=category,
         reason_code=reason_code,
+        reason_label=reason_label,
         note=note,
         automated_decision=automated_decision,
         automated_detection=automated_detection,
@@ -306,3 +310,40 @@ def statement_for_decision(*, decision: Decision, post: Post, prior: Decision | 
         application_date=decision.created_at,
         decision=decision,
     )
+
+
+# The reason an automatic removal states: the models have no reason code of their own.
+AUTOMATIC_REMOVAL_REASON = "automatic-spam"
+AUTOMATIC_REMOVAL_LABEL = "Spam detected automatically: the score passed the source's removal threshold"
+
+
+@transaction.atomic
+def statements_for_automatic_removals(*, post_ids: Sequence[int]) -> list[StatementOfReasons]:
+    """Statements of the posts the models removed (scoring publishes their ids after commit).
+    Idempotent: a post that already has its automatic removal statement gets no second one,
+    and a post no longer auto-removed (a moderator decided since) gets none."""
+    done = StatementOfReasons.objects.filter(
+        post_id__in=list(post_ids), action=StatementAction.REMOVAL, decision__isnull=True
+    ).values("post_id")
+    posts = (
+        Post.objects.filter(pk__in=list(post_ids), status=PostStatus.AUTO_REMOVED)
+        .exclude(pk__in=done)
+        .select_related("source", "author")
+        .select_for_update(of=("self",))
+        .order_by("pk")
+    )
+    return [
+        statement_record(
+            source=post.source,
+            author=post.author,
+            post=post,
+            action=StatementAction.REMOVAL,
+            category=PolicyCategory.SPAM,
+            reason_code=AUTOMATIC_REMOVAL_REASON,
+            reason_label=AUTOMATIC_REMOVAL_LABEL,
+            automated_decision=Automation.FULL,
+            automated_detection=True,
+            application_date=post.status_changed_at,
+        )
+        for post in posts
+    ]

@@ -39,6 +39,7 @@ from scoring.services.inference import (
     get_client,
 )
 from scoring.services.policy import language_routing_reason, policy_actions, policy_active, strongest_sub_score
+from scoring.services.removal_statements import removal_statements_publish
 from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET, short_circuit_reason
 from scoring.services.webhooks import webhooks_enqueue_for_posts
 
@@ -339,6 +340,7 @@ def persist(items: Sequence[_Item], *, allowed_from: frozenset[str], started: fl
         posts_priority_refresh(post_ids=[p.id for p in changed if p.status == PostStatus.QUEUED])
         spam_counters_add(posts=removed_now)
         webhooks_enqueue_for_posts(p for p in changed if p.id in by_post)
+        removal_statements_publish(post_ids=[p.id for p in removed_now])
     # One INFO line per batch; the per-post line is DEBUG: formatting and writing 32 lines per
     # batch was 4 % of the worker's CPU (py-spy), for a trail the Score rows keep anyway.
     written = [r for r in results if r.score_id is not None]
