@@ -32,11 +32,14 @@ from moderation.models import (
     Report,
     Source,
     SourceBlock,
+    StatementOfReasons,
 )
 from moderation.services.blocklists import source_block_add
+from moderation.services.decisions import decision_record
 from scoring.models import Score, WebhookDelivery
 from scoring.services.scoring import score_posts
 from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET
+from tests.dashboard.dashboard_factories import UserFactory
 from tests.factories import ScoreFactory, create_api_key
 from tests.moderation.api_helpers import post_payload
 from tests.scoring.pipeline_support import FakeClient, make_author, make_ip, make_link, make_post
@@ -62,6 +65,8 @@ B_SECRETS = (
 # Path parameters filled with B's identifiers.
 PATH_VALUES = {"external_id": B_POST, "name": B_BLOCKED_DOMAIN, "address": B_IP}
 PATH_OVERRIDES = {"api-author": {"external_id": B_AUTHOR}}
+# Database ids of B's rows, filled when tenant B is made: a decision and its statement of reasons.
+B_IDS: dict[str, str] = {}
 
 
 def _b_aimed_post() -> dict[str, Any]:
@@ -89,7 +94,7 @@ def _served_methods(route: Route) -> list[str]:
 
 
 def _path(route: Route) -> str:
-    values = {**PATH_VALUES, **PATH_OVERRIDES.get(route.name or "", {})}
+    values = {**PATH_VALUES, **B_IDS, **PATH_OVERRIDES.get(route.name or "", {})}
 
     def fill(match: re.Match[str]) -> str:
         return values[match.group(2)]
@@ -110,6 +115,7 @@ def _snapshot(source: Source) -> dict[str, Any]:
         "scores": _rows(Score.objects.filter(post__source=source)),
         "webhooks": _rows(WebhookDelivery.objects.filter(source=source)),
         "appeals": _rows(Appeal.objects.filter(source=source)),
+        "statements": _rows(StatementOfReasons.objects.filter(source=source)),
         "source": _rows(Source.objects.filter(pk=source.pk)),
         "global_domains": _rows(Domain.objects.filter(status=ListStatus.BLOCK)),
         "global_ips": _rows(IpAddress.objects.filter(status=ListStatus.BLOCK)),
@@ -137,6 +143,11 @@ def _tenant_b() -> Source:
     WebhookDelivery.objects.create(
         source=source, post=post, event_id="evt_tenant_b", event_type="post.decision", payload={}
     )
+    removed = make_post(source=source, author=other, external_id="tenant-b-removed", text="tenant-b-text removed")
+    decision = decision_record(
+        post=removed, moderator=UserFactory(username="b-mod", role="moderator"), label="spam", note="tenant-b-reason"
+    )
+    B_IDS.update(decision_id=str(decision.pk), statement_id=str(decision.statement.pk))
     source_block_add(source=source, kind=BlockKind.DOMAIN, value=B_BLOCKED_DOMAIN, reason="tenant-b-reason")
     source_block_add(source=source, kind=BlockKind.IP, value="198.51.100.78", reason="tenant-b-reason")
     return source

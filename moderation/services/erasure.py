@@ -6,9 +6,10 @@ id, replaced by `erased-<pk>`); every post's text, link, link preview, journey a
 and the link and IP rows no other post uses (posts stay as tombstones: id, external id, status,
 score, so the platform's references and the decision history keep their meaning); report
 details, decision notes and appeal statements on those posts; the enforcement notes about the
-author; and, through moderation.signals.author_erased, the labelled examples made from the
-posts, their rows in dataset files and the feature values of their Score rows. One audit
-entry records who erased whom and how many posts, and nothing erased."""
+author; the author's id in their account's statements of reasons; and, through
+moderation.signals.author_erased, the labelled examples made from the posts, their rows in
+dataset files and the feature values of their Score rows. One audit entry records who erased
+whom and how many posts, and nothing erased."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from django.utils import timezone
 from core.errors import Conflict
 from moderation.models import Appeal, AuditLog, Author, Decision, IpAddress, Link, ListStatus, Post, Report
 from moderation.services.audit import audit_record
+from moderation.services.statements import statements_erase_author
 from moderation.signals import author_erased
 
 ERASED_PREFIX = "erased-"
@@ -74,6 +76,7 @@ def author_erase(*, author: Author, actor: Any, via: str) -> Author:
     author.suspended_reason = author.allowlisted_reason = ""
     author.erased_at = timezone.now()
     author.save()
+    statements_erase_author(author=author)
     author_erased.send(sender=Author, source_slug=author.source.slug, author_external_id=external_id, post_ids=post_ids)
     audit_record(
         actor=actor,

@@ -106,12 +106,13 @@ def _day(value: datetime | None) -> str | None:
 
 def statement_fields(*, facts: StatementFacts) -> dict[str, Any]:
     """The statement in the transparency database's submission fields. Fields that do not
-    apply are left out, as the database expects, rather than sent empty."""
+    apply are left out, as the database expects, rather than sent empty. `facts.note` stays
+    out of them (see below); it is kept on the restriction itself."""
     action = facts.action
     why = f"{facts.reason_label} ({facts.reason_code})" if facts.reason_label else facts.reason_code
+    # No moderator's note: notes are free text about a person, and statements go to a public
+    # database that must hold no personal data. The reason and its category say why.
     facts_text = f"{_WHAT[action]} {_BY[facts.automated_decision]} for {why}."
-    if facts.note:
-        facts_text += f" {facts.note}"
     fields: dict[str, Any] = {
         "decision_facts": facts_text,
         "category": DSA_CATEGORY.get(facts.category, DSA_CATEGORY[PolicyCategory.OTHER]),
@@ -147,7 +148,7 @@ def statement_fields(*, facts: StatementFacts) -> dict[str, Any]:
     else:
         fields["decision_ground"] = "DECISION_GROUND_INCOMPATIBLE_CONTENT"
         fields["incompatible_content_ground"] = why
-        fields["incompatible_content_explanation"] = facts.note or facts_text
+        fields["incompatible_content_explanation"] = facts_text
         fields["incompatible_content_illegal"] = "No"
     if facts.terms_url:
         fields["decision_ground_reference_url"] = facts.terms_url
@@ -347,3 +348,14 @@ def statements_for_automatic_removals(*, post_ids: Sequence[int]) -> list[Statem
         )
         for post in posts
     ]
+
+
+def statements_erase_author(*, author: Author) -> int:
+    """An erased author's statements stay (they record what was done) but no longer name
+    them: the author-level ones' puid takes the author's erased id. Post-level ones name the
+    post, which stays as a tombstone under the same external id."""
+    rows = list(StatementOfReasons.objects.filter(author=author, post__isnull=True))
+    for row in rows:
+        row.fields = {**row.fields, "puid": f"{author.source.slug}:author:{author.external_id}"}
+    StatementOfReasons.objects.bulk_update(rows, ["fields"])
+    return len(rows)

@@ -3,6 +3,7 @@ no database) and the statements the restrictions write."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -101,10 +102,13 @@ def test_automation_and_source(automation, detected, notified, expected):
 
 
 def test_terms_ground_by_default_with_the_clause_and_the_terms_url():
-    fields = statement_fields(facts=facts(note="link farm", terms_url="https://chirp.example/terms#spam"))
+    fields = statement_fields(facts=facts(note="@bob's link farm", terms_url="https://chirp.example/terms#spam"))
     assert fields["decision_ground"] == "DECISION_GROUND_INCOMPATIBLE_CONTENT"
     assert fields["incompatible_content_ground"] == "Commercial spam / advertising (commercial-spam)"
-    assert fields["incompatible_content_explanation"] == "link farm"
+    assert fields["incompatible_content_explanation"] == (
+        "The post was removed by a moderator for Commercial spam / advertising (commercial-spam)."
+    )
+    assert "@bob" not in json.dumps(fields)  # a moderator's note never goes to the public database
     assert fields["incompatible_content_illegal"] == "No"
     assert fields["decision_ground_reference_url"] == "https://chirp.example/terms#spam"
     assert not any(key.startswith("illegal_content") for key in fields)
