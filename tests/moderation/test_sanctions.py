@@ -9,7 +9,15 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from moderation.models import AuditLog, LadderAction, LadderRule, RestrictionKind, StatementOfReasons, Strike
+from moderation.models import (
+    AuditLog,
+    LadderAction,
+    LadderRule,
+    Restriction,
+    RestrictionKind,
+    StatementOfReasons,
+    Strike,
+)
 from moderation.services.decisions import decision_record, decision_undo
 from moderation.services.enforcement import EnforcementReason, EnforcementRefused, author_unsuspend
 from moderation.services.sanctions import author_limit, post_hide, restriction_lift
@@ -122,7 +130,7 @@ def test_the_ladder_can_limit_before_it_suspends(moderator):
     _ladder(source, strikes=1, action=LadderAction.LIMIT_RATE)
     _ladder(source, strikes=2, action=LadderAction.SUSPEND)
     limited = author_warn(author=author, actor=moderator, reason=EnforcementReason("commercial-spam")).escalated
-    assert limited is not None and getattr(limited, "kind", None) == RestrictionKind.LIMIT_RATE
+    assert isinstance(limited, Restriction) and limited.kind == RestrictionKind.LIMIT_RATE
     assert StatementOfReasons.objects.get(restriction=limited).action == "limit_rate"
     author_warn(author=author, actor=moderator, reason=EnforcementReason("commercial-spam"))
     author.refresh_from_db()

@@ -34,7 +34,7 @@ def facts(**overrides):
     return StatementFacts(**{**base, **overrides})
 
 
-RESTRICTIONS = [
+RESTRICTIONS: list[tuple[str, dict[str, object]]] = [
     (StatementAction.REMOVAL, {"decision_visibility": ["DECISION_VISIBILITY_CONTENT_REMOVED"]}),
     (
         StatementAction.HIDE,
