@@ -275,14 +275,20 @@ def enforce(request: HttpRequest, kind: str, pk: int, action: str) -> HttpRespon
     )
     if request.method == "POST" and form.is_valid():
         try:
-            entry.run(target, request.user, form.reason())
+            result = entry.run(target, request.user, form.reason())
         except ApplicationError as exc:
             for field, errors in (exc.fields or {}).items():
                 form.add_error(field if field in form.fields else None, errors)
             if not exc.fields:
                 form.add_error(None, exc.message)
         else:
-            messages.success(request, entry.done.format(target))
+            done = entry.done.format(target)
+            escalated = getattr(result, "escalated", None)
+            if escalated is not None:
+                done += " The escalation ladder applied: " + (
+                    "suspended." if isinstance(escalated, Author) else f"{escalated.get_kind_display().lower()}."
+                )
+            messages.success(request, done)
             return redirect_next(request, reverse("dashboard:queue"))
     status = 400 if request.method == "POST" else 200
     context = {

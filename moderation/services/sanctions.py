@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from moderation.categories import category_for_reason
-from moderation.models import Author, Post, Restriction, RestrictionKind
+from moderation.models import Author, Post, PostStatus, Restriction, RestrictionKind
 from moderation.services.audit import audit_record
 from moderation.services.enforcement import (
     EnforcementReason,
@@ -93,8 +93,21 @@ def _impose(*, author: Author, post: Post | None, kind: str, actor: Any, reason:
 
 
 def post_hide(*, post: Post, actor: Any, reason: EnforcementReason) -> Restriction:
-    """Hide a post pending review: the platform stops showing it until it is lifted."""
+    """Hide a post pending review: the platform stops showing it until a moderator decides
+    the post (post_hides_end_on_decision) or the hiding is lifted."""
+    if post.status in (PostStatus.REMOVED, PostStatus.AUTO_REMOVED):
+        raise EnforcementRefused("The post is removed already.", code="already_removed")
     return _impose(author=post.author, post=post, kind=RestrictionKind.HIDE, actor=actor, reason=reason)
+
+
+def post_hides_end_on_decision(*, post: Post, actor: Any) -> list[Restriction]:
+    """A decision is the review a hiding waited for: its hidings are lifted (audited, the
+    platform told), the decision's own event says what happens to the post now."""
+    hidden = Restriction.objects.filter(post=post, kind=RestrictionKind.HIDE, lifted_at__isnull=True)
+    return [
+        restriction_lift(restriction=row, actor=actor, reason=EnforcementReason(note="decided by a moderator"))
+        for row in hidden
+    ]
 
 
 def author_limit(*, author: Author, actor: Any, kind: str, reason: EnforcementReason) -> Restriction:

@@ -42,8 +42,11 @@ def test_warn_from_a_post_ties_the_strike_to_it_and_the_ladder_suspends(mod_clie
     source = make_source()
     LadderRule.objects.create(source=source, category="spam", strikes=1, window_days=30, action="suspend")
     post = make_post(source=source)
-    assert _enforce(mod_client, "post", post.pk, "warn", reason_code="commercial-spam").status_code == 302
+    response = _enforce(mod_client, "post", post.pk, "warn", reason_code="commercial-spam")
+    assert response.status_code == 302
     assert Strike.objects.get().post_id == post.pk
+    followed = mod_client.get(response["Location"]).content.decode()
+    assert "The escalation ladder applied: suspended." in followed
     post.author.refresh_from_db()
     assert post.author.suspended_at is not None
     page = mod_client.get(reverse("dashboard:author", args=[post.author_id])).content.decode()

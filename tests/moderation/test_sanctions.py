@@ -190,3 +190,16 @@ def test_an_approval_writes_no_statement(moderator):
     post = make_post()
     decision_record(post=post, moderator=moderator, label="ham")
     assert not StatementOfReasons.objects.exists()
+
+
+def test_a_decision_ends_the_hiding_it_waited_for_and_a_removed_post_is_not_hidden(moderator):
+    source = make_source(**HOOK)
+    post = make_post(source=source, status="auto_approved")
+    hidden = post_hide(post=post, actor=moderator, reason=EnforcementReason("abuse"))
+    decision_record(post=post, moderator=moderator, label="ham", reason_code="legitimate")
+    hidden.refresh_from_db()
+    assert hidden.lifted_at is not None
+    assert [e["action"] for e in _events(source, "enforcement")] == ["hide", "unhide"]
+    removed = make_post(source=source, status="auto_removed")
+    with pytest.raises(EnforcementRefused):
+        post_hide(post=removed, actor=moderator, reason=EnforcementReason("abuse"))
