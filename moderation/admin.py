@@ -31,9 +31,11 @@ from moderation.models import (
     ReasonCode,
     Report,
     ReporterRecord,
+    Restriction,
     Source,
     SourceBlock,
     StatementOfReasons,
+    Strike,
 )
 from moderation.services.api_keys import api_key_create, api_key_revoke, api_key_scopes_set
 from moderation.services.blocklists import BlockRefused, list_kind_of, list_status_set
@@ -390,3 +392,21 @@ class StatementOfReasonsAdmin(ReadOnlyAdmin):
     list_display = ["pk", "source", "action", "category", "automated", "application_date", "reversed_at"]
     list_filter = ["source", "action", "category", "automated"]
     readonly_fields = ["fields"]
+
+
+@admin.register(Strike)
+class StrikeAdmin(ReadOnlyAdmin):
+    """Warnings are given and revoked from the dashboard (audited, the platform told)."""
+
+    list_display = ["pk", "author", "category", "reason_code", "created_at", "expires_at", "revoked_at"]
+    list_filter = ["category"]
+    raw_id_fields = ["author", "post"]
+
+
+@admin.register(Restriction)
+class RestrictionAdmin(ReadOnlyAdmin):
+    """Imposed and lifted from the dashboard (audited, the platform told)."""
+
+    list_display = ["pk", "author", "post", "kind", "category", "created_at", "ends_at", "lifted_at"]
+    list_filter = ["kind", "category"]
+    raw_id_fields = ["author", "post"]
