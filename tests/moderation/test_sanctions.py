@@ -20,6 +20,7 @@ from moderation.models import (
 )
 from moderation.services.decisions import decision_record, decision_undo
 from moderation.services.enforcement import EnforcementReason, EnforcementRefused, author_unsuspend
+from moderation.services.ladder import ladder_rule_delete, ladder_rule_save
 from moderation.services.sanctions import author_limit, post_hide, restriction_lift
 from moderation.services.strikes import author_warn, strike_revoke
 from scoring.models import WebhookDelivery
@@ -203,3 +204,28 @@ def test_a_decision_ends_the_hiding_it_waited_for_and_a_removed_post_is_not_hidd
     removed = make_post(source=source, status="auto_removed")
     with pytest.raises(EnforcementRefused):
         post_hide(post=removed, actor=moderator, reason=EnforcementReason("abuse"))
+
+
+def test_ladder_rule_changes_are_audited(admin_user):
+    source = make_source()
+    rule = ladder_rule_save(
+        rule=LadderRule(source=source, category="abuse", strikes=2, action=LadderAction.LIMIT_REACH), actor=admin_user
+    )
+    rule.strikes = 3
+    ladder_rule_save(rule=rule, actor=admin_user)
+    ladder_rule_delete(rule=rule, actor=admin_user)
+    saved, changed, deleted = AuditLog.objects.filter(action__startswith="ladder.rule").order_by("pk")
+    assert (saved.before, saved.after["strikes"]) == ({}, 2)
+    assert (changed.before["strikes"], changed.after["strikes"]) == (2, 3)
+    assert deleted.action == "ladder.rule_deleted" and deleted.actor == admin_user
+    assert not LadderRule.objects.exists()
+
+
+def test_the_admin_role_may_edit_the_ladder():
+    from django.contrib.auth.models import Group
+
+    codenames = set(Group.objects.get(name="admin").permissions.values_list("codename", flat=True))
+    assert {"add_ladderrule", "change_ladderrule", "delete_ladderrule"} <= codenames
+    assert "change_ladderrule" not in set(
+        Group.objects.get(name="moderator").permissions.values_list("codename", flat=True)
+    )
