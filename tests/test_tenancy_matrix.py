@@ -33,9 +33,12 @@ from moderation.models import (
     Source,
     SourceBlock,
     StatementOfReasons,
+    Strike,
 )
 from moderation.services.blocklists import source_block_add
 from moderation.services.decisions import decision_record
+from moderation.services.enforcement import EnforcementReason
+from moderation.services.strikes import author_warn
 from scoring.models import Score, WebhookDelivery
 from scoring.services.scoring import score_posts
 from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET
@@ -87,6 +90,8 @@ BODIES: dict[tuple[str, str], Any] = {
     ("api-blocklist-ips", "post"): lambda: {"address": B_IP, "reason": "a's block"},
 }
 BODYLESS = {"get", "delete"}
+# Query strings of GETs that take one, aimed at tenant B.
+QUERIES: dict[tuple[str, str], Any] = {("api-sanctions", "get"): lambda: {"author_external_id": B_AUTHOR}}
 
 
 def _served_methods(route: Route) -> list[str]:
@@ -116,6 +121,7 @@ def _snapshot(source: Source) -> dict[str, Any]:
         "webhooks": _rows(WebhookDelivery.objects.filter(source=source)),
         "appeals": _rows(Appeal.objects.filter(source=source)),
         "statements": _rows(StatementOfReasons.objects.filter(source=source)),
+        "strikes": _rows(Strike.objects.filter(source=source)),
         "source": _rows(Source.objects.filter(pk=source.pk)),
         "global_domains": _rows(Domain.objects.filter(status=ListStatus.BLOCK)),
         "global_ips": _rows(IpAddress.objects.filter(status=ListStatus.BLOCK)),
@@ -148,6 +154,7 @@ def _tenant_b() -> Source:
         post=removed, moderator=UserFactory(username="b-mod", role="moderator"), label="spam", note="tenant-b-reason"
     )
     B_IDS.update(decision_id=str(decision.pk), statement_id=str(decision.statement.pk))
+    author_warn(author=author, actor=decision.moderator, reason=EnforcementReason("scam", "tenant-b-reason"))
     source_block_add(source=source, kind=BlockKind.DOMAIN, value=B_BLOCKED_DOMAIN, reason="tenant-b-reason")
     source_block_add(source=source, kind=BlockKind.IP, value="198.51.100.78", reason="tenant-b-reason")
     return source
@@ -173,13 +180,17 @@ def test_no_source_reads_changes_or_affects_another_sources_data() -> None:
     sent = 0
     for route in API:
         for method in _served_methods(route):
-            body = BODIES[(route.name or "", method)]() if method not in BODYLESS else None
+            key = (route.name or "", method)
+            body = BODIES[key]() if method not in BODYLESS else QUERIES.get(key, lambda: None)()
             response = getattr(client, method)(_path(route), body, format="json")
             sent += 1
             assert response.status_code < 500, f"{method.upper()} {_path(route)} -> {response.status_code}"
             text = response.content.decode(errors="replace")
             leaked = [secret for secret in B_SECRETS if secret in text]
             assert leaked == [], f"{method.upper()} {_path(route)} showed tenant B's {leaked}"
+            if method == "get" and route.name == "api-sanctions":
+                # 404, or A's own author of that external_id (A posted as one above): no strikes of B's.
+                assert response.status_code == 404 or response.json()["strikes"] == []
             if method == "get" and route.name == "api-post-detail":
                 # 404, or A's own post of that external_id (A sent one above), never B's.
                 b_ids = set(Post.objects.filter(source=tenant_b).values_list("pk", flat=True))

@@ -1,12 +1,13 @@
 from django.urls import path
 
-from moderation.api import statements, views
+from moderation.api import sanctions, statements, views
 
 urlpatterns = [
     path("posts", views.PostCreateView.as_view(), name="api-posts"),
     path("posts/batch", views.PostBatchView.as_view(), name="api-posts-batch"),
     path("posts/<path:external_id>", views.PostDetailView.as_view(), name="api-post-detail"),
     path("reports", views.ReportCreateView.as_view(), name="api-reports"),
+    path("sanctions", sanctions.SanctionsView.as_view(), name="api-sanctions"),
     path("statements/<int:statement_id>", statements.StatementDetailView.as_view(), name="api-statement"),
     path(
         "decisions/<int:decision_id>/statement",
