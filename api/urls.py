@@ -1,12 +1,19 @@
 from django.urls import path
 
-from api import views
+from api import sanctions, statements, views
 
 urlpatterns = [
     path("posts", views.PostCreateView.as_view(), name="api-posts"),
     path("posts/batch", views.PostBatchView.as_view(), name="api-posts-batch"),
     path("posts/<path:external_id>", views.PostDetailView.as_view(), name="api-post-detail"),
     path("reports", views.ReportCreateView.as_view(), name="api-reports"),
+    path("sanctions", sanctions.SanctionsView.as_view(), name="api-sanctions"),
+    path("statements/<int:statement_id>", statements.StatementDetailView.as_view(), name="api-statement"),
+    path(
+        "decisions/<int:decision_id>/statement",
+        statements.DecisionStatementView.as_view(),
+        name="api-decision-statement",
+    ),
     path("appeals", views.AppealCreateView.as_view(), name="api-appeals"),
     path("erasures", views.AuthorEraseView.as_view(), name="api-erasures"),
     path("authors/<path:external_id>", views.AuthorUpsertView.as_view(), name="api-author"),

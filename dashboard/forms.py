@@ -24,9 +24,10 @@ class EnforcementForm(forms.Form):
         input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"],
     )
 
-    def __init__(self, *args: Any, imposing: bool, reason_label: str | None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, imposing: bool, reason_label: str | None, timed: bool = True, **kwargs: Any) -> None:
         """`reason_label`: the label this action's reasons belong to (the service refuses the
-        others); None offers every active reason."""
+        others); None offers every active reason. `timed`: the form asks for an expiry (a
+        warning's strike expires by itself)."""
         super().__init__(*args, **kwargs)
         self.imposing = imposing
         reasons = ReasonCode.objects.filter(is_active=True)
@@ -37,7 +38,7 @@ class EnforcementForm(forms.Form):
         assert isinstance(reason_field, forms.ChoiceField)
         reason_field.choices = [("", "Choose a reason…"), *codes]
         reason_field.required = imposing
-        if not imposing:
+        if not imposing or not timed:
             del self.fields["expires_at"]
         else:
             zone = timezone.get_current_timezone_name()

@@ -1,6 +1,18 @@
 from django.urls import path
 
-from dashboard.views import actions, appeals, audit, authors, campaigns, detail, lockouts, metrics, queue, timezone
+from dashboard.views import (
+    actions,
+    appeals,
+    audit,
+    authors,
+    campaigns,
+    detail,
+    lockouts,
+    metrics,
+    queue,
+    timezone,
+    transparency,
+)
 
 app_name = "dashboard"
 urlpatterns = [
@@ -25,6 +37,8 @@ urlpatterns = [
     path("lockouts/", lockouts.lockouts, name="lockouts"),
     path("lockouts/unlock/", lockouts.unlock, name="lockout_unlock"),
     path("metrics/", metrics.metrics, name="metrics"),
+    path("transparency/", transparency.transparency, name="transparency"),
+    path("transparency/statements.jsonl", transparency.statements_download, name="statements_download"),
     path("metrics/triton/", metrics.triton_panel, name="metrics_triton"),
     path("timezone/", timezone.timezone_choose, name="timezone"),
     path("timezone/browser/", timezone.timezone_browser, name="timezone_browser"),

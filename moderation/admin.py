@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 
 from moderation import admin_users  # noqa: F401  (registers the role-limited user admin)
-from moderation.categories import category_choices
+from moderation.categories import category_choices, policy_categories
 from moderation.models import (
     ApiKey,
     ApiScope,
@@ -26,20 +26,25 @@ from moderation.models import (
     Decision,
     Domain,
     IpAddress,
+    LadderRule,
     Link,
     ListStatus,
     Post,
     ReasonCode,
     Report,
     ReporterRecord,
+    Restriction,
     Source,
     SourceBlock,
     SourceDomainStats,
     SourceIpStats,
     SourceLinkStats,
+    StatementOfReasons,
+    Strike,
 )
 from moderation.services.api_keys import api_key_create, api_key_revoke, api_key_scopes_set
 from moderation.services.blocklists import BlockRefused, list_kind_of, list_status_set
+from moderation.services.ladder import ladder_rule_delete, ladder_rule_save
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -418,3 +423,57 @@ class CampaignAdmin(ReadOnlyAdmin):
     list_display = ["id", "source", "member_count", "author_count", "decided_label", "first_seen_at", "last_seen_at"]
     list_filter = ["source", "decided_label"]
     list_select_related = ["source"]
+
+
+class LadderRuleForm(forms.ModelForm):
+    # The configured categories (moderation.categories), read when the form is built.
+    category = forms.ChoiceField(choices=policy_categories, help_text="The harm whose strikes this rung counts.")
+
+    class Meta:
+        model = LadderRule
+        fields = ["source", "category", "strikes", "window_days", "action", "duration_days", "is_active"]
+
+
+@admin.register(LadderRule)
+class LadderRuleAdmin(admin.ModelAdmin):
+    """The escalation ladder per source and category; every change is audited."""
+
+    form = LadderRuleForm
+
+    list_display = ["source", "category", "strikes", "window_days", "action", "duration_days", "is_active"]
+    list_filter = ["source", "category", "action", "is_active"]
+
+    def save_model(self, request: HttpRequest, obj: LadderRule, form: Any, change: bool) -> None:
+        ladder_rule_save(rule=obj, actor=request.user)
+
+    def delete_model(self, request: HttpRequest, obj: LadderRule) -> None:
+        ladder_rule_delete(rule=obj, actor=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for rule in queryset:
+            ladder_rule_delete(rule=rule, actor=request.user)
+
+
+@admin.register(StatementOfReasons)
+class StatementOfReasonsAdmin(ReadOnlyAdmin):
+    list_display = ["pk", "source", "action", "category", "automated", "application_date", "reversed_at"]
+    list_filter = ["source", "action", "category", "automated"]
+    readonly_fields = ["fields"]
+
+
+@admin.register(Strike)
+class StrikeAdmin(ReadOnlyAdmin):
+    """Warnings are given and revoked from the dashboard (audited, the platform told)."""
+
+    list_display = ["pk", "author", "category", "reason_code", "created_at", "expires_at", "revoked_at"]
+    list_filter = ["category"]
+    raw_id_fields = ["author", "post"]
+
+
+@admin.register(Restriction)
+class RestrictionAdmin(ReadOnlyAdmin):
+    """Imposed and lifted from the dashboard (audited, the platform told)."""
+
+    list_display = ["pk", "author", "post", "kind", "category", "created_at", "ends_at", "lifted_at"]
+    list_filter = ["kind", "category"]
+    raw_id_fields = ["author", "post"]

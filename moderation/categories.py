@@ -13,6 +13,8 @@ from django.conf import settings
 
 NONE = "none"
 SPAM = "spam"
+ABUSE = "abuse"
+OTHER = "other"  # a harm no other category names; also where a reason code names none
 DEFAULT_CATEGORIES: tuple[tuple[str, str], ...] = (
     ("spam", "Spam"),
     ("scam", "Scam / phishing"),
@@ -54,6 +56,11 @@ def policy_categories() -> list[tuple[str, str]]:
 
 def category_choices() -> list[tuple[str, str]]:
     return [*policy_categories(), (NONE, "None (no violation)")]
+
+
+def category_label(code: str) -> str:
+    """The configured label of a category code; the code itself when the list no longer has it."""
+    return dict(category_choices()).get(code, code)
 
 
 def is_category(value: str) -> bool:

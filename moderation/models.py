@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from core.db_fields import RowJSONField
 from core.webhook_targets import UnsafeWebhookTarget, webhook_target
+from moderation.categories import category_label
 
 
 class UnvalidatedLanguageAction(models.TextChoices):
@@ -659,3 +660,126 @@ class Appeal(models.Model):
 
     def __str__(self) -> str:
         return f"appeal #{self.pk} on post {self.post_id}"
+
+
+# --- proportionate actions: strikes, the escalation ladder, restrictions, statements ------------
+
+
+class Strike(models.Model):
+    """A warning on an author's record in one category. It counts towards the category's
+    escalation ladder until it expires or is revoked (moderation.services.strikes)."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="+", db_index=False)
+    author = models.ForeignKey(Author, on_delete=models.CASCADE, related_name="strikes", db_index=False)
+    post = models.ForeignKey(Post, null=True, blank=True, on_delete=models.SET_NULL, related_name="strikes")
+    category = models.CharField(max_length=32)  # moderation.categories: plain codes, the list is configurable
+    reason_code = models.CharField(max_length=64)
+    note = models.CharField(max_length=255, blank=True)
+    issued_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["author", "category", "created_at"], name="strike_author_category_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.category_label} strike #{self.pk}"
+
+    @property
+    def category_label(self) -> str:
+        return category_label(self.category)
+
+
+class LadderAction(models.TextChoices):
+    LIMIT_RATE = "limit_rate", "Limit posting rate"
+    LIMIT_REACH = "limit_reach", "Limit reach"
+    SUSPEND = "suspend", "Suspend"
+
+
+class LadderRule(models.Model):
+    """One rung of a source's escalation ladder in a category: `strikes` live strikes within
+    `window_days` lead to `action` for `duration_days` (empty: until lifted). Admins edit them;
+    moderation.services.ladder applies them when a strike is recorded."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="ladder_rules", db_index=False)
+    category = models.CharField(max_length=32)  # moderation.categories: plain codes, the list is configurable
+    strikes = models.PositiveSmallIntegerField()
+    window_days = models.PositiveSmallIntegerField(default=30)
+    action = models.CharField(max_length=16, choices=LadderAction.choices)
+    duration_days = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Empty: until lifted.")
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "category", "strikes"], name="ladder_rule_source_category_uniq"),
+            models.CheckConstraint(condition=Q(strikes__gte=1), name="ladder_rule_strikes_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.category}: {self.strikes} strikes in {self.window_days} days -> {self.action}"
+
+    @property
+    def category_label(self) -> str:
+        return category_label(self.category)
+
+
+class RestrictionKind(models.TextChoices):
+    HIDE = "hide", "Hidden pending review"
+    LIMIT_RATE = "limit_rate", "Posting rate limited"
+    LIMIT_REACH = "limit_reach", "Reach limited"
+
+
+class Restriction(models.Model):
+    """A restriction the platform applies on our word: a post hidden pending review, or an
+    author's rate or reach limited. Lifted, never deleted (moderation.services.sanctions)."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="+", db_index=False)
+    author = models.ForeignKey(Author, on_delete=models.CASCADE, related_name="restrictions")
+    post = models.ForeignKey(Post, null=True, blank=True, on_delete=models.CASCADE, related_name="restrictions")
+    kind = models.CharField(max_length=16, choices=RestrictionKind.choices)
+    category = models.CharField(max_length=32)  # moderation.categories: plain codes, the list is configurable
+    reason_code = models.CharField(max_length=64)
+    note = models.CharField(max_length=255, blank=True)
+    imposed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    ends_at = models.DateTimeField(null=True, blank=True, help_text="Empty: until lifted.")
+    lifted_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        target = f"post {self.post_id}" if self.post_id else f"author {self.author_id}"
+        return f"{self.get_kind_display()} ({target})"
+
+
+class StatementOfReasons(models.Model):
+    """What the platform tells the affected author about a restriction, in the fields of the
+    EU DSA transparency database (docs/statements-of-reasons.md). `fields` is the statement as
+    submitted; the columns beside it are what the transparency report counts by."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="+", db_index=False)
+    author = models.ForeignKey(Author, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    post = models.ForeignKey(Post, null=True, blank=True, on_delete=models.CASCADE, related_name="statements")
+    decision = models.OneToOneField(Decision, null=True, blank=True, on_delete=models.CASCADE, related_name="statement")
+    restriction = models.OneToOneField(
+        Restriction, null=True, blank=True, on_delete=models.CASCADE, related_name="statement"
+    )
+    action = models.CharField(max_length=16)
+    category = models.CharField(max_length=32)  # moderation.categories: plain codes, the list is configurable
+    automated = models.BooleanField(default=False)
+    content_date = models.DateTimeField(null=True, blank=True)
+    application_date = models.DateTimeField(default=timezone.now)
+    fields = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now)
+    # The restriction was reversed (undone, lifted, overturned); the statement stays as issued.
+    reversed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "statements of reasons"
+        indexes = [models.Index(fields=["source", "application_date"], name="sor_source_applied_idx")]
+
+    def __str__(self) -> str:
+        return f"statement #{self.pk} ({self.action})"

@@ -11,9 +11,11 @@ from django.db.backends.signals import connection_created
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
-from moderation.models import ApiKey, Source
+from moderation.models import ApiKey, Decision, Post, Source
 from moderation.selectors.api_keys import api_key_cache_forget
 from moderation.services.audit import audit_record
+from moderation.services.sanctions import post_hides_end_on_decision
+from moderation.signals import decision_recorded
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +32,12 @@ def source_changed(sender: type[Source], instance: Source, created: bool = False
     if not created:
         hashed_keys = ApiKey.objects.filter(source_id=instance.pk).values_list("hashed_key", flat=True)
         api_key_cache_forget(hashed_keys=list(hashed_keys))
+
+
+@receiver(decision_recorded, dispatch_uid="moderation.hides_end_on_decision")
+def hides_end_on_decision(sender: Any, *, decision: Decision, post: Post, **kwargs: Any) -> None:
+    # Inside the decision's transaction: the hiding ends with the decision or not at all.
+    post_hides_end_on_decision(post=post, actor=decision.moderator)
 
 
 @receiver(user_login_failed, dispatch_uid="moderation.login_failed")

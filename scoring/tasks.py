@@ -43,11 +43,19 @@ from django.utils import timezone
 from scoring import sweeper
 from scoring.services import retention, scoring
 from scoring.services.batching import RETRY_OPTIONS, publish_batch, score_batch_task
+from scoring.services.removal_statements import record_removal_statements
 from scoring.services.webhooks import deliver_webhook
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["apply_retention", "deliver_webhook", "rescore_post", "score_batch", "sweep_stuck_posts"]
+__all__ = [
+    "apply_retention",
+    "deliver_webhook",
+    "record_removal_statements",
+    "rescore_post",
+    "score_batch",
+    "sweep_stuck_posts",
+]
 
 score_batch = score_batch_task
 

@@ -70,7 +70,8 @@ def on_author_erased(
     """The author's profile lives on in their posts' Score rows as feature values (account age,
     followers, ...): those go with the erasure. The scores, actions and model versions stay.
     The logged webhook events lose the notes of appeal outcomes on the posts and of
-    enforcements on the author, and the author's platform id in those. The scoring queue's
+    enforcements on the author, and the author's platform id in those and in the statements of
+    reasons sent about them. The scoring queue's
     Redis keys of the posts are deleted after commit; robust: Redis being down must not turn
     an erasure that committed into an error (the keys expire on their own)."""
     from scoring.models import Score, WebhookDelivery
@@ -82,11 +83,25 @@ def on_author_erased(
         payload__data__target__type="author",
         payload__data__target__external_id=author_external_id,
     )
-    for delivery in [*WebhookDelivery.objects.filter(post_id__in=ids), *about_author]:
+    # Statements of reasons name the author too (moderation.services.statements.statement_data).
+    statements = WebhookDelivery.objects.filter(
+        source__slug=source_slug,
+        event_type="statement_of_reasons",
+        payload__data__statement__author_external_id=author_external_id,
+    )
+    for delivery in {
+        d.pk: d for d in [*WebhookDelivery.objects.filter(post_id__in=ids), *about_author, *statements]
+    }.values():
         data = delivery.payload.get("data", {})
         if "note" in data:
             data["note"] = ""
         if isinstance(data.get("target"), dict) and data["target"].get("type") == "author":
             data["target"]["external_id"] = ""
+        statement = data.get("statement")
+        if isinstance(statement, dict) and statement.get("author_external_id") == author_external_id:
+            statement["author_external_id"] = ""
+            dsa = statement.get("dsa") or {}
+            if str(dsa.get("puid", "")).endswith(f":author:{author_external_id}"):
+                dsa["puid"] = ""
         delivery.save(update_fields=["payload"])
     transaction.on_commit(lambda: post_keys_delete(post_ids=ids), robust=True)

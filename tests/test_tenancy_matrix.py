@@ -36,13 +36,18 @@ from moderation.models import (
     Report,
     Source,
     SourceBlock,
+    StatementOfReasons,
+    Strike,
 )
 from moderation.services.blocklists import source_block_add
 from moderation.services.decisions import decision_record
+from moderation.services.enforcement import EnforcementReason
+from moderation.services.strikes import author_warn
 from scoring.features.extract import features_for_posts, posts_with_features
 from scoring.models import Score, WebhookDelivery
 from scoring.services.scoring import score_posts
 from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET
+from tests.dashboard.dashboard_factories import UserFactory as DashboardUserFactory
 from tests.factories import ScoreFactory, UserFactory, create_api_key
 from tests.moderation.api_helpers import post_payload
 from tests.scoring.pipeline_support import FakeClient, make_author, make_ip, make_link, make_post
@@ -68,6 +73,8 @@ B_SECRETS = (
 # Path parameters filled with B's identifiers.
 PATH_VALUES = {"external_id": B_POST, "name": B_BLOCKED_DOMAIN, "address": B_IP}
 PATH_OVERRIDES = {"api-author": {"external_id": B_AUTHOR}}
+# Database ids of B's rows, filled when tenant B is made: a decision and its statement of reasons.
+B_IDS: dict[str, str] = {}
 
 
 def _b_aimed_post() -> dict[str, Any]:
@@ -88,6 +95,8 @@ BODIES: dict[tuple[str, str], Any] = {
     ("api-blocklist-ips", "post"): lambda: {"address": B_IP, "reason": "a's block"},
 }
 BODYLESS = {"get", "delete"}
+# Query strings of GETs that take one, aimed at tenant B.
+QUERIES: dict[tuple[str, str], Any] = {("api-sanctions", "get"): lambda: {"author_external_id": B_AUTHOR}}
 
 
 def _served_methods(route: Route) -> list[str]:
@@ -95,7 +104,7 @@ def _served_methods(route: Route) -> list[str]:
 
 
 def _path(route: Route) -> str:
-    values = {**PATH_VALUES, **PATH_OVERRIDES.get(route.name or "", {})}
+    values = {**PATH_VALUES, **B_IDS, **PATH_OVERRIDES.get(route.name or "", {})}
 
     def fill(match: re.Match[str]) -> str:
         return values[match.group(2)]
@@ -116,6 +125,8 @@ def _snapshot(source: Source) -> dict[str, Any]:
         "scores": _rows(Score.objects.filter(post__source=source)),
         "webhooks": _rows(WebhookDelivery.objects.filter(source=source)),
         "appeals": _rows(Appeal.objects.filter(source=source)),
+        "statements": _rows(StatementOfReasons.objects.filter(source=source)),
+        "strikes": _rows(Strike.objects.filter(source=source)),
         "source": _rows(Source.objects.filter(pk=source.pk)),
         "global_domains": _rows(Domain.objects.filter(status=ListStatus.BLOCK)),
         "global_ips": _rows(IpAddress.objects.filter(status=ListStatus.BLOCK)),
@@ -143,6 +154,15 @@ def _tenant_b() -> Source:
     WebhookDelivery.objects.create(
         source=source, post=post, event_id="evt_tenant_b", event_type="post.decision", payload={}
     )
+    removed = make_post(source=source, author=other, external_id="tenant-b-removed", text="tenant-b-text removed")
+    decision = decision_record(
+        post=removed,
+        moderator=DashboardUserFactory(username="b-mod", role="moderator"),
+        label="spam",
+        note="tenant-b-reason",
+    )
+    B_IDS.update(decision_id=str(decision.pk), statement_id=str(decision.statement.pk))
+    author_warn(author=author, actor=decision.moderator, reason=EnforcementReason("scam", "tenant-b-reason"))
     source_block_add(source=source, kind=BlockKind.DOMAIN, value=B_BLOCKED_DOMAIN, reason="tenant-b-reason")
     source_block_add(source=source, kind=BlockKind.IP, value="198.51.100.78", reason="tenant-b-reason")
     return source
@@ -168,13 +188,17 @@ def test_no_source_reads_changes_or_affects_another_sources_data() -> None:
     sent = 0
     for route in API:
         for method in _served_methods(route):
-            body = BODIES[(route.name or "", method)]() if method not in BODYLESS else None
+            key = (route.name or "", method)
+            body = BODIES[key]() if method not in BODYLESS else QUERIES.get(key, lambda: None)()
             response = getattr(client, method)(_path(route), body, format="json")
             sent += 1
             assert response.status_code < 500, f"{method.upper()} {_path(route)} -> {response.status_code}"
             text = response.content.decode(errors="replace")
             leaked = [secret for secret in B_SECRETS if secret in text]
             assert leaked == [], f"{method.upper()} {_path(route)} showed tenant B's {leaked}"
+            if method == "get" and route.name == "api-sanctions":
+                # 404, or A's own author of that external_id (A posted as one above): no strikes of B's.
+                assert response.status_code == 404 or response.json()["strikes"] == []
             if method == "get" and route.name == "api-post-detail":
                 # 404, or A's own post of that external_id (A sent one above), never B's.
                 b_ids = set(Post.objects.filter(source=tenant_b).values_list("pk", flat=True))

@@ -299,6 +299,49 @@ CAMPAIGN_MIN_CHARS = env.int("CAMPAIGN_MIN_CHARS", default=40)
 CAMPAIGN_MAX_CANDIDATES = env.int("CAMPAIGN_MAX_CANDIDATES", default=20)
 # Copies by one author alone are that author's cluster; a campaign starts at this many authors.
 CAMPAIGN_MIN_AUTHORS = env.int("CAMPAIGN_MIN_AUTHORS", default=2)
+# A warning's strike counts towards the escalation ladder for this many days.
+STRIKE_EXPIRY_DAYS = env.int("STRIKE_EXPIRY_DAYS", default=90)
+# Statements of reasons (moderation.services.statements; docs/statements-of-reasons.md): where
+# the restrictions apply (ISO 3166-1 alpha-2 codes; default the EEA), the terms of service the
+# statements cite, and the legal reference per policy category whose content is illegal in
+# itself (a category listed here gets the illegal-content ground, the others the terms).
+DSA_TERRITORIAL_SCOPE = env.list(
+    "DSA_TERRITORIAL_SCOPE",
+    default=[
+        "AT",
+        "BE",
+        "BG",
+        "CY",
+        "CZ",
+        "DE",
+        "DK",
+        "EE",
+        "ES",
+        "FI",
+        "FR",
+        "GR",
+        "HR",
+        "HU",
+        "IE",
+        "IS",
+        "IT",
+        "LI",
+        "LT",
+        "LU",
+        "LV",
+        "MT",
+        "NL",
+        "NO",
+        "PL",
+        "PT",
+        "RO",
+        "SE",
+        "SI",
+        "SK",
+    ],
+)
+DSA_TERMS_URL = env.str("DSA_TERMS_URL", default="")
+DSA_LEGAL_GROUNDS: dict[str, str] = env.dict("DSA_LEGAL_GROUNDS", default={})
 SCORING_BATCH_SIZE = env.int("SCORING_BATCH_SIZE", default=64)
 SCORING_CLAIM_TTL_S = env.int("SCORING_CLAIM_TTL_S", default=90)  # > the task's hard time limit
 SCORING_SWEEP_AFTER_S = env.float("SCORING_SWEEP_AFTER_S", default=300.0)

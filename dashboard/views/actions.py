@@ -20,9 +20,22 @@ from dashboard.forms import EnforcementForm
 from dashboard.selectors.thresholds import live_thresholds
 from dashboard.timezones import SESSION_ZONE, zone_remember
 from dashboard.views.common import redirect_next, safe_next
-from moderation.models import Author, BulkAction, Campaign, Domain, IpAddress, Label, ListStatus, ReasonCode
+from moderation.models import (
+    Author,
+    BulkAction,
+    Campaign,
+    Domain,
+    IpAddress,
+    Label,
+    ListStatus,
+    Post,
+    ReasonCode,
+    Restriction,
+    RestrictionKind,
+    Strike,
+)
 from moderation.permissions import CAN_MODERATE, role_required
-from moderation.services import enforcement
+from moderation.services import enforcement, sanctions, strikes
 from moderation.services.bulk import (
     CLUSTER_KINDS,
     Cluster,
@@ -148,6 +161,7 @@ class _Enforcement:
     # What the action imposes or lifts (enforcement.enforcement_reason_label); empty: the
     # target's current list status, which is what taking it off the lists lifts.
     imposed: str = ""
+    timed: bool = True  # the form asks for an expiry (a warning's strike expires by itself)
 
     def reason_label(self, target: Any) -> str | None:
         imposed = self.imposed or getattr(target, "status", "")
@@ -193,6 +207,68 @@ ENFORCEMENT: dict[tuple[str, str], _Enforcement] = {
         lambda a, actor, reason: enforcement.author_unallowlist(author=a, actor=actor, reason=reason),
         "allowlist",
     ),
+    ("author", "warn"): _Enforcement(
+        Author,
+        "Warn @{}",
+        "Author {} warned: a strike is on their record.",
+        True,
+        lambda a, actor, reason: strikes.author_warn(author=a, actor=actor, reason=reason),
+        imposed="restrict",
+        timed=False,
+    ),
+    ("post", "warn"): _Enforcement(
+        Post,
+        "Warn the author of post {}",
+        "The author of post {} was warned: a strike is on their record.",
+        True,
+        lambda p, actor, reason: strikes.author_warn(author=p.author, actor=actor, reason=reason, post=p),
+        imposed="restrict",
+        timed=False,
+    ),
+    ("author", "limit_rate"): _Enforcement(
+        Author,
+        "Limit the posting rate of @{}",
+        "Author {}: posting rate limited.",
+        True,
+        lambda a, actor, reason: sanctions.author_limit(
+            author=a, actor=actor, kind=RestrictionKind.LIMIT_RATE, reason=reason
+        ),
+        imposed="restrict",
+    ),
+    ("author", "limit_reach"): _Enforcement(
+        Author,
+        "Limit the reach of @{}",
+        "Author {}: reach limited.",
+        True,
+        lambda a, actor, reason: sanctions.author_limit(
+            author=a, actor=actor, kind=RestrictionKind.LIMIT_REACH, reason=reason
+        ),
+        imposed="restrict",
+    ),
+    ("post", "hide"): _Enforcement(
+        Post,
+        "Hide post {} pending review",
+        "Post {} hidden pending review.",
+        True,
+        lambda p, actor, reason: sanctions.post_hide(post=p, actor=actor, reason=reason),
+        imposed="restrict",
+    ),
+    ("restriction", "lift"): _Enforcement(
+        Restriction,
+        "Lift: {}",
+        "Lifted: {}.",
+        False,
+        lambda r, actor, reason: sanctions.restriction_lift(restriction=r, actor=actor, reason=reason),
+        imposed="restrict",
+    ),
+    ("strike", "revoke"): _Enforcement(
+        Strike,
+        "Revoke the warning ({})",
+        "Warning revoked ({}).",
+        False,
+        lambda s, actor, reason: strikes.strike_revoke(strike=s, actor=actor, reason=reason),
+        imposed="restrict",
+    ),
     ("domain", "block"): _Enforcement(
         Domain, "Block {} and its subdomains", "Domain {} blocked.", True, _list(ListStatus.BLOCK), ListStatus.BLOCK
     ),
@@ -229,17 +305,24 @@ def enforce(request: HttpRequest, kind: str, pk: int, action: str) -> HttpRespon
         request.POST if request.method == "POST" else None,
         imposing=entry.imposing,
         reason_label=entry.reason_label(target),
+        timed=entry.timed,
     )
     if request.method == "POST" and form.is_valid():
         try:
-            entry.run(target, request.user, form.reason())
+            result = entry.run(target, request.user, form.reason())
         except ApplicationError as exc:
             for field, errors in (exc.fields or {}).items():
                 form.add_error(field if field in form.fields else None, errors)
             if not exc.fields:
                 form.add_error(None, exc.message)
         else:
-            messages.success(request, entry.done.format(target))
+            done = entry.done.format(target)
+            escalated = getattr(result, "escalated", None)
+            if escalated is not None:
+                done += " The escalation ladder applied: " + (
+                    "suspended." if isinstance(escalated, Author) else f"{escalated.get_kind_display().lower()}."
+                )
+            messages.success(request, done)
             return redirect_next(request, reverse("dashboard:queue"))
     status = 400 if request.method == "POST" else 200
     context = {

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 from core.errors import ApplicationError, NotFound
 from dashboard.selectors.detail import post_detail
 from dashboard.selectors.queue import queue_next_post
+from dashboard.selectors.sanctions import post_hidden
 from dashboard.selectors.thresholds import live_thresholds
 from dashboard.views.common import json_error, redirect_next, wants_json, with_query
 from moderation.models import Decision, Label, Post, ReasonCode
@@ -107,6 +108,7 @@ def detail(request: HttpRequest, post_id: int) -> HttpResponse:
             "reason_codes": data.reason_codes,
             "undo_seconds": int(undo_window().total_seconds()),
             "version": post_version(data.post),
+            "hidden": post_hidden(post=data.post),
             "decided": decided and latest is not None,
             "latest_decision": latest,
             "can_undo": latest is not None and decision_can_undo(decision=latest, user=request.user),

@@ -28,6 +28,7 @@ from moderation.services.decisions import (
     undo_window,
 )
 from moderation.services.priority import posts_report_weight_refresh, reporter_records_relabel
+from moderation.services.statements import statements_reverse
 from moderation.signals import decisions_undone
 
 CLUSTER_KINDS = ("author", "domain", "ip", "campaign")
@@ -169,6 +170,7 @@ def bulk_undo(*, bulk: BulkAction, moderator: Any) -> BulkAction:
         after = latest_live_decision(post=posts[d.post_id])
         reporter_records_relabel(post=posts[d.post_id], old_label=d.label, new_label=after.label if after else None)
     posts_report_weight_refresh(post_ids=[int(i) for i in restored])
+    statements_reverse(decisions=undone)
     bulk.undone_at = now
     bulk.save(update_fields=["undone_at"])
     campaign_decided_clear(bulk=bulk)

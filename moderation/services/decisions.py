@@ -38,6 +38,7 @@ from moderation.services.audit import audit_record
 from moderation.services.priority import posts_report_weight_refresh, reporter_records_relabel
 from moderation.services.reasons import reason_code_check
 from moderation.services.source_stats import source_stats_move_spam
+from moderation.services.statements import statement_for_decision, statements_reverse
 from moderation.signals import decision_recorded, decisions_undone
 
 logger = logging.getLogger(__name__)
@@ -186,6 +187,7 @@ def decision_record(
             before={"status": previous},
             after={"status": post.status, "label": label, "reason_code": reason_code, "decision_id": decision.pk},
         )
+    statement_for_decision(decision=decision, post=post, prior=prior)
     # Receivers: scoring enqueues the platform webhook, feedback records a labelled example.
     decision_recorded.send(sender=Decision, decision=decision, post=post)
     DECISIONS.labels("moderator", label).inc()
@@ -281,5 +283,6 @@ def decision_undo(*, decision: Decision, moderator: Any) -> Decision:
         before={"status": LABEL_TO_STATUS[decision.label], "decision_id": decision.pk},
         after={"status": restored},
     )
+    statements_reverse(decisions=[decision])
     decisions_undone.send(sender=Decision, decisions=[decision], bulk_action=None, posts=[post])
     return decision

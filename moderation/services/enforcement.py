@@ -18,10 +18,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import ApplicationError
-from moderation.models import Author, Domain, IpAddress, Label, ListStatus, Source
+from moderation.models import Author, Domain, IpAddress, Label, ListStatus, Source, StatementOfReasons
 from moderation.services import blocklists
 from moderation.services.audit import audit_record
-from moderation.services.reasons import reason_code_check
+from moderation.services.reasons import reason_category, reason_code_check
+from moderation.services.statements import Automation, StatementAction, statement_record
 from moderation.signals import platform_event
 
 EVENT_ENFORCEMENT = "enforcement"
@@ -44,9 +45,10 @@ class EnforcementReason:
 
 def enforcement_reason_label(*, imposed: str, imposing: bool) -> str:
     """The label an enforcement's reason must have: what the action says about its target. A
-    suspension or a block says spam and trust says not spam; lifting one says the opposite of
-    what it lifts. `imposed`: "suspend", "allowlist", "block" or "allow"."""
-    says_spam = imposed in ("suspend", ListStatus.BLOCK)
+        suspension or a block says spam and trust says not spam; lifting one says the opposite of
+        what it lifts. `imposed`: "suspend", "restrict" (a warning, a rate or reach limit, a hidden
+    post), "allowlist", "block" or "allow"."""
+    says_spam = imposed in ("suspend", "restrict", ListStatus.BLOCK)
     return Label.SPAM if says_spam == imposing else Label.HAM
 
 
@@ -71,6 +73,7 @@ def _checked(reason: EnforcementReason, *, imposing: bool, imposed: str) -> Enfo
 # What the message calls imposing / lifting each kind of entry.
 _REASON_DOING = {
     "suspend": ("a suspension", "lifting a suspension"),
+    "restrict": ("a warning or a restriction", "lifting a restriction or revoking a warning"),
     "allowlist": ("trusting an author", "no longer trusting an author"),
     ListStatus.BLOCK: ("a block", "lifting a block"),
     ListStatus.ALLOW: ("trusting a domain or IP", "no longer trusting a domain or IP"),
@@ -93,6 +96,17 @@ def _event(
         "at": at.isoformat(),
         "by": getattr(actor, "username", "") or "",
     }
+
+
+# The same reason check and event for the other enforcement services (warnings and strikes,
+# restrictions): one shape for every `enforcement` event the platform receives.
+def reason_checked(reason: EnforcementReason, *, imposing: bool) -> EnforcementReason:
+    """The reason check of a warning, a restriction or their lifting."""
+    return _checked(reason, imposing=imposing, imposed="restrict")
+
+
+enforcement_event = _event
+enforcement_tell = _tell
 
 
 # --- authors ----------------------------------------------------------------------------------
@@ -150,9 +164,33 @@ def _author_set(*, author: Author, actor: Any, what: str, impose: bool, reason: 
         key=str(entry.pk),
         data=_event(target=target, action=action, reason=reason, actor=actor, at=now),
     )
+    if what == "suspend":
+        _suspension_statement(author=locked, actor=actor, impose=impose, reason=reason, at=now)
     for field in _AUTHOR_FIELDS[what]:
         setattr(author, field, getattr(locked, field))
     return locked
+
+
+def _suspension_statement(*, author: Author, actor: Any, impose: bool, reason: EnforcementReason, at: datetime) -> None:
+    if not impose:
+        StatementOfReasons.objects.filter(
+            author=author, action=StatementAction.SUSPENSION, reversed_at__isnull=True
+        ).update(reversed_at=at)
+        return
+    # A suspension without a user is the escalation ladder applying a moderator's warnings.
+    automated = getattr(actor, "is_authenticated", False) is not True
+    statement_record(
+        source=author.source,
+        author=author,
+        post=None,
+        action=StatementAction.SUSPENSION,
+        category=reason_category(reason.code),
+        reason_code=reason.code,
+        note=reason.note,
+        automated_decision=Automation.PARTIAL if automated else Automation.NONE,
+        application_date=at,
+        end_date=reason.until,
+    )
 
 
 def author_suspend(*, author: Author, actor: Any, reason: EnforcementReason) -> Author:

@@ -6,14 +6,15 @@ id, replaced by `erased-<pk>`); every post's text, link, link preview, journey a
 and the link, domain and IP rows no other post uses, with this source's counters of them
 (posts stay as tombstones: id, external id, status, score, so the platform's references and
 the decision history keep their meaning); report details, decision notes, appeal statements
-and appeal resolution notes on those posts; the enforcement notes about the author; and,
-through moderation.signals.author_erased, the labelled examples made from the posts, their
-rows in dataset and suite files (the dataset's erasure record lists the model versions trained
-on them for retraining), the feature values of their Score rows, the notes and the author's id
-in the webhook events logged about them, and the scoring queue's Redis keys of the posts.
-A domain or address under a moderator's global block or allow stays: that row is the
-moderators' record, and no longer tied to the author. One audit entry records who erased whom
-and how many posts, and nothing erased."""
+and appeal resolution notes on those posts; the enforcement notes about the author; the
+author's id in their account's statements of reasons; and, through
+moderation.signals.author_erased, the labelled examples made from the posts, their rows in
+dataset and suite files (the dataset's erasure record lists the model versions trained on them
+for retraining), the feature values of their Score rows, the notes and the author's id in the
+webhook events logged about them, and the scoring queue's Redis keys of the posts. A domain or
+address under a moderator's global block or allow stays: that row is the moderators' record,
+and no longer tied to the author. One audit entry records who erased whom and how many posts,
+and nothing erased."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from django.utils import timezone
 from core.errors import Conflict
 from moderation.models import Appeal, AuditLog, Author, Decision, Domain, IpAddress, Link, ListStatus, Post, Report
 from moderation.services.audit import audit_record
+from moderation.services.statements import statements_erase_author
 from moderation.signals import author_erased
 
 ERASED_PREFIX = "erased-"
@@ -83,6 +85,7 @@ def author_erase(*, author: Author, actor: Any, via: str) -> Author:
     author.suspended_reason = author.allowlisted_reason = ""
     author.erased_at = timezone.now()
     author.save()
+    statements_erase_author(author=author)
     author_erased.send(sender=Author, source_slug=author.source.slug, author_external_id=external_id, post_ids=post_ids)
     audit_record(
         actor=actor,

@@ -5,6 +5,7 @@ it here, so a record can never say "removed as spam because: legitimate content"
 from __future__ import annotations
 
 from core.errors import ApplicationError
+from moderation.categories import NONE, OTHER
 from moderation.models import Label, ReasonCode
 
 
@@ -24,3 +25,14 @@ def reason_code_check(*, label: str, reason_code: str, doing: str) -> None:
     else:
         return
     raise ApplicationError(message, code="invalid_reason_code", fields={"reason_code": [message]})
+
+
+def reason_category(reason_code: str) -> str:
+    """The policy category of a reason code (moderation.categories), from its ReasonCode row: the
+    admin sets it, and it is the one source of what a reason is about. "other" for a code with
+    no row or no category; "none" (a not-spam reason) never names a harm, so it counts as other
+    where a harm must be named (a strike, a restriction, a statement)."""
+    found = (
+        ReasonCode.objects.filter(code=reason_code).values_list("category", flat=True).first() if reason_code else None
+    )
+    return found if found and found != NONE else OTHER

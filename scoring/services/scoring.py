@@ -23,12 +23,13 @@ from django.utils import timezone
 from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from core.json_rows import insert_rows
 from core.metrics import DECISIONS, POSTS_SCORED, SCORING_BATCH_SIZE
+from moderation.categories import ABUSE, SPAM
 from moderation.models import RESCORABLE_STATUSES, Campaign, Post, PostStatus
 from moderation.services.audit import audit_record
 from moderation.services.priority import posts_priority_refresh
 from moderation.services.score_rows import posts_lock_for_scoring, posts_score_fields_write, spam_counters_add
 from scoring.features.extract import PostFeatures, posts_with_features
-from scoring.models import DecisionPolicy, Score
+from scoring.models import Action, DecisionPolicy, Score
 from scoring.services.campaigns import campaigns_detect
 from scoring.services.decide import MODEL_ERROR, Decision, Item, decide
 from scoring.services.inference import (
@@ -39,6 +40,7 @@ from scoring.services.inference import (
     get_client,
 )
 from scoring.services.policy import policy_active
+from scoring.services.removal_statements import removal_statements_publish
 from scoring.services.shortcircuit import short_circuit_reason
 from scoring.services.webhooks import webhooks_enqueue_for_posts
 
@@ -276,6 +278,10 @@ def persist(
     posts_priority_refresh(post_ids=[p.id for p in changed if p.status == PostStatus.QUEUED])
     spam_counters_add(posts=removed_now)
     webhooks_enqueue_for_posts(p for p in changed if p.id in by_post)
+    # Their statements of reasons are written after the commit (scoring.services.removal_statements).
+    by_abuse = {d.post_id for d in decisions if d.removed_now and d.abuse and d.action == Action.REMOVE}
+    removal_statements_publish(post_ids=[p.id for p in removed_now if p.id not in by_abuse], category=SPAM)
+    removal_statements_publish(post_ids=[p.id for p in removed_now if p.id in by_abuse], category=ABUSE)
     return results
 
 

@@ -15,10 +15,13 @@ An undone decision (moderation.services.bulk.bulk_undo) sends the same event typ
 restored status - whatever it is, `queued` included - and `data.undo` set, so a platform that
 hid a post on the moderator's word shows it again.
 
-Besides decisions, two event types concern no single decision: `enforcement` (an author
-suspended or trusted, a domain or IP blocked or trusted, or any of them lifted; `data` names the
-target, the action, the reason code and note and the expiry) and `appeal.decided` (an appeal
-upheld or overturned). Both are signed and delivered the same way (webhook_enqueue_event).
+Besides decisions, three event types concern no single decision: `enforcement` (an author
+warned, limited, suspended or trusted, a post hidden pending review, a domain or IP blocked or
+trusted, or any of them lifted; `data` names the target, the action, the reason code and note
+and the expiry), `appeal.decided` (an appeal upheld or overturned) and `statement_of_reasons`
+(the statement of a restriction, `data.statement.dsa` in the fields of the EU DSA transparency
+database: docs/statements-of-reasons.md). All are signed and delivered the same way
+(webhook_enqueue_event).
 
 Delivery never blocks scoring: rows are written in the scoring transaction, the HTTP POST
 happens in the deliver_webhook task (defined at the end of this module) after commit, with short timeouts and backoff.

@@ -195,7 +195,11 @@ def test_single_undo_tells_the_platform(moderator, django_capture_on_commit_call
     with django_capture_on_commit_callbacks(execute=True):
         decision = decision_record(post=post, moderator=moderator, label="spam")
     decided = set(WebhookDelivery.objects.values_list("pk", flat=True))
-    assert len(decided) == 1
+    # the decision and its statement of reasons
+    assert sorted(WebhookDelivery.objects.values_list("event_type", flat=True)) == [
+        "post.decision",
+        "statement_of_reasons",
+    ]
     with django_capture_on_commit_callbacks(execute=True):
         decision_undo(decision=decision, moderator=moderator)
     (undo,) = WebhookDelivery.objects.exclude(pk__in=decided)

@@ -103,6 +103,8 @@ def test_new_pages_fit_a_390px_screen(browser, live_server, screenshot_dir):
             "author": f"/dashboard/authors/{spammer.pk}/",
             "appeals": "/dashboard/appeals/",
             "appeal": f"/dashboard/appeals/{appeal.pk}/",
+            "enforce-warn": f"/dashboard/enforce/author/{spammer.pk}/warn/",
+            "transparency": "/dashboard/transparency/",
         }
         for name, path in pages.items():
             response = page.goto(f"{live_server.url}{path}")

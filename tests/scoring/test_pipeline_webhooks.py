@@ -151,7 +151,14 @@ def test_a_bulk_undo_tells_the_platform_the_restored_status(receiver, django_cap
     with django_capture_on_commit_callbacks(execute=True):
         bulk = bulk_decide(moderator=moderator, label="spam", reason_code="scam", post_ids=[queued.pk, approved.pk])
     decided = set(WebhookDelivery.objects.values_list("pk", flat=True))
-    assert len(decided) == 2 and set(sent) == decided
+    assert set(sent) == decided
+    # Each removal: its decision event and its statement of reasons.
+    assert sorted(WebhookDelivery.objects.values_list("event_type", flat=True)) == [
+        "post.decision",
+        "post.decision",
+        "statement_of_reasons",
+        "statement_of_reasons",
+    ]
 
     sent.clear()
     with django_capture_on_commit_callbacks(execute=True):
