@@ -5,7 +5,7 @@ it here, so a record can never say "removed as spam because: legitimate content"
 from __future__ import annotations
 
 from core.errors import ApplicationError
-from moderation.categories import NONE, OTHER
+from moderation.categories import NONE, OTHER, category_for_label
 from moderation.models import Label, ReasonCode
 
 
@@ -29,10 +29,13 @@ def reason_code_check(*, label: str, reason_code: str, doing: str) -> None:
 
 def reason_category(reason_code: str) -> str:
     """The policy category of a reason code (moderation.categories), from its ReasonCode row: the
-    admin sets it, and it is the one source of what a reason is about. "other" for a code with
-    no row or no category; "none" (a not-spam reason) never names a harm, so it counts as other
-    where a harm must be named (a strike, a restriction, a statement)."""
-    found = (
-        ReasonCode.objects.filter(code=reason_code).values_list("category", flat=True).first() if reason_code else None
-    )
-    return found if found and found != NONE else OTHER
+    admin sets it, and it is the one source of what a reason is about. A row without one takes
+    its label's, as a decision does (spam for a spam reason). "other" for an unknown code and
+    for a not-spam reason ("none" names no harm, and a strike, a restriction or a statement
+    needs one)."""
+    found = ReasonCode.objects.filter(code=reason_code).values_list("category", "applies_to").first()
+    if not reason_code or found is None:
+        return OTHER
+    category, applies_to = found
+    category = category or category_for_label(applies_to)
+    return category if category != NONE else OTHER

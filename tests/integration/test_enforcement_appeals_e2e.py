@@ -70,7 +70,8 @@ def test_a_suspended_authors_posts_are_held_never_auto_approved(api, worker, rec
     author = Author.objects.get(source=api.source, external_id="suspect")
     author_suspend(author=author, actor=moderator, reason=EnforcementReason("bot-activity", "signup burst"))
     # The platform hears of it from the worker, signed.
-    (event,) = _events(receiver, 2, "enforcement")  # the first post's decision, then the suspension
+    # The first post's decision, then the suspension and its statement of reasons (in either order).
+    (event,) = _events(receiver, 3, "enforcement")
     assert event["data"]["target"] == {"type": "author", "external_id": "suspect"}
     assert event["data"]["action"] == "suspend" and event["data"]["reason_code"] == "bot-activity"
 
@@ -111,8 +112,9 @@ def test_an_appeal_overturned_by_another_moderator_tells_the_platform_and_relabe
     assert response.status_code == 201, response.content
     appeal = Appeal.objects.get(pk=response.json()["id"])
     appeal_resolve(appeal=appeal, moderator=reviewer, outcome="overturn", reason_code="legitimate", note="checked")
-    # auto-removal, the decider's removal, the overturn's approval, then the appeal's outcome
-    (event,) = _events(receiver, 4, "appeal.decided")
+    # auto-removal and its statement of reasons, the decider's removal and its statement, the
+    # overturn's approval, then the appeal's outcome
+    (event,) = _events(receiver, 6, "appeal.decided")
     assert event["data"]["appeal"] == {
         "id": appeal.pk,
         "outcome": "overturned",
