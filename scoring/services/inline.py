@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
 from moderation.models import Post
 from scoring.features.extract import post_with_features
 from scoring.models import Score
@@ -146,7 +148,8 @@ def _score_inline(*, post: Post, budget_ms: float, held: bool, client: ScoringCl
             return None
         # Written even when the call overran the budget: the work is done, and the async task
         # then finds the post scored. The caller still gets None (it already answered 202).
-        campaigns_detect(posts=[loaded])  # as a worker batch does: a decided campaign holds it
+        if settings.CAMPAIGN_DETECTION:
+            campaigns_detect(posts=[loaded])  # as a worker batch does: a decided campaign holds it
         overran = remaining_s() < 0
         (result,) = settle([item], allowed_from=INITIAL_FROM, started=started)
         if result.score is not None:

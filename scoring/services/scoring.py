@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -133,7 +134,8 @@ def score_posts(
         return results
     items = prepare(pending, features={p.id: loaded[p.id][1] for p in pending})
     infer(items, client=client or get_client())
-    campaigns_detect(posts=pending)  # writes the buckets; a decided campaign then holds its members
+    if settings.CAMPAIGN_DETECTION:
+        campaigns_detect(posts=pending)  # writes the buckets; a decided campaign then holds its members
     return results + settle(items, allowed_from=INITIAL_FROM, started=started)
 
 

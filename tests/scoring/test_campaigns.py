@@ -49,6 +49,15 @@ def test_five_copies_from_five_authors_share_one_campaign_across_batches() -> No
     assert Score.objects.get(post=posts[4]).features["campaign_id"] == campaign.pk
 
 
+def test_detection_switched_off_groups_nothing_and_stores_no_buckets(settings) -> None:
+    settings.CAMPAIGN_DETECTION = False
+    posts = _copies_from_new_authors(make_source())
+    score_posts(post_ids=[p.pk for p in posts], client=FakeClient())
+    assert _campaign_ids(posts) == [None] * len(posts)
+    assert not CampaignBucket.objects.exists()
+    assert Score.objects.filter(post__in=posts).count() == len(posts)  # scored as usual
+
+
 def test_a_distinct_text_stays_out() -> None:
     source = make_source()
     posts = _copies_from_new_authors(source, [*COPIES[:3], OTHER])
