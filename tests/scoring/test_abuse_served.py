@@ -17,11 +17,16 @@ from modelops.text.abuse import ABUSE_FILE, _pipeline, fold_platt
 
 
 def _served_class() -> Any:
-    """BundledAbuse compiled from its source (the module itself needs Triton's stub)."""
+    """BundledAbuse and the hashing helper it shares with the lexical half, compiled from their
+    source (the module itself needs Triton's stub)."""
     source = (model_repository.SOURCE_REPOSITORY / "spam_pipeline" / "model.py").read_text()
-    (node,) = [n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "BundledAbuse"]
+    wanted = {"BundledAbuse", "_hashed_columns"}
+    nodes: list[ast.stmt] = [
+        n for n in ast.parse(source).body if isinstance(n, ast.ClassDef | ast.FunctionDef) and n.name in wanted
+    ]
+    assert len(nodes) == len(wanted)
     namespace: dict[str, Any] = {"np": np, "math": math, "Counter": Counter}
-    exec(compile(ast.Module(body=[node], type_ignores=[]), "spam_pipeline/model.py", "exec"), namespace)  # noqa: S102
+    exec(compile(ast.Module(body=nodes, type_ignores=[]), "spam_pipeline/model.py", "exec"), namespace)  # noqa: S102
     return namespace["BundledAbuse"]
 
 

@@ -335,8 +335,8 @@ class BundledAbuse:
     Scored here without the pipeline's predict_proba, which cost about 1.1 ms of CPU for one
     text (feature union, sparse matrices, input checks) against about 0.11 ms for the same
     numbers from the fitted objects: each vectorizer's own analyzer, HashingVectorizer's index
-    (murmurhash3_32 of the UTF-8 token, seed 0, absolute value modulo n_features; -2**31 as
-    sklearn maps it), counts, L2 norm per vectorizer, the logistic regression's weights
+    (_hashed_columns, shared with the lexical half), counts, L2 norm per vectorizer, the
+    logistic regression's weights
     (tests/scoring/test_abuse_served.py holds it to predict_proba)."""
 
     def __init__(self, folder):
@@ -344,27 +344,21 @@ class BundledAbuse:
         self.pipeline = None
         if path.is_file():
             import joblib
-            from sklearn.utils import murmurhash3_32
 
             self.pipeline = joblib.load(path)
-            self.hash = murmurhash3_32
             lr = self.pipeline.named_steps["lr"]
             coef = np.asarray(lr.coef_[0], dtype=np.float64)
             self.bias = float(lr.intercept_[0])
             self.parts, offset = [], 0
             for _name, vectorizer in self.pipeline.named_steps["features"].transformer_list:
                 n = int(vectorizer.n_features)
-                self.parts.append((vectorizer.build_analyzer(), n, coef[offset : offset + n]))
+                self.parts.append((vectorizer.build_analyzer(), _hashed_columns(n), coef[offset : offset + n]))
                 offset += n
-
-    def _index(self, token, n):
-        h = self.hash(token, seed=0)
-        return (2147483647 - (n - 1)) % n if h == -2147483648 else abs(h) % n
 
     def _prob(self, text):
         margin = self.bias
-        for analyze, n, coef in self.parts:
-            counts = Counter(self._index(token, n) for token in analyze(text))
+        for analyze, column, coef in self.parts:
+            counts = Counter(column(token) for token in analyze(text))
             if not counts:
                 continue
             idx = np.fromiter(counts.keys(), dtype=np.intp, count=len(counts))
