@@ -160,6 +160,46 @@ def _out_of_domain_section(metrics: dict[str, Any]) -> list[str]:
     return out
 
 
+def _benign_section(metrics: dict[str, Any]) -> list[str]:
+    benign = metrics["data"].get("benign")
+    if not benign:
+        return ["## Benign writing of other kinds", "- None: this version trained on the SMS collection alone.", ""]
+    out = [
+        "## Benign writing of other kinds",
+        "- Added to train and validation as legitimate (label 0), with as many SMS spam messages of those "
+        "splits placed inside that writing (label 1) so that prose does not come to mean legitimate "
+        "(modelops/text/cold_start.py). The test split is the SMS test split alone.",
+        "",
+        "| corpus | package | licence | kind | train | validation | held out |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, c in benign["corpora"].items():
+        out.append(
+            f"| {name} | {c['package']} | {c['licence']} | {c['kind']} | {c['train']} | {c['validation']} "
+            f"| {c['held_out']} |"
+        )
+    out += [f"- Left out (fetch failed): {name}: {why}" for name, why in benign.get("missing", {}).items()]
+    report = metrics.get("cold_start")
+    if report:
+        out += [
+            "",
+            f"Held-out writing of each kind, as trained (PyTorch fp32, first window): share of legitimate texts at "
+            f"or above 0.5 / the remove threshold {report['remove_threshold']}, and recall at 0.5 of SMS test spam "
+            "placed in that writing.",
+            "",
+            "| corpus | transformer | lexical | served blend |",
+            "|---|---|---|---|",
+        ]
+        for name, row in report["corpora"].items():
+            cells = []
+            for model in ("transformer", "lexical", "served"):
+                fp, recall = row[model]["false_positive"], row[model]["spam_in_context_recall_at_0.5"]
+                cells.append(f"{fp['at_or_above_0.5']:.3f} / {fp['at_or_above_remove']:.3f}, recall {recall:.2f}")
+            out.append(f"| {name} | " + " | ".join(cells) + " |")
+        out.append("- Leave-one-corpus-out figures: benchmarks/cold_start.py (benchmarks/RESULTS.md).")
+    return [*out, ""]
+
+
 def render_model_card(metrics: dict[str, Any]) -> str:
     data = metrics["data"]
     hp = metrics["hyperparameters"]
@@ -270,12 +310,14 @@ def render_model_card(metrics: dict[str, Any]) -> str:
     else:
         out += ["## ONNX export", "- Not exported yet (run `manage.py export_text_model`).", ""]
     out += calibration_markdown(metrics.get("calibration"), model="temperature scaling")
+    out += _benign_section(metrics)
     out += [*_languages_section(metrics), *_long_texts_section(metrics), *_out_of_domain_section(metrics)]
     out += _familiarity_section(metrics)
     out += [
         "## Limitations",
-        "- Trained on English SMS only (UCI collection, 2000s-era UK/Singapore messages); no social posts, "
-        "no link-preview text. Scores on other languages or domains are unvalidated.",
+        "- Spam examples are English SMS only (UCI collection, 2000s-era UK/Singapore messages), alone or "
+        "placed in benign writing; legitimate examples add the writing above. No social posts, no link-preview "
+        "text. Scores on other languages are unvalidated.",
         "- Test metrics come from a few hundred messages (see the split table): one spam message moves "
         "recall by about one point.",
         "",
