@@ -179,32 +179,94 @@ def counters_add(*, model: type[models.Model], increments: Mapping[int, int], co
     """``counter += increments[pk]`` for every pk, in one UPDATE that locks its rows in
     primary-key order (a plain multi-row UPDATE locks them in scan order, which a bitmap heap
     scan makes physical order; see the module docstring)."""
-    if not increments:
+    counters_add_together([CounterAdd(model=model, increments=increments, counter=counter)])
+
+
+@dataclass(frozen=True)
+class CounterAdd:
+    """``counter += n`` for each row ``increments`` names: by primary key (``key`` empty,
+    ``increments`` pk -> n), or by the fields ``key`` (``increments`` (value, ...) -> n)."""
+
+    model: type[models.Model]
+    increments: Mapping[Any, int]
+    counter: str = "post_count"
+    key: tuple[str, ...] = ()
+
+
+def counters_add_together(adds: Sequence[CounterAdd]) -> None:
+    """Several counters_add in ONE statement on PostgreSQL, one after the other in the order
+    given, each locking its rows in primary-key order first (see the module docstring): the
+    select list reads each UPDATE's count in turn (an InitPlan each, evaluated left to right),
+    so a table's locks are taken after the previous table's UPDATE finished, the order every
+    counter writer uses. Elsewhere one UPDATE per table."""
+    todo = [a for a in adds if a.increments]
+    if not todo:
         return
-    meta = model._meta
-    qn = connection.ops.quote_name
-    table, pk, column = qn(meta.db_table), _column(model), _column(model, counter)
-    pks = sorted(increments)
-    cases = " ".join(["WHEN %s THEN %s"] * len(pks))
-    in_list = ", ".join(["%s"] * len(pks))
+    if connection.vendor != "postgresql":
+        for a in todo:
+            sql, params = _counter_add_sqlite(a)
+            with connection.cursor() as cursor:
+                cursor.execute(sql, params)
+        return
+    with_parts: list[str] = []
     params: list[Any] = []
-    if connection.vendor == "postgresql":
-        # The CTE's LockRows runs above its sort, so rows are locked in pk order; the UPDATE
-        # only touches rows the CTE returned, i.e. rows this transaction holds already.
-        sql = (
-            f"WITH locked AS (SELECT {pk} FROM {table} WHERE {pk} IN ({in_list}) "  # noqa: S608
-            f"ORDER BY {pk} FOR NO KEY UPDATE) "
-            f"UPDATE {table} SET {column} = {table}.{column} + CASE {table}.{pk} {cases} END "
-            f"FROM locked WHERE {table}.{pk} = locked.{pk}"
-        )
-        params.extend(pks)
-        params.extend(v for p in pks for v in (p, increments[p]))
+    updates: list[str] = []
+    for i, a in enumerate(todo):
+        lock, update, lock_params, update_params = _counter_add_postgresql(a, locked=f"l{i}")
+        with_parts.append(lock)
+        params += lock_params
+        updates.append(update)
+        params += update_params
+        if len(todo) > 1:
+            with_parts.append(f"c{i} AS ({update} RETURNING 1)")
+    if len(todo) == 1:
+        sql = f"WITH {with_parts[0]} {updates[0]}"
     else:
-        sql = (
-            f"UPDATE {table} SET {column} = {column} + CASE {pk} {cases} END "  # noqa: S608
-            f"WHERE {pk} IN ({in_list})"
-        )
-        params.extend(v for p in pks for v in (p, increments[p]))
-        params.extend(pks)
+        counts = ", ".join(f"(SELECT count(*) FROM c{i})" for i in range(len(todo)))  # noqa: S608
+        sql = f"WITH {', '.join(with_parts)} SELECT {counts}"
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
+
+
+def _counter_key(a: CounterAdd) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """The quoted key columns and the sorted key tuples of `a`."""
+    if not a.key:
+        return [_column(a.model)], [(k,) for k in sorted(a.increments)]
+    return [_column(a.model, name) for name in a.key], [tuple(k) for k in sorted(a.increments)]
+
+
+def _counter_add_postgresql(a: CounterAdd, *, locked: str) -> tuple[str, str, list[Any], list[Any]]:
+    """(the locking CTE named `locked`, the UPDATE, their parameters). The CTE's LockRows runs
+    above its sort, so rows are locked in pk order; the UPDATE only touches rows the CTE
+    returned, i.e. rows this transaction holds already."""
+    table, pk, column = connection.ops.quote_name(a.model._meta.db_table), _column(a.model), _column(a.model, a.counter)
+    columns, keys = _counter_key(a)
+    one = "(" + ", ".join(["%s"] * len(columns)) + ")"
+    match = " AND ".join(f"{table}.{c} = %s" for c in columns)
+    cases = " ".join([f"WHEN {match} THEN %s"] * len(keys))
+    # Identifiers come from model metadata and every value is a parameter: no injection.
+    lock = (
+        f"{locked} AS (SELECT {pk} FROM {table} WHERE ({', '.join(columns)}) IN ({', '.join([one] * len(keys))}) "  # noqa: S608
+        f"ORDER BY {pk} FOR NO KEY UPDATE)"
+    )
+    update = (
+        f"UPDATE {table} SET {column} = {table}.{column} + CASE {cases} ELSE 0 END "  # noqa: S608
+        f"FROM {locked} WHERE {table}.{pk} = {locked}.{pk}"
+    )
+    increments = a.increments
+    case_params = [v for k in keys for v in (*k, increments[k if a.key else k[0]])]
+    return lock, update, [v for k in keys for v in k], case_params
+
+
+def _counter_add_sqlite(a: CounterAdd) -> tuple[str, list[Any]]:
+    table, column = connection.ops.quote_name(a.model._meta.db_table), _column(a.model, a.counter)
+    columns, keys = _counter_key(a)
+    one = "(" + ", ".join(["%s"] * len(columns)) + ")"
+    match = " AND ".join(f"{c} = %s" for c in columns)
+    cases = " ".join([f"WHEN {match} THEN %s"] * len(keys))
+    sql = (
+        f"UPDATE {table} SET {column} = {column} + CASE {cases} ELSE 0 END "  # noqa: S608
+        f"WHERE ({', '.join(columns)}) IN ({', '.join([one] * len(keys))})"
+    )
+    case_params = [v for k in keys for v in (*k, a.increments[k if a.key else k[0]])]
+    return sql, case_params + [v for k in keys for v in k]
