@@ -204,9 +204,8 @@ def counters_add_together(adds: Sequence[CounterAdd]) -> None:
         return
     if connection.vendor != "postgresql":
         for a in todo:
-            sql, params = _counter_add_sqlite(a)
             with connection.cursor() as cursor:
-                cursor.execute(sql, params)
+                cursor.execute(*_counter_add_sqlite(a))
         return
     with_parts: list[str] = []
     params: list[Any] = []

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import pytest
 from django.db import connection, connections, transaction
+from django.db.models import Model
 
 from core.counters import CounterAdd, Upsert, counters_add, counters_add_together, upsert_counting, upserts_counting
 from moderation.models import Author, Domain
@@ -93,13 +94,13 @@ def test_ingest_upsert_and_scoring_update_in_opposite_orders_do_not_deadlock():
     assert (low.post_count, low.spam_count, high.post_count, high.spam_count) == (1, 1, 1, 1)
 
 
-def _locked_by_another(model: type, pk: int) -> bool:
+def _locked_by_another(model: type[Model], pk: int) -> bool:
     """Whether another transaction holds a row lock on the row (tried from this connection)."""
     from django.db import OperationalError
 
     try:
         with transaction.atomic():
-            list(model.objects.filter(pk=pk).select_for_update(nowait=True, no_key=True))
+            list(model._default_manager.filter(pk=pk).select_for_update(nowait=True, no_key=True))
     except OperationalError:
         return True
     return False
