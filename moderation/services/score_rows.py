@@ -15,10 +15,10 @@ from typing import Any
 
 from django.db import connection
 
-from core.counters import counters_add
+from core.counters import CounterAdd, counters_add_together
 from core.json_rows import column_fields, recordset, rows_json
 from moderation.models import Author, Domain, IpAddress, Post
-from moderation.services.source_stats import source_stats_add_spam
+from moderation.services.source_stats import source_stats_spam_adds
 
 
 def posts_lock_for_scoring(*, post_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
@@ -73,11 +73,15 @@ def posts_score_fields_write(*, posts: Sequence[Post], fields: Sequence[str]) ->
 
 def spam_counters_add(*, posts: Sequence[Post]) -> None:
     """This service's own spam counters (features user_spam_rate, domain/ip spam rate), in
-    the scoring transaction. Five statements at most whatever the batch size."""
-    # One plain-SQL UPDATE each (the ORM's Case/When per row was 7 % of the worker's time).
+    the scoring transaction: one statement whatever the batch size, the tables in the lock
+    order of core.counters (authors -> domains -> IPs -> the sources' domains -> IPs)."""
     domains = Counter(p.link.domain_id for p in posts if p.link is not None)
-    counters_add(model=Author, increments=Counter(p.author_id for p in posts), counter="spam_count")
-    counters_add(model=Domain, increments=domains, counter="spam_count")
     ips = Counter(p.ip_id for p in posts if p.ip_id is not None)
-    counters_add(model=IpAddress, increments=ips, counter="spam_count")
-    source_stats_add_spam(posts=posts)  # what the features read: each source's own counters
+    counters_add_together(
+        [
+            CounterAdd(model=Author, increments=Counter(p.author_id for p in posts), counter="spam_count"),
+            CounterAdd(model=Domain, increments=domains, counter="spam_count"),
+            CounterAdd(model=IpAddress, increments=ips, counter="spam_count"),
+            *source_stats_spam_adds(posts=posts),  # what the features read: each source's own counters
+        ]
+    )

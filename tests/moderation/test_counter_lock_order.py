@@ -10,9 +10,10 @@ from collections.abc import Callable
 
 import pytest
 from django.db import connection, connections, transaction
+from django.db.models import Model
 
-from core.counters import counters_add, upsert_counting
-from moderation.models import Author
+from core.counters import CounterAdd, Upsert, counters_add, counters_add_together, upsert_counting, upserts_counting
+from moderation.models import Author, Domain
 from tests.factories import SourceFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -91,3 +92,77 @@ def test_ingest_upsert_and_scoring_update_in_opposite_orders_do_not_deadlock():
     low.refresh_from_db()
     high.refresh_from_db()
     assert (low.post_count, low.spam_count, high.post_count, high.spam_count) == (1, 1, 1, 1)
+
+
+def _locked_by_another(model: type[Model], pk: int) -> bool:
+    """Whether another transaction holds a row lock on the row (tried from this connection)."""
+    from django.db import OperationalError
+
+    try:
+        with transaction.atomic():
+            list(model._default_manager.filter(pk=pk).select_for_update(nowait=True, no_key=True))
+    except OperationalError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("writer", ["counters_add_together", "upserts_counting"])
+def test_one_statement_for_several_tables_writes_them_in_the_order_given(writer: str):
+    """The first table's rows are written (and locked) before the statement waits for a row of
+    the second: the order every counter writer uses, although it is one statement."""
+    source = SourceFactory()
+    authors = [Author.objects.create(source=source, external_id=e) for e in ("a", "b")]
+    domain = Domain.objects.create(name="held.example")
+    errors: list[BaseException] = []
+    writer_pid: list[int] = []
+    holder_has_domain, writer_waiting = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with transaction.atomic():
+            counters_add(model=Domain, increments={domain.pk: 1}, counter="spam_count")
+            holder_has_domain.set()
+            assert writer_waiting.wait(BOUND_S)
+
+    def write() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            writer_pid.append(cursor.fetchone()[0])
+        assert holder_has_domain.wait(BOUND_S)
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL lock_timeout = '10s'")
+            if writer == "counters_add_together":
+                counters_add_together(
+                    [
+                        CounterAdd(model=Author, increments={a.pk: 1 for a in authors}),
+                        CounterAdd(model=Domain, increments={domain.pk: 1}),
+                    ]
+                )
+            else:
+                upserts_counting(
+                    [
+                        Upsert(
+                            rows=[Author(source=source, external_id=a.external_id, post_count=1) for a in authors],
+                            unique=("source", "external_id"),
+                        ),
+                        Upsert(rows=[Domain(name="held.example", post_count=1)], unique=["name"]),
+                    ]
+                )
+
+    holder_thread = _run(holder, errors)
+    writer_thread = _run(write, errors)
+    deadline = time.monotonic() + BOUND_S
+    while not (writer_pid and _waiting_on_lock(writer_pid[0])):
+        assert writer_thread.is_alive(), errors
+        assert time.monotonic() < deadline, "the writer never waited for the domain"
+        time.sleep(0.02)
+    # Waiting on the domain, the writer holds both authors already: their upsert came first.
+    assert [_locked_by_another(Author, a.pk) for a in authors] == [True, True]
+    writer_waiting.set()
+    holder_thread.join(BOUND_S)
+    writer_thread.join(BOUND_S)
+    assert not holder_thread.is_alive() and not writer_thread.is_alive()
+    assert errors == []
+    assert sorted(Author.objects.filter(source=source).values_list("post_count", flat=True)) == [1, 1]
+    domain.refresh_from_db()
+    assert (domain.post_count, domain.spam_count) == (1, 1)

@@ -270,10 +270,10 @@ def test_the_sweeper_requeues_a_stuck_post_once_per_ttl():
 # What one batch costs, whatever its size: the task's own post (1), the candidates (1), the
 # posts with author/link/domain/IP, their report stats and link and text counts (1), then the
 # write transaction: policy (1), row locks (1), Score insert (1), Post update (1), spam counters
-# (author, domain, IP: 3; the source's domain and IP: 2), webhook rows (insert + read back: 2);
-# 14, plus the SAVEPOINT and RELEASE that the test's own transaction turns the write
+# (author, domain, IP, the source's domain and IP: one statement), webhook rows (insert + read
+# back: 2); 10, plus the SAVEPOINT and RELEASE that the test's own transaction turns the write
 # transaction into.
-BATCH_QUERIES = 14 + 2
+BATCH_QUERIES = 10 + 2
 
 
 @pytest.mark.parametrize("size", [2, 16])
