@@ -56,6 +56,11 @@ read: throughput and memory of each layout in the same run, --repeat rounds inte
     python benchmarks/memory.py --layouts "text=2x1,pipeline=2;text=2x1,pipeline=1" \
         --artifacts /tmp/models --levels 1,4,8
 
+--gunicorn measures the production web shape: `gunicorn -c deploy/gunicorn.conf.py` (this
+checkout, WEB_CONCURRENCY x WEB_THREADS from the environment), --posts posts POSTed and read
+back through the API by --clients threads (no worker: scoring is not waited for), then RSS and
+PSS of the master and each worker.
+
 The other modes do not start the web. Prints a table and writes JSON to benchmarks/results/.
 Never part of the tests."""
 
@@ -511,6 +516,7 @@ def layouts_main(args: argparse.Namespace) -> None:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     runs: list[dict[str, Any]] = []
     try:
+        serving.WORK.mkdir(parents=True, exist_ok=True)  # perf_analyzer's CSV and logs
         texts, labels = serving.sms_texts(300)
         input_file = scratch / "spam_pipeline.json"
         input_file.write_text(json.dumps(serving.spam_pipeline_data(texts, labels)))
@@ -532,7 +538,8 @@ def layouts_main(args: argparse.Namespace) -> None:
                     _layout_changes(client, variant["text"], variant["pipeline"])
                     rows = []
                     for level in (int(x) for x in args.levels.split(",")):
-                        contender = serving.Contender(variant["label"], "spam_pipeline", input_file, variant["label"])
+                        name = "layout-" + variant["label"].replace("=", "").replace(",", "-")
+                        contender = serving.Contender(name, "spam_pipeline", input_file, variant["label"])
                         rows += serving.measure(contender, cfg, level, level, args.request_count, stamp)["rows"]
                     time.sleep(args.settle)
                     memory = triton_components(pid)
@@ -553,6 +560,65 @@ def layouts_main(args: argparse.Namespace) -> None:
         print(f"wrote {out}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _answers(url: str, key: str) -> bool:
+    import urllib.error
+
+    try:
+        return _http("GET", url, key)[0] == 404
+    except (urllib.error.URLError, ConnectionError):
+        return False
+
+
+def gunicorn_main(args: argparse.Namespace) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    port = int(args.stack_ports.split(",")[-1])
+    env = {**os.environ, "WEB_BIND": f"127.0.0.1:{port}", "PYTHONDONTWRITEBYTECODE": "1"}
+    env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+    python = str(REPO / ".venv" / "bin" / "python")
+    keys = subprocess.run(
+        [python, "scripts/seed_demo.py", "--smoke-key"], cwd=REPO, env=env, check=True, capture_output=True, text=True
+    ).stdout
+    key = next(line.split("=", 1)[1] for line in keys.splitlines() if line.startswith("SMOKE_KEY="))
+    gunicorn = str(REPO / ".venv" / "bin" / "gunicorn")
+    with tempfile.NamedTemporaryFile(prefix="memory-gunicorn-", suffix=".log") as log:
+        proc = subprocess.Popen(
+            [gunicorn, "-c", "deploy/gunicorn.conf.py", "config.wsgi:application"],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            base = f"http://127.0.0.1:{port}/api/v1"
+            deadline = time.monotonic() + 120
+            while not _answers(f"{base}/posts/none", key):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"gunicorn did not start:\n{Path(log.name).read_text()[-3000:]}")
+                time.sleep(0.5)
+            tag = f"gunicorn-{int(time.time())}"
+
+            def one(i: int) -> int:
+                code = _http("POST", f"{base}/posts", key, _post_payload(i, tag))[0]
+                return code if code not in (200, 201) else _http("GET", f"{base}/posts/memory-{tag}-{i}", key)[0]
+
+            with ThreadPoolExecutor(args.clients) as pool:
+                codes = list(pool.map(one, range(args.posts)))
+            if any(c != 200 for c in codes):
+                raise SystemExit(f"requests failed: {sorted(set(codes))}")
+            time.sleep(args.settle)
+            root = psutil.Process(proc.pid)
+            rows = [{"role": "master", "pid": root.pid, **read_smaps(root.pid)}]
+            rows += [{"role": "worker", "pid": p.pid, **read_smaps(p.pid)} for p in root.children()]
+        finally:
+            stop(proc)
+    total = {k: sum(r[k] for r in rows) for k in ("rss_mb", "pss_mb")}
+    for r in rows:
+        print(f"{r['role']:<8} pid {r['pid']}: RSS {r['rss_mb']:.0f} MiB, PSS {r['pss_mb']:.0f} MiB")
+    print(f"gunicorn total: RSS {total['rss_mb']:.0f} MiB, PSS {total['pss_mb']:.0f} MiB ({args.posts} posts)")
 
 
 def main() -> None:
@@ -576,12 +642,16 @@ def main() -> None:
     parser.add_argument(
         "--stack-ports", default="8470,8471,8472,8473", help="with --stack: Triton HTTP, gRPC, metrics; web"
     )
+    parser.add_argument("--gunicorn", action="store_true", help="the production web shape (see above)")
     parser.add_argument("--layouts", default="", help="instance layouts to compare on Triton (see above)")
     parser.add_argument("--levels", default="1,4,8", help="with --layouts: perf_analyzer concurrency levels")
     parser.add_argument("--request-count", type=int, default=300, help="with --layouts: requests per window")
     args = parser.parse_args()
     if args.layouts:
         layouts_main(args)
+        return
+    if args.gunicorn:
+        gunicorn_main(args)
         return
     if args.stack:
         stack_main(args)
