@@ -90,6 +90,10 @@ RUN pip install --no-cache-dir --only-binary=:all: -r /tmp/requirements/triton.t
 USER 1000:1000
 EXPOSE 8000 8001 8002
 # The flags manage.py triton start uses (modelops/triton_server.py), on Triton's stock ports.
-CMD ["tritonserver", "--model-repository=/models", "--model-control-mode=explicit", "--load-model=*", \
+# Only what scoring calls (contracts/triton.py served_models, TRITON_STANDALONE_MODELS off):
+# spam_pipeline runs its own tokenizer and trees, and each standalone model would add a python
+# stub of 50-200 MB. With TRITON_STANDALONE_MODELS=true, add --load-model=tokenizer and the trees.
+CMD ["tritonserver", "--model-repository=/models", "--model-control-mode=explicit", \
+     "--load-model=text_classifier", "--load-model=spam_pipeline", \
      "--strict-readiness=true", "--exit-on-error=true", "--disable-auto-complete-config", \
      "--allow-metrics=true", "--allow-cpu-metrics=true", "--log-verbose=0"]

@@ -250,9 +250,16 @@ def specs(profile: Profile) -> dict[str, ModelSpec]:
                 "Each execution sends the texts of all its rows to text_classifier in concurrent "
                 f"chunks, so the classifier's batcher merges concurrent posts. {_ZERO_DELAY}"
             ),
-            instances=2,
+            instances=1 if profile == "cpu" else 2,
             instance_comment=(
-                "two instances: an execution mostly awaits the text model, so a second one lets "
+                (
+                    "one instance on CPU: each execution sends its texts to text_classifier in "
+                    "concurrent chunks, so one pipeline keeps both text instances busy, and a "
+                    "second instance costs a stub of ~255 MB resident (benchmarks/memory.py "
+                    "--layouts and --stack; numbers in benchmarks/RESULTS.md, Memory)."
+                )
+                if profile == "cpu"
+                else "two instances: an execution mostly awaits the text model, so a second one lets "
                 "the next batch tokenize and run its trees meanwhile."
             ),
             parameters={"TEXT_CACHE_SIZE": str(TEXT_CACHE_SIZE), **tokenizer_params},

@@ -491,7 +491,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--host", default=os.environ.get("RUN_HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("RUN_PORT", "8000")))
     parser.add_argument("--redis-port", type=int, default=None, help="private Redis port (default: any free port)")
-    parser.add_argument("-c", "--concurrency", type=int, default=2, help="Celery worker processes")
+    # One pool process: a scoring task mostly waits on Triton and PostgreSQL, and each more
+    # process holds another copy of Django (~125 MB resident; benchmarks/memory.py --stack,
+    # docs/deploy.md). Pass -c 2 to score two batches at once.
+    parser.add_argument("-c", "--concurrency", type=int, default=1, help="Celery worker pool processes (default 1)")
     parser.add_argument(
         "--queues", default="celery,training", help="queues the worker consumes (scoring: celery; retraining: training)"
     )

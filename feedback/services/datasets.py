@@ -28,8 +28,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
@@ -141,6 +139,11 @@ def _flat(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_parquet(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    # pyarrow only when a snapshot is written: the web process imports this module for the
+    # dataset pages and would otherwise map it (tens of MB resident) for nothing.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     flat = [_flat(r) for r in rows]
     schema = pa.schema(
         [

@@ -24,9 +24,7 @@ import numpy as np
 from django.conf import settings
 
 from feedback.models import EvaluationSuite
-from feedback.services.evaluation import classification_metrics
 from feedback.services.suites import suite_rows, suites_all
-from feedback.services.tabular import labels_of, usable
 
 Predictor = Callable[[Sequence[Mapping[str, Any]]], np.ndarray]
 MIN_SUITE_ROWS = 10  # fewer rows (or one class only) and a suite is listed but not compared
@@ -65,12 +63,17 @@ def _delta(candidate: Mapping[str, Any], production: Mapping[str, Any] | None, p
 
 
 def _rows_for(bundle: str, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    from feedback.services.tabular import usable  # the ML stack: see evaluate_suites
+
     if bundle == "tabular":
         return [r for r in rows if usable(r)]
     return [r for r in rows if r.get("text")]
 
 
 def _metrics(rows: Sequence[Mapping[str, Any]], probs: np.ndarray, thresholds: Mapping[str, Any]) -> dict[str, Any]:
+    from feedback.services.evaluation import classification_metrics
+    from feedback.services.tabular import labels_of
+
     return classification_metrics(
         labels_of(rows), probs, remove_threshold=thresholds["remove"], approve_threshold=thresholds["approve"]
     )
@@ -85,6 +88,12 @@ def evaluate_suites(
     suites: Sequence[EvaluationSuite] | None = None,
 ) -> list[dict[str, Any]]:
     """One entry per suite: candidate and production metrics and their deltas (or why skipped)."""
+    # Imported here, not at the top: the dashboard's ML pages import this module for the gate's
+    # verdict and metric names, and the web process would otherwise map scikit-learn, SciPy,
+    # pandas and XGBoost (about 100 MB resident, benchmarks/memory.py --stack) for a training
+    # run's work.
+    from feedback.services.tabular import labels_of
+
     out: list[dict[str, Any]] = []
     for suite in suites if suites is not None else suites_all():
         entry: dict[str, Any] = {"suite_id": suite.pk, "name": suite.name, "kind": suite.kind}

@@ -204,6 +204,34 @@ def test_compose_services_restart_and_report_health():
     assert services["web"]["deploy"]["replicas"] == "${WEB_REPLICAS:-2}"
 
 
+class _ComposeLoader(yaml.SafeLoader):
+    """Safe YAML that reads Compose's `!override` tag as the plain sequence it wraps."""
+
+
+_ComposeLoader.add_constructor("!override", lambda loader, node: loader.construct_sequence(node))  # type: ignore[arg-type]
+
+
+def _mebibytes(quantity: str) -> float:
+    """A Kubernetes (Mi, Gi) or Compose (M, G: binary there) memory quantity in MiB."""
+    number, unit = re.fullmatch(r"(\d+)([MG])i?", quantity).groups()  # type: ignore[union-attr]
+    return int(number) * (1024 if unit == "G" else 1)
+
+
+def test_memory_sizes_agree_and_leave_headroom():
+    """Each Compose service's memory limit is its Kubernetes container's (one measured figure,
+    docs/deploy.md), and every limit leaves room above its request."""
+    compose = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())["services"]
+    gpu_compose = yaml.load((ROOT / "deploy" / "compose.gpu.yaml").read_text(), Loader=_ComposeLoader)["services"]  # noqa: S506 - a SafeLoader
+    for overlay, services in (("cpu", compose), ("gpu", {**compose, **gpu_compose})):
+        deployments = by_kind(render(overlay), "Deployment")
+        for name in ("web", "worker", "beat", "triton"):
+            container = containers(deployments[name])[0]
+            request = _mebibytes(container["resources"]["requests"]["memory"])
+            limit = _mebibytes(container["resources"]["limits"]["memory"])
+            assert limit >= 1.5 * request, (overlay, name, request, limit)
+            assert _mebibytes(services[name]["deploy"]["resources"]["limits"]["memory"]) == limit, (overlay, name)
+
+
 def pins(path: Path) -> dict[str, str]:
     found = {}
     for line in path.read_text().splitlines():
