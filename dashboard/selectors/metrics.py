@@ -269,6 +269,27 @@ def model_agreement(*, since: datetime, unit: str = "day") -> tuple[Agreement, l
     return total, [per_day[d] for d in sorted(per_day)]
 
 
+@dataclass(frozen=True)
+class TextModelSkips:
+    scored: int  # Score rows a model wrote (block-list short-circuits excluded)
+    skipped: int  # of them, those whose text score the cascade decided without the transformer
+
+    @property
+    def share(self) -> float | None:
+        return self.skipped / self.scored if self.scored else None
+
+
+def text_model_skips(*, since: datetime) -> TextModelSkips:
+    """How many model-scored posts skipped the transformer (Score.features' text_model_skipped,
+    written by scoring from spam_pipeline's TEXT_MODEL_SKIPPED): one aggregate query."""
+    from scoring.api import Score
+
+    row = Score.objects.filter(created_at__gte=since, short_circuit_reason="").aggregate(
+        scored=Count("id"), skipped=Count("id", filter=Q(features__text_model_skipped=True))
+    )
+    return TextModelSkips(scored=int(row["scored"] or 0), skipped=int(row["skipped"] or 0))
+
+
 def latency_percentiles(
     *, since: datetime, unit: str = "day"
 ) -> tuple[dict[str, float | None], dict[Bucket, tuple[float, float, float]]]:
