@@ -1,0 +1,127 @@
+"""The text cascade's rule (modelops/text/cascade.py): which bounds the validation sample allows,
+which texts skip the transformer and what they score, and spam_pipeline's copy of the rule
+(TextCascade) held to it."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from modelops import model_repository
+from modelops.text.cascade import (
+    CascadeBounds,
+    cascade_text_probs,
+    decision_bucket,
+    fit_bounds,
+    read_bounds,
+    skipped_texts,
+    write_bounds,
+)
+
+BOUNDS = CascadeBounds(low=0.1, high=0.95, approve_threshold=0.2, remove_threshold=0.9)
+
+
+def test_fitted_bounds_keep_every_sample_decision_and_are_the_widest_that_do():
+    rng = np.random.default_rng(3)
+    lexical = rng.random(2000)
+    transformer = np.clip(lexical + rng.normal(0, 0.25, 2000), 0, 1)
+    blended = 0.5 * transformer + 0.5 * lexical
+    bounds = fit_bounds(lexical, blended)
+    low, high = lexical < bounds.low, lexical > bounds.high
+    assert low.any() and high.any()
+    assert (decision_bucket(blended[low], approve=0.2, remove=0.9) == -1).all()
+    assert (decision_bucket(blended[high], approve=0.2, remove=0.9) == 1).all()
+    # Widest: the sample that sets each bound is one whose decision would have changed.
+    at_low = np.flatnonzero(lexical == bounds.low)
+    assert at_low.size and (decision_bucket(blended[at_low], approve=0.2, remove=0.9) != -1).all()
+    at_high = np.flatnonzero(lexical == bounds.high)
+    assert at_high.size and (decision_bucket(blended[at_high], approve=0.2, remove=0.9) != 1).all()
+
+
+def test_bounds_never_pass_the_policy_thresholds():
+    # The blend agrees everywhere: the lexical probability alone must still decide as the policy.
+    lexical = np.array([0.01, 0.3, 0.5, 0.99])
+    bounds = fit_bounds(lexical, lexical)
+    assert bounds.low == 0.2
+    assert 0.5 <= bounds.high < 0.9
+    assert (decision_bucket(np.array([np.nextafter(bounds.high, 1)]), approve=0.2, remove=0.9) == 1).all()
+
+
+@pytest.mark.parametrize(
+    ("windows", "familiar", "skips", "classified"),
+    [
+        ([0.02], True, True, [False]),  # confidently ham
+        ([0.99], True, True, [False]),  # confidently spam
+        ([0.5], True, False, [True]),  # undecided
+        ([0.02], False, False, [True]),  # unfamiliar: never skips
+        ([0.99], False, False, [True]),
+        ([0.3, 0.99, 0.02], True, True, [False, False, False]),  # one spam window decides the max
+        ([0.02, 0.5, 0.03], True, False, [False, True, False]),  # only the open window is classified
+        ([0.02, 0.03], True, True, [False, False]),
+    ],
+)
+def test_which_texts_skip_and_which_windows_are_classified(windows, familiar, skips, classified):
+    owners = np.zeros(len(windows), dtype=np.int64)
+    skip, classify = skipped_texts(owners, np.array(windows), np.array([familiar]), BOUNDS)
+    assert skip.tolist() == [skips]
+    assert classify.tolist() == classified
+
+
+def test_a_skipped_text_scores_its_lexical_maximum_and_the_cascade_off_is_the_blend():
+    owners = np.array([0, 1, 1, 2])
+    transformer = np.array([0.9, 0.1, 0.8, 0.4])
+    lexical = np.array([0.05, 0.97, 0.4, 0.5])
+    familiar = np.array([True, True, True])
+    probs, skip = cascade_text_probs(owners, transformer, lexical, familiar, BOUNDS, weight=0.5)
+    assert skip.tolist() == [True, True, False]
+    assert probs[0] == 0.05 and probs[1] == 0.97
+    assert probs[2] == pytest.approx(0.45)  # classified: the blend
+    off, none = cascade_text_probs(owners, transformer, lexical, familiar, None, weight=0.5)
+    assert not none.any()
+    assert off.tolist() == pytest.approx([0.475, 0.6, 0.45])
+
+
+def test_bounds_round_trip_through_serving_json(tmp_path: Path):
+    (tmp_path / "serving.json").write_text(json.dumps({"model_file": "model.onnx"}))
+    assert read_bounds(tmp_path) is None
+    write_bounds(tmp_path, BOUNDS)
+    assert read_bounds(tmp_path) == BOUNDS
+    assert json.loads((tmp_path / "serving.json").read_text())["model_file"] == "model.onnx"
+
+
+def _served_cascade() -> type:
+    """spam_pipeline's TextCascade, compiled from its source (the module needs Triton's stub)."""
+    source = (model_repository.SOURCE_REPOSITORY / "spam_pipeline" / "model.py").read_text()
+    nodes = [n for n in ast.parse(source).body if getattr(n, "name", None) == "TextCascade"]
+    namespace: dict[str, Any] = {"json": json, "np": np}
+    exec(compile(ast.Module(body=nodes, type_ignores=[]), "spam_pipeline/model.py", "exec"), namespace)  # noqa: S102
+    return namespace["TextCascade"]
+
+
+def test_the_served_rule_is_this_rule(tmp_path: Path):
+    (tmp_path / "serving.json").write_text(json.dumps({"cascade": BOUNDS.as_json()}))
+    served = _served_cascade()(tmp_path, enabled=True, usable=True)
+    rng = np.random.default_rng(0)
+    owners = np.sort(rng.integers(0, 300, 1000))
+    owners = np.unique(owners, return_inverse=True)[1]  # every text has a window
+    texts = int(owners.max()) + 1
+    lexical = rng.choice([0.01, 0.05, 0.2, 0.5, 0.93, 0.97, 0.999], size=1000)
+    familiar = rng.random(texts) < 0.8
+    got = served.decide(owners, lexical, familiar)
+    want = skipped_texts(owners, lexical, familiar, BOUNDS)
+    assert [a.tolist() for a in got] == [a.tolist() for a in want]
+    assert served.decide(owners, lexical, familiar)[0].any()
+
+
+@pytest.mark.parametrize(("enabled", "usable"), [(False, True), (True, False)])
+def test_the_served_cascade_is_off_when_turned_off_or_unusable(tmp_path: Path, enabled: bool, usable: bool):
+    (tmp_path / "serving.json").write_text(json.dumps({"cascade": BOUNDS.as_json()}))
+    served = _served_cascade()(tmp_path, enabled=enabled, usable=usable)
+    assert not served.active
+    skip, classify = served.decide(np.array([0]), np.array([0.001]), np.array([True]))
+    assert skip.tolist() == [False] and classify.tolist() == [True]
