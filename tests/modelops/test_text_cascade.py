@@ -125,3 +125,33 @@ def test_the_served_cascade_is_off_when_turned_off_or_unusable(tmp_path: Path, e
     assert not served.active
     skip, classify = served.decide(np.array([0]), np.array([0.001]), np.array([True]))
     assert skip.tolist() == [False] and classify.tolist() == [True]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_publish_bundles_the_bounds_unless_the_deployment_turned_the_cascade_off(tmp_path: Path, settings, enabled):
+    import shutil
+
+    from modelops.model_repository import Artifacts, publish
+    from modelops.text.baseline import save_lexical, train_baseline
+    from modelops.text.data import load_sms_splits
+    from modelops.tiny import cached_tiny_artifacts
+
+    tiny = cached_tiny_artifacts().text
+    assert tiny is not None
+    text_dir = tmp_path / "text"
+    shutil.copytree(tiny, text_dir)
+    splits = load_sms_splits()
+    save_lexical(
+        train_baseline(
+            splits.train.texts[:300],
+            splits.train.labels[:300],
+            splits.validation.texts[:100],
+            splits.validation.labels[:100],
+        ),
+        text_dir,
+    )
+    write_bounds(text_dir, BOUNDS)
+    settings.TEXT_CASCADE = enabled
+    publish(Artifacts(text=text_dir), repository=tmp_path / "repo")
+    bundled = json.loads((tmp_path / "repo" / "tokenizer" / "1" / "serving.json").read_text())
+    assert bundled.get("cascade") == (BOUNDS.as_json() if enabled else None)

@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from modelops.text.baseline import load_lexical
 from modelops.text.cascade import fit_for_model, write_bounds
 from modelops.text.data import load_sms_splits
 from modelops.text.train import current_model_dir
@@ -28,8 +29,12 @@ class Command(BaseCommand):
                 if options["model_dir"]
                 else current_model_dir(Path(settings.ARTIFACTS_DIR) / "text")
             )
-            bounds = fit_for_model(model_dir, load_sms_splits().validation.texts)
-        except (FileNotFoundError, ValueError) as exc:
+        except FileNotFoundError as exc:
             raise CommandError(str(exc)) from exc
+        if load_lexical(model_dir) is None:
+            # Nothing to decide from: spam_pipeline runs the transformer on every text.
+            self.stdout.write(f"{model_dir} has no lexical model: no cascade")
+            return
+        bounds = fit_for_model(model_dir, load_sms_splits().validation.texts)
         path = write_bounds(model_dir, bounds)
         self.stdout.write(f"{path}: {bounds.as_json()}")
