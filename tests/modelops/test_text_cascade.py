@@ -46,42 +46,53 @@ def test_fitted_bounds_keep_every_sample_decision_and_are_the_widest_that_do():
 def test_bounds_never_pass_the_policy_thresholds():
     # The blend agrees everywhere: the lexical probability alone must still decide as the policy.
     lexical = np.array([0.01, 0.3, 0.5, 0.99])
-    bounds = fit_bounds(lexical, lexical)
+    bounds = fit_bounds(lexical, lexical, np.full(4, 0.5))
     assert bounds.low == 0.2
     assert 0.5 <= bounds.high < 0.9
     assert (decision_bucket(np.array([np.nextafter(bounds.high, 1)]), approve=0.2, remove=0.9) == 1).all()
+    assert bounds.max_unfamiliarity == 1.0  # nothing disagreed: only unfamiliar texts run it
+
+
+def test_the_familiarity_limit_is_the_most_familiar_text_where_the_halves_disagree():
+    lexical = np.array([0.01, 0.02, 0.95, 0.5])
+    blended = np.array([0.05, 0.45, 0.96, 0.5])  # the second would change decision if skipped
+    bounds = fit_bounds(lexical, blended, np.array([0.2, 0.7, 0.9, 0.1]))
+    assert bounds.max_unfamiliarity == 0.7
+    assert bounds.low == 0.02  # below the disagreeing window's lexical probability
+
+
+BOUNDS_U = CascadeBounds(low=0.1, high=0.95, approve_threshold=0.2, remove_threshold=0.9, max_unfamiliarity=0.8)
 
 
 @pytest.mark.parametrize(
-    ("windows", "familiar", "skips", "classified"),
+    ("windows", "unfamiliarity", "skips"),
     [
-        ([0.02], True, True, [False]),  # confidently ham
-        ([0.99], True, True, [False]),  # confidently spam
-        ([0.5], True, False, [True]),  # undecided
-        ([0.02], False, False, [True]),  # unfamiliar: never skips
-        ([0.99], False, False, [True]),
-        ([0.3, 0.99, 0.02], True, True, [False, False, False]),  # one spam window decides the max
-        ([0.02, 0.5, 0.03], True, False, [False, True, False]),  # only the open window is classified
-        ([0.02, 0.03], True, True, [False, False]),
+        ([0.02], 0.5, True),  # confidently ham
+        ([0.99], 0.5, True),  # confidently spam
+        ([0.5], 0.5, False),  # undecided
+        ([0.02], 0.8, False),  # at the familiarity limit: never skips
+        ([0.99], 1.2, False),  # unfamiliar
+        ([0.02], -1.0, False),  # not measured
+        ([0.3, 0.99, 0.02], 0.5, True),  # one spam window decides the maximum of a long text
+        ([0.02, 0.03], 0.5, False),  # a long text is not decided by ham windows
+        ([0.02, 0.5, 0.03], 0.5, False),
     ],
 )
-def test_which_texts_skip_and_which_windows_are_classified(windows, familiar, skips, classified):
+def test_which_texts_skip(windows, unfamiliarity, skips):
     owners = np.zeros(len(windows), dtype=np.int64)
-    skip, classify = skipped_texts(owners, np.array(windows), np.array([familiar]), BOUNDS)
-    assert skip.tolist() == [skips]
-    assert classify.tolist() == classified
+    assert skipped_texts(owners, np.array(windows), np.array([unfamiliarity]), BOUNDS_U).tolist() == [skips]
 
 
 def test_a_skipped_text_scores_its_lexical_maximum_and_the_cascade_off_is_the_blend():
     owners = np.array([0, 1, 1, 2])
     transformer = np.array([0.9, 0.1, 0.8, 0.4])
     lexical = np.array([0.05, 0.97, 0.4, 0.5])
-    familiar = np.array([True, True, True])
-    probs, skip = cascade_text_probs(owners, transformer, lexical, familiar, BOUNDS, weight=0.5)
+    unfamiliarity = np.array([0.5, 0.5, 0.5])
+    probs, skip = cascade_text_probs(owners, transformer, lexical, unfamiliarity, BOUNDS, weight=0.5)
     assert skip.tolist() == [True, True, False]
     assert probs[0] == 0.05 and probs[1] == 0.97
     assert probs[2] == pytest.approx(0.45)  # classified: the blend
-    off, none = cascade_text_probs(owners, transformer, lexical, familiar, None, weight=0.5)
+    off, none = cascade_text_probs(owners, transformer, lexical, unfamiliarity, None, weight=0.5)
     assert not none.any()
     assert off.tolist() == pytest.approx([0.475, 0.6, 0.45])
 
@@ -104,18 +115,17 @@ def _served_cascade() -> type:
 
 
 def test_the_served_rule_is_this_rule(tmp_path: Path):
-    (tmp_path / "serving.json").write_text(json.dumps({"cascade": BOUNDS.as_json()}))
+    (tmp_path / "serving.json").write_text(json.dumps({"cascade": BOUNDS_U.as_json()}))
     served = _served_cascade()(tmp_path, enabled=True, usable=True)
     rng = np.random.default_rng(0)
     owners = np.sort(rng.integers(0, 300, 1000))
     owners = np.unique(owners, return_inverse=True)[1]  # every text has a window
     texts = int(owners.max()) + 1
     lexical = rng.choice([0.01, 0.05, 0.2, 0.5, 0.93, 0.97, 0.999], size=1000)
-    familiar = rng.random(texts) < 0.8
-    got = served.decide(owners, lexical, familiar)
-    want = skipped_texts(owners, lexical, familiar, BOUNDS)
-    assert [a.tolist() for a in got] == [a.tolist() for a in want]
-    assert served.decide(owners, lexical, familiar)[0].any()
+    unfamiliarity = rng.choice([-1.0, 0.3, 0.79, 0.8, 1.5], size=texts)
+    got = served.decide(owners, lexical, unfamiliarity)
+    assert got.tolist() == skipped_texts(owners, lexical, unfamiliarity, BOUNDS_U).tolist()
+    assert got.any() and not got.all()
 
 
 @pytest.mark.parametrize(("enabled", "usable"), [(False, True), (True, False)])
@@ -123,8 +133,7 @@ def test_the_served_cascade_is_off_when_turned_off_or_unusable(tmp_path: Path, e
     (tmp_path / "serving.json").write_text(json.dumps({"cascade": BOUNDS.as_json()}))
     served = _served_cascade()(tmp_path, enabled=enabled, usable=usable)
     assert not served.active
-    skip, classify = served.decide(np.array([0]), np.array([0.001]), np.array([True]))
-    assert skip.tolist() == [False] and classify.tolist() == [True]
+    assert served.decide(np.array([0]), np.array([0.001]), np.array([0.1])).tolist() == [False]
 
 
 @pytest.mark.parametrize("enabled", [True, False])

@@ -61,7 +61,7 @@ classifier's batches.
 Cascade (TextCascade, modelops/text/cascade.py for the rule and how its bounds are fitted): a
 familiar text whose lexical probability is already confidently low or high skips the
 transformer, and its text score is that lexical probability (the blend tends to it there); of a
-long text, one confidently spam window decides and a confidently ham window is not classified.
+long text, one confidently spam window decides and no window is classified.
 TEXT_MODEL_SKIPPED says per row whether the post's text skipped. The bounds come with the
 bundle; the TEXT_CASCADE config parameter ("on"/"off") turns them off without a publish.
 
@@ -286,29 +286,31 @@ class TextCascade:
         bounds = serving.get("cascade") if enabled and usable else None
         self.low = float(bounds["low"]) if bounds else None
         self.high = float(bounds["high"]) if bounds else None
+        self.max_unfamiliarity = float(bounds.get("max_unfamiliarity", 1.0)) if bounds else 1.0
 
     @property
     def active(self):
         return self.low is not None
 
-    def decide(self, owners, lexical, familiar):
-        """(per text: whether it skips the transformer, per window: whether it is classified).
-        owners: the text of each window; familiar: per text, measured and unfamiliarity < 1."""
+    def decide(self, owners, lexical, unfamiliarity):
+        """Per text: whether it skips the transformer (every window of one that does not is
+        classified). owners: the text of each window; unfamiliarity: per text (< 0: not
+        measured, which never skips)."""
         owners = np.asarray(owners, dtype=np.int64)
-        familiar = np.asarray(familiar, dtype=bool)
+        u = np.asarray(unfamiliarity, dtype=np.float64)
         if not self.active:
-            return np.zeros(len(familiar), dtype=bool), np.ones(len(owners), dtype=bool)
+            return np.zeros(len(u), dtype=bool)
         p = np.asarray(lexical, dtype=np.float64)
         confidence = np.where(p > self.high, 1, np.where(p < self.low, -1, 0))
-        any_spam = np.zeros(len(familiar), dtype=bool)
+        any_spam = np.zeros(len(u), dtype=bool)
         any_spam[owners[confidence == 1]] = True
-        any_open = np.zeros(len(familiar), dtype=bool)
+        any_open = np.zeros(len(u), dtype=bool)
         any_open[owners[confidence != -1]] = True
-        # A confidently spam window decides the maximum; all confidently ham windows decide it too.
-        skip = familiar & (any_spam | ~any_open)
-        # A confidently ham window of a familiar text cannot be the one that decides its maximum.
-        classify = ~skip[owners] & ~(familiar[owners] & (confidence == -1))
-        return skip, classify
+        single = np.bincount(owners, minlength=len(u)) == 1
+        familiar = (u >= 0) & (u < self.max_unfamiliarity)
+        # One confidently spam window decides a text's maximum; confidently ham decides only a
+        # text that fits in one window (in a long one a spam message may hide in benign words).
+        return familiar & (any_spam | (single & ~any_open))
 
 
 class BundledFamiliarity:
@@ -448,21 +450,22 @@ class BundledTrees:
         return prob, contribs.astype(np.float32, copy=False).reshape(x.shape[0], -1)
 
 
-def _unique_texts(groups, familiar):
+def _unique_texts(groups, unfamiliarity):
     """(per text of the groups: (group, index of its first occurrence there), per group its
-    distinct texts, per group whether each is familiar). familiar: per text of the groups, in
-    order (empty: none is); a repeat has its first occurrence's measure (the same text)."""
-    flags = iter(familiar)
-    first, where, unique, unique_familiar = {}, [], [[] for _ in groups], [[] for _ in groups]
+    distinct texts, per group the unfamiliarity of each). unfamiliarity: per text of the
+    groups, in order (empty: -1, not measured); a repeat has its first occurrence's measure
+    (the same text)."""
+    flags = iter(unfamiliarity)
+    first, where, unique, unique_measure = {}, [], [[] for _ in groups], [[] for _ in groups]
     for g, texts in enumerate(groups):
         for text in texts:
-            known = bool(next(flags, False))
+            measure = float(next(flags, -1.0))
             if text not in first:
                 first[text] = (g, len(unique[g]))
                 unique[g].append(text)
-                unique_familiar[g].append(known)
+                unique_measure[g].append(measure)
             where.append(first[text])
-    return where, unique, unique_familiar
+    return where, unique, unique_measure
 
 
 def _param(config, name, default):
@@ -592,7 +595,7 @@ class TritonPythonModel:
                 self.cache.put(key, float(prob))
         return probs
 
-    def _plan(self, texts, familiar):
+    def _plan(self, texts, unfamiliarity):
         """One group's model inputs and what the cascade makes of them: (rows of token ids,
         the text of each row, what the lexical model reads per row, its probabilities when
         the cascade needs them first (else None), per text whether it skips the transformer,
@@ -607,9 +610,10 @@ class TritonPythonModel:
         lexical = self.lexical.probs(lexical_texts) if self.cascade.active else None
         if lexical is None:
             return rows, owners, lexical_texts, None, np.zeros(len(texts), dtype=bool), np.ones(len(rows), dtype=bool)
-        return (rows, owners, lexical_texts, lexical, *self.cascade.decide(owners, lexical, familiar))
+        skip = self.cascade.decide(owners, lexical, unfamiliarity)
+        return rows, owners, lexical_texts, lexical, skip, ~skip[owners]
 
-    async def _text_probs(self, *groups, familiar=()):
+    async def _text_probs(self, *groups, unfamiliarity=()):
         """Spam probability of every text of every group, in order, and whether the cascade let
         it skip the transformer: each text is tokenized into its model inputs (one, or up to
         max_windows for a text longer than max_length tokens; its probability is their
@@ -622,15 +626,14 @@ class TritonPythonModel:
         cost ~0.1-0.25 ms CPU per request and up to 5% throughput at concurrency 4
         (benchmarks/pipeline_stages.py).
 
-        familiar: per text of the groups, whether its familiarity was measured and below the
-        limit (empty: none is). With the cascade active the lexical half runs first and only
-        the inputs it leaves undecided go to the classifier (TextCascade); without, it runs
-        while the classifier works."""
-        where, unique, unique_familiar = _unique_texts(groups, familiar)
+        unfamiliarity: per text of the groups (empty: none measured). With the cascade active
+        the lexical half runs first and only the texts it leaves undecided go to the
+        classifier (TextCascade); without, it runs while the classifier works."""
+        where, unique, unique_measure = _unique_texts(groups, unfamiliarity)
         if not where:
             return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=bool)
         size = self.text_chunk
-        plans = [self._plan(texts, unique_familiar[g]) for g, texts in enumerate(unique)]
+        plans = [self._plan(texts, unique_measure[g]) for g, texts in enumerate(unique)]
         chunks = []  # (group, indices of its rows sent in one request)
         for g, plan in enumerate(plans):
             sent = np.flatnonzero(plan[5])
@@ -651,7 +654,7 @@ class TritonPythonModel:
             _, owners, _, lexical, skip, classify = plans[g]
             row_probs = self.lexical.blend(transformer[g], lexical)  # each window blended, then the max
             if lexical is not None:
-                # A window the cascade did not classify counts with its lexical probability.
+                # The windows of a text the cascade decided count with their lexical probability.
                 row_probs = np.where(classify, row_probs, lexical)
             text_probs = np.full(len(texts), -np.inf)
             np.maximum.at(text_probs, owners, row_probs)
@@ -686,16 +689,14 @@ class TritonPythonModel:
         previews = _bytes_column(request, "PREVIEW_TEXT", rows)
         return texts, previews, link, behaviour
 
-    def _familiarity_first(self, text_inputs, posts):
+    def _familiarity_first(self, text_inputs):
         """The cascade skips the transformer only for a familiar text, so with it active the
         familiarity of every text (previews included: a preview's text score is decided the
-        same way) comes before the classifier: (UNFAMILIARITY of the first `posts` texts,
-        familiar per text). Without it: (None, ()), and execute measures the posts' texts while
-        the classifier works."""
+        same way) is measured before the classifier runs. Without it: nothing here, and
+        execute measures the posts' texts while the classifier works."""
         if not self.cascade.active:
-            return None, ()
-        measured = self.familiarity(text_inputs)
-        return measured[:posts], (measured >= 0) & (measured < 1.0)
+            return np.zeros(0, dtype=np.float32)
+        return self.familiarity(text_inputs)
 
     async def execute(self, requests):
         parsed, errors = [], {}
@@ -718,13 +719,13 @@ class TritonPythonModel:
         # each chunk send its request (async_exec submits at once) before the trees take the
         # GIL; a tree call is ~0.3 ms.
         text_inputs = texts + [previews[i] for i in preview_rows]
-        unfamiliarity, familiar = self._familiarity_first(text_inputs, len(texts))
-        text_task = asyncio.ensure_future(self._text_probs(text_inputs, familiar=familiar))
+        measured = self._familiarity_first(text_inputs)
+        text_task = asyncio.ensure_future(self._text_probs(text_inputs, unfamiliarity=measured))
         for _ in range(2):
             await asyncio.sleep(0)
         link_prob, link_contrib = self.trees["link_model"](link)
         behaviour_prob, behaviour_contrib = self.trees["behaviour_model"](behaviour)
-        unfamiliarity = self.familiarity(texts) if unfamiliarity is None else unfamiliarity
+        unfamiliarity = self.familiarity(texts) if len(measured) == 0 else measured[: len(texts)]
 
         abuse_prob = self.abuse.probs(texts)
         try:
