@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
+from collections.abc import Sequence
 
 import pytest
 
@@ -20,6 +22,7 @@ from scoring.models import Action, Score
 from scoring.services.inference import TritonError, TritonUnavailable
 from scoring.services.scoring import rescore_post, score_posts
 from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET
+from scoring.triton_types import ScoringInput, ScoringOutput
 from tests.scoring.pipeline_support import (
     MODEL_SET,
     FakeClient,
@@ -252,9 +255,7 @@ class _CascadeClient(FakeClient):
     """Answers as spam_pipeline with the text cascade on: the confident texts ("spam", plain
     ham) come without the transformer, the uncertain ones ("maybe") with it."""
 
-    def score(self, inputs):  # type: ignore[no-untyped-def]
-        import dataclasses
-
+    def score(self, inputs: Sequence[ScoringInput]) -> list[ScoringOutput]:
         return [
             dataclasses.replace(out, text_model_skipped="maybe" not in item.text)
             for item, out in zip(inputs, super().score(inputs), strict=True)
