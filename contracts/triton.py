@@ -53,6 +53,9 @@ OUTPUTS: dict[str, tuple[str, tuple[int, ...]]] = {
     # How unfamiliar the text is to the text model (modelops/text/familiarity.py): >= 1 is
     # unfamiliar; -1 when the published text model has no familiarity reference.
     "UNFAMILIARITY": ("FP32", (1,)),
+    # True where the text cascade decided the text score without the transformer
+    # (modelops/text/cascade.py).
+    "TEXT_MODEL_SKIPPED": ("BOOL", (1,)),
 }
 # contributions key -> (output tensor, feature names; the last value is "bias")
 CONTRIBUTIONS: dict[str, tuple[str, tuple[str, ...]]] = {

@@ -10,6 +10,10 @@ from prometheus_client import Counter, Histogram
 
 POSTS_INGESTED = Counter("moderation_posts_ingested", "Posts created by ingest.")
 POSTS_SCORED = Counter("moderation_posts_scored", "Posts given their Score row by the scoring pipeline.")
+POSTS_TEXT_MODEL_SKIPPED = Counter(
+    "moderation_posts_text_model_skipped",
+    "Scored posts whose text score the text cascade decided without the transformer.",
+)
 SCORING_BATCH_SIZE = Histogram(
     "moderation_scoring_batch_size",
     "Posts per scoring batch (one Triton round, one write transaction).",

@@ -220,6 +220,7 @@ def _publish_text(repository: Path, text_dir: Path) -> dict[str, int]:
 
     from modelops.text.abuse import ABUSE_CARD_FILE, ABUSE_FILE, ABUSE_METRICS_FILE
     from modelops.text.baseline import DEFAULT_LEXICAL_WEIGHT, LEXICAL_FILE
+    from modelops.text.cascade import CASCADE_KEY
     from modelops.text.familiarity import FAMILIARITY_FILE
 
     text_dir = resolve_current(text_dir)
@@ -242,6 +243,11 @@ def _publish_text(repository: Path, text_dir: Path) -> dict[str, int]:
         "pad_token_id": pad_id,
         "model_file": onnx_path.name,
     }
+    # The text cascade's bounds (modelops.text.cascade), fitted with the lexical model; a
+    # deployment with settings.TEXT_CASCADE off publishes none, so every text runs the transformer.
+    cascade = serving.get(CASCADE_KEY)
+    if cascade and has_lexical and getattr(settings, "TEXT_CASCADE", True):
+        runtime[CASCADE_KEY] = cascade
     digest = _sha256(onnx_path)
 
     tok = _VersionWriter(repository, "tokenizer", number)

@@ -45,6 +45,9 @@ TEXT_CHUNK = 8
 # spam_pipeline's LRU of text-model scores, entries per instance (0 = off). An entry is a
 # token-id string plus a float (~0.5 KB for an SMS): 8192 entries cost ~4 MB per instance.
 TEXT_CACHE_SIZE = 8192
+# spam_pipeline's text cascade (modelops/text/cascade.py): "on" uses the bounds the published
+# text model carries (none: off); "off" runs the transformer on every text whatever they say.
+TEXT_CASCADE = "on"
 
 # GPU: the tokenizer pads to these widths so requests of similar length share a TensorRT
 # shape and batch together (TensorRT needs one shape per batch; no ragged inputs).
@@ -109,6 +112,8 @@ PIPELINE_OUTPUTS = (
     Tensor("FUSION_CONTRIBUTIONS", "TYPE_FP32", (N_FUSION + 1,)),
     Tensor("MODEL_VERSIONS", "TYPE_STRING", (1,)),
     Tensor("UNFAMILIARITY", "TYPE_FP32", (1,)),
+    # True where the text cascade decided the text score without the transformer.
+    Tensor("TEXT_MODEL_SKIPPED", "TYPE_BOOL", (1,)),
 )
 
 _ZERO_DELAY = (
@@ -262,11 +267,13 @@ def specs(profile: Profile) -> dict[str, ModelSpec]:
                 else "two instances: an execution mostly awaits the text model, so a second one lets "
                 "the next batch tokenize and run its trees meanwhile."
             ),
-            parameters={"TEXT_CACHE_SIZE": str(TEXT_CACHE_SIZE), **tokenizer_params},
+            parameters={"TEXT_CACHE_SIZE": str(TEXT_CACHE_SIZE), "TEXT_CASCADE": TEXT_CASCADE, **tokenizer_params},
             parameters_comment=(
                 "TEXT_CACHE_SIZE: LRU entries per instance of text-model scores keyed by "
                 "(text_classifier version, token ids); spam campaigns repeat themselves, a hit "
-                "skips the classifier and returns the bit-identical score. 0 turns it off."
+                "skips the classifier and returns the bit-identical score. 0 turns it off. "
+                "TEXT_CASCADE: on = a familiar text the lexical half decides within the bounds "
+                "the text model's bundle carries skips the transformer; off = never."
                 + (" PAD_BUCKETS: the bundled tokenizer pads as the tokenizer model does." if profile == "gpu" else "")
             ),
         ),

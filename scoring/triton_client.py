@@ -274,6 +274,7 @@ class TritonScoringClient:
                     model_versions=versions,
                     unfamiliarity=None if unfamiliarity < 0 else unfamiliarity,
                     abuse_prob=None if abuse < 0 else abuse,
+                    text_model_skipped=bool(arrays["TEXT_MODEL_SKIPPED"][i].reshape(-1)[0]),
                 )
             )
         return outputs

@@ -57,6 +57,9 @@ class ScoringOutput:
     unfamiliarity: float | None = None
     # The abuse model's calibrated probability; None when the served bundle has no abuse model.
     abuse_prob: float | None = None
+    # True where the text cascade decided text_prob without the transformer (the lexical
+    # probability; modelops/text/cascade.py).
+    text_model_skipped: bool = False
 
     @property
     def final_margin(self) -> float:

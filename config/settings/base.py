@@ -419,6 +419,10 @@ TEXT_MAX_LENGTH = env.int("TEXT_MAX_LENGTH", default=128)
 # its tail, taking the maximum (1: the head only; 8 covers about 1,000 tokens whole). Written
 # into the published tokenizer's serving.json; the text model card records the measurement.
 TEXT_MAX_WINDOWS = env.int("TEXT_MAX_WINDOWS", default=8)
+# The text cascade (modelops/text/cascade.py): a familiar text whose lexical score is already
+# beyond the bounds fitted on the validation split skips the transformer. Off: publish leaves the
+# bounds out of the bundle, so spam_pipeline runs the transformer on every text.
+TEXT_CASCADE = env.bool("TEXT_CASCADE", default=True)
 # The languages the served text model was validated on (its MODEL_CARD.md lists them): a post
 # confidently detected in any other language is never auto-approved (scoring.services.policy).
 TEXT_VALIDATED_LANGUAGES = env.list("TEXT_VALIDATED_LANGUAGES", default=["en"])

@@ -269,6 +269,36 @@ def model_agreement(*, since: datetime, unit: str = "day") -> tuple[Agreement, l
     return total, [per_day[d] for d in sorted(per_day)]
 
 
+@dataclass(frozen=True)
+class TextModelSkips:
+    scored: int  # Score rows a model wrote (block-list short-circuits excluded)
+    skipped: int  # of them, those whose text score the cascade decided without the transformer
+
+    @property
+    def share(self) -> float | None:
+        return self.skipped / self.scored if self.scored else None
+
+
+def text_model_skips(*, since: datetime) -> TextModelSkips:
+    """How many model-scored posts skipped the transformer (Score.features' text_model_skipped,
+    written by scoring from spam_pipeline's TEXT_MODEL_SKIPPED): one aggregate query on
+    PostgreSQL; elsewhere (the laptop's SQLite) the features are read and counted here."""
+    from scoring.api import Score
+
+    if connection.vendor != "postgresql":
+        rows = Score.objects.filter(created_at__gte=since, short_circuit_reason="").values_list("features", flat=True)
+        flags = [bool((f or {}).get("text_model_skipped")) for f in rows.iterator(chunk_size=5000)]
+        return TextModelSkips(scored=len(flags), skipped=sum(flags))
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT count(*), count(*) FILTER (WHERE (features->>'text_model_skipped')::boolean)"
+            " FROM scoring_score WHERE created_at >= %s AND short_circuit_reason = ''",
+            [since],
+        )
+        scored, skipped = cur.fetchone()
+    return TextModelSkips(scored=int(scored), skipped=int(skipped))
+
+
 def latency_percentiles(
     *, since: datetime, unit: str = "day"
 ) -> tuple[dict[str, float | None], dict[Bucket, tuple[float, float, float]]]:

@@ -52,6 +52,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
     agreement, agreement_buckets = m.model_agreement(since=since, unit=unit)
     by_bucket = {a.day: a for a in agreement_buckets}
     latency, latency_buckets = m.latency_percentiles(since=since, unit=unit)
+    text_skips = m.text_model_skips(since=since)
     backlog = m.backlog()
     sla = m.sla_figures(since=since, sla_seconds=sla_seconds())
 
@@ -108,6 +109,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
             "window_label": WINDOW_LABELS[window],
             "windows": [(w, WINDOW_LABELS[w]) for w in WINDOWS],
             "charts": charts,
+            "text_skips": text_skips,
             "backlog": backlog,
             "sla": sla,
             "volume_total": sum(volume.values()),

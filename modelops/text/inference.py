@@ -151,10 +151,11 @@ class OnnxTextClassifier:
         out = self.session.run([OUTPUT_NAME], pad_ids(ids, self.pad_id))[0]
         return np.asarray(out)
 
-    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        """Spam probability per text, in input order."""
-        if not texts:
-            return np.zeros(0, dtype=np.float64)
+    def row_scores(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Per model input of `texts`: (the text it belongs to, the transformer's spam
+        probability, the lexical model's on the input's own words; None without a lexical
+        model). predict_proba blends and takes the maximum; the cascade (modelops.text.cascade)
+        decides from the two halves."""
         per_text = self._windows(texts)
         ids = [row for rows, _ in per_text for row in rows]
         owners = np.asarray([t for t, (rows, _) in enumerate(per_text) for _ in rows], dtype=np.int64)
@@ -163,10 +164,20 @@ class OnnxTextClassifier:
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
             row_probs[batch] = softmax_spam(self.logits_for_ids([ids[i] for i in batch]))
+        lexical = None
         if self.lexical is not None and self.lexical_weight > 0:
-            # Each window blended with the lexical score of its own words, then the maximum.
             row_texts = [w for t, (rows, fits) in enumerate(per_text) for w in self._window_texts(texts[t], rows, fits)]
-            row_probs = blend(row_probs, self.lexical.predict_proba(row_texts)[:, 1], self.lexical_weight)
+            lexical = np.asarray(self.lexical.predict_proba(row_texts)[:, 1], dtype=np.float64)
+        return owners, row_probs, lexical
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        """Spam probability per text, in input order."""
+        if not texts:
+            return np.zeros(0, dtype=np.float64)
+        owners, row_probs, lexical = self.row_scores(texts)
+        if lexical is not None:
+            # Each window blended with the lexical score of its own words, then the maximum.
+            row_probs = blend(row_probs, lexical, self.lexical_weight)
         probs = np.full(len(texts), -np.inf)
         np.maximum.at(probs, owners, row_probs)
         return probs

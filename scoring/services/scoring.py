@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES, vector
 from core.json_rows import insert_rows
-from core.metrics import DECISIONS, POSTS_SCORED, SCORING_BATCH_SIZE
+from core.metrics import DECISIONS, POSTS_SCORED, POSTS_TEXT_MODEL_SKIPPED, SCORING_BATCH_SIZE
 from moderation.categories import ABUSE, SPAM
 from moderation.models import RESCORABLE_STATUSES, Campaign, Post, PostStatus
 from moderation.services.audit import audit_record
@@ -197,6 +197,8 @@ def _score_row(decision: Decision, *, policy: DecisionPolicy, latency_ms: float)
             "behaviour": item.features.behaviour,
             # The evidence page shows it; >= 1 is unfamiliar (scoring.services.policy).
             **({"unfamiliarity": round(out.unfamiliarity, 4)} if out and out.unfamiliarity is not None else {}),
+            # The metrics page's share of texts the cascade decided without the transformer.
+            **({"text_model_skipped": True} if out and out.text_model_skipped else {}),
             **extra,
             **({"campaign_id": item.post.campaign_id} if item.post.campaign_id else {}),
         },
@@ -325,6 +327,9 @@ def _report(results: Sequence[ScoreResult], *, started: float) -> None:
         by_action = Counter(str(r.action) for r in written)
         # Metrics once per batch and action, never per post (config.metrics).
         POSTS_SCORED.inc(len(written))
+        skipped = sum(1 for r in written if r.score is not None and r.score.features.get("text_model_skipped"))
+        if skipped:
+            POSTS_TEXT_MODEL_SKIPPED.inc(skipped)
         SCORING_BATCH_SIZE.observe(len(written))
         for action_name, n in by_action.items():
             DECISIONS.labels("auto", action_name).inc(n)

@@ -198,3 +198,22 @@ def test_metrics_page_fills_ages_and_latency_without_percentile_cont(moderator, 
     html = client_for(moderator).get(reverse("dashboard:metrics")).content.decode()
     assert 'data-metric="scoring-latency">10.0 ms / ' in html
     assert 'data-metric="queue-age">—' not in html
+
+
+@pytest.mark.parametrize("vendor", ["postgresql", "sqlite"])
+def test_share_of_posts_that_skipped_the_transformer(moderator, monkeypatch, vendor):
+    from django.db import connection
+
+    since = timezone.now() - timedelta(days=1)
+    assert m.text_model_skips(since=since).share is None
+    for skipped in (True, True, False, False, False):
+        post = PostFactory(final_score=0.05)
+        features = {"link": {}, "behaviour": {}, **({"text_model_skipped": True} if skipped else {})}
+        ScoreFactory(post=post, action=Action.APPROVE, features=features)
+    ScoreFactory(post=PostFactory(final_score=1.0), action=Action.REMOVE, short_circuit_reason="blocked domain")
+    monkeypatch.setattr(connection, "vendor", vendor)
+    skips = m.text_model_skips(since=since)
+    assert (skips.scored, skips.skipped) == (5, 2)
+    client = client_for(UserFactory(username="viewer", role="analyst"))
+    html = client.get(reverse("dashboard:metrics"), {"days": "7"}).content.decode()
+    assert 'data-metric="text-model-skipped">40%' in html

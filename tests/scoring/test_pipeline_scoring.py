@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
+from collections.abc import Sequence
 
 import pytest
 
@@ -20,6 +22,7 @@ from scoring.models import Action, Score
 from scoring.services.inference import TritonError, TritonUnavailable
 from scoring.services.scoring import rescore_post, score_posts
 from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET
+from scoring.triton_types import ScoringInput, ScoringOutput
 from tests.scoring.pipeline_support import (
     MODEL_SET,
     FakeClient,
@@ -264,3 +267,26 @@ def test_rescore_leaves_an_auto_removed_post_and_its_score_alone():
 def test_unknown_posts_are_reported_gone():
     (result,) = score_posts(post_ids=[987654], client=FakeClient())
     assert result.skipped == "gone"
+
+
+class _CascadeClient(FakeClient):
+    """Answers as spam_pipeline with the text cascade on: the confident texts ("spam", plain
+    ham) come without the transformer, the uncertain ones ("maybe") with it."""
+
+    def score(self, inputs: Sequence[ScoringInput]) -> list[ScoringOutput]:
+        return [
+            dataclasses.replace(out, text_model_skipped="maybe" not in item.text)
+            for item, out in zip(inputs, super().score(inputs), strict=True)
+        ]
+
+
+def test_a_post_that_skipped_the_transformer_is_recorded_and_counted():
+    from core.metrics import POSTS_SCORED, POSTS_TEXT_MODEL_SKIPPED
+
+    posts = [make_post(text="spam!"), make_post(text="maybe"), make_post(text="hi")]
+    scored, skipped = POSTS_SCORED._value.get(), POSTS_TEXT_MODEL_SKIPPED._value.get()
+    score_posts(post_ids=[p.id for p in posts], client=_CascadeClient())
+    features = {s.post_id: s.features for s in Score.objects.filter(post__in=posts)}
+    assert [features[p.id].get("text_model_skipped", False) for p in posts] == [True, False, True]
+    assert POSTS_SCORED._value.get() - scored == 3
+    assert POSTS_TEXT_MODEL_SKIPPED._value.get() - skipped == 2

@@ -19,7 +19,7 @@ from scoring import triton_client
 
 CPU_REPO = model_repository.SOURCE_REPOSITORY
 ONNX_TO_TRITON = {onnx.TensorProto.INT64: "TYPE_INT64", onnx.TensorProto.FLOAT: "TYPE_FP32"}
-TRITON_TO_CLIENT = {"TYPE_FP32": "FP32", "TYPE_INT64": "INT64", "TYPE_STRING": "BYTES"}
+TRITON_TO_CLIENT = {"TYPE_FP32": "FP32", "TYPE_INT64": "INT64", "TYPE_STRING": "BYTES", "TYPE_BOOL": "BOOL"}
 TREES = {"link_model": LINK_FEATURES, "behaviour_model": BEHAVIOUR_FEATURES, "fusion_model": FUSION_FEATURES}
 
 

@@ -58,6 +58,13 @@ text model's card records the measured choice). A text that fits is the one inpu
 was, so short texts score exactly as before, and the windows are rows like any other in the
 classifier's batches.
 
+Cascade (TextCascade, modelops/text/cascade.py for the rule and how its bounds are fitted): a
+familiar text whose lexical probability is already confidently low or high skips the
+transformer, and its text score is that lexical probability (the blend tends to it there); of a
+long text, one confidently spam window decides and no window is classified.
+TEXT_MODEL_SKIPPED says per row whether the post's text skipped. The bounds come with the
+bundle; the TEXT_CASCADE config parameter ("on"/"off") turns them off without a publish.
+
 Familiarity: how far each post's text is from what the text model trained on
 (BundledFamiliarity, familiarity.joblib beside the tokenizer), returned as UNFAMILIARITY;
 computed here while the classifier works, like the trees.
@@ -265,6 +272,47 @@ def _hashed_columns(n_features):
     return column
 
 
+class TextCascade:
+    """Whether a text needs the transformer (modelops/text/cascade.py, whose rule this is;
+    tests/modelops/test_text_cascade.py holds the two together): the bounds on the lexical
+    probability fitted on the validation split, from the bundle's serving.json ("cascade",
+    absent when the model has none or the publish had settings.TEXT_CASCADE off), unless the
+    TEXT_CASCADE config parameter is "off". Without a lexical model there is nothing to decide
+    from, and without a familiarity reference no text is known to be familiar: every text runs
+    the transformer (usable False)."""
+
+    def __init__(self, folder, enabled, usable):
+        serving = json.loads((folder / "serving.json").read_text())
+        bounds = serving.get("cascade") if enabled and usable else None
+        self.low = float(bounds["low"]) if bounds else None
+        self.high = float(bounds["high"]) if bounds else None
+        self.max_unfamiliarity = float(bounds.get("max_unfamiliarity", 1.0)) if bounds else 1.0
+
+    @property
+    def active(self):
+        return self.low is not None
+
+    def decide(self, owners, lexical, unfamiliarity):
+        """Per text: whether it skips the transformer (every window of one that does not is
+        classified). owners: the text of each window; unfamiliarity: per text (< 0: not
+        measured, which never skips)."""
+        owners = np.asarray(owners, dtype=np.int64)
+        u = np.asarray(unfamiliarity, dtype=np.float64)
+        if not self.active:
+            return np.zeros(len(u), dtype=bool)
+        p = np.asarray(lexical, dtype=np.float64)
+        confidence = np.where(p > self.high, 1, np.where(p < self.low, -1, 0))
+        any_spam = np.zeros(len(u), dtype=bool)
+        any_spam[owners[confidence == 1]] = True
+        any_open = np.zeros(len(u), dtype=bool)
+        any_open[owners[confidence != -1]] = True
+        single = np.bincount(owners, minlength=len(u)) == 1
+        familiar = (u >= 0) & (u < self.max_unfamiliarity)
+        # One confidently spam window decides a text's maximum; confidently ham decides only a
+        # text that fits in one window (in a long one a spam message may hide in benign words).
+        return familiar & (any_spam | (single & ~any_open))
+
+
 class BundledFamiliarity:
     """How unfamiliar each text is to the text model (modelops/text/familiarity.py, whose
     numbers these are, from the same fitted objects in familiarity.joblib beside the tokenizer;
@@ -402,6 +450,24 @@ class BundledTrees:
         return prob, contribs.astype(np.float32, copy=False).reshape(x.shape[0], -1)
 
 
+def _unique_texts(groups, unfamiliarity):
+    """(per text of the groups: (group, index of its first occurrence there), per group its
+    distinct texts, per group the unfamiliarity of each). unfamiliarity: per text of the
+    groups, in order (empty: -1, not measured); a repeat has its first occurrence's measure
+    (the same text)."""
+    flags = iter(unfamiliarity)
+    first, where, unique, unique_measure = {}, [], [[] for _ in groups], [[] for _ in groups]
+    for g, texts in enumerate(groups):
+        for text in texts:
+            measure = float(next(flags, -1.0))
+            if text not in first:
+                first[text] = (g, len(unique[g]))
+                unique[g].append(text)
+                unique_measure[g].append(measure)
+            where.append(first[text])
+    return where, unique, unique_measure
+
+
 def _param(config, name, default):
     value = config.get("parameters", {}).get(name, {}).get("string_value")
     return default if value in (None, "") else value
@@ -422,6 +488,11 @@ class TritonPythonModel:
         self.tokenize = BundledTokenizer(version_dir / "tokenizer", buckets)
         self.lexical = BundledLexical(version_dir / "tokenizer")
         self.familiarity = BundledFamiliarity(version_dir / "tokenizer")
+        self.cascade = TextCascade(
+            version_dir / "tokenizer",
+            enabled=_param(config, "TEXT_CASCADE", "on") != "off",
+            usable=self.lexical.pipeline is not None and self.familiarity.loaded,
+        )
 
         self.abuse = BundledAbuse(version_dir / "tokenizer")
         self.text_version = str(bundle["tokenizer"])
@@ -524,57 +595,73 @@ class TritonPythonModel:
                 self.cache.put(key, float(prob))
         return probs
 
-    async def _text_probs(self, *groups):
-        """Spam probability of every text of every group, in order: each text is tokenized
-        into its model inputs (one, or up to max_windows for a text longer than max_length
-        tokens; its probability is their maximum), and the inputs are classified in chunks
-        sent concurrently (the classifier's ragged dynamic batcher merges chunks of concurrent
-        executions); each group is chunked on its own. A text repeated anywhere in the
-        execution is sent once (chunks are classified concurrently, so the cache could not
-        catch a repeat in another chunk). execute passes posts and previews as ONE group:
-        chunking previews apart (a post and its preview on the two classifier instances at
-        once) cut p90 at concurrency 1 by ~0.8 ms but cost ~0.1-0.25 ms CPU per request and
-        up to 5% throughput at concurrency 4 (benchmarks/pipeline_stages.py)."""
-        first, where, unique = {}, [], [[] for _ in groups]
-        for g, texts in enumerate(groups):
-            for text in texts:
-                if text not in first:
-                    first[text] = (g, len(unique[g]))
-                    unique[g].append(text)
-                where.append(first[text])
+    def _plan(self, texts, unfamiliarity):
+        """One group's model inputs and what the cascade makes of them: (rows of token ids,
+        the text of each row, what the lexical model reads per row, its probabilities when
+        the cascade needs them first (else None), per text whether it skips the transformer,
+        per row whether it is classified)."""
+        rows, owner, lexical_texts = [], [], []
+        for t, (text_rows, fits) in enumerate(self.tokenize.windows(texts) if texts else []):
+            rows.extend(text_rows)
+            owner.extend([t] * len(text_rows))
+            if self.lexical.pipeline is not None:
+                lexical_texts.extend(self.tokenize.window_texts(texts[t], text_rows, fits))
+        owners = np.asarray(owner, dtype=np.int64)
+        lexical = self.lexical.probs(lexical_texts) if self.cascade.active else None
+        if lexical is None:
+            return rows, owners, lexical_texts, None, np.zeros(len(texts), dtype=bool), np.ones(len(rows), dtype=bool)
+        skip = self.cascade.decide(owners, lexical, unfamiliarity)
+        return rows, owners, lexical_texts, lexical, skip, ~skip[owners]
+
+    async def _text_probs(self, *groups, unfamiliarity=()):
+        """Spam probability of every text of every group, in order, and whether the cascade let
+        it skip the transformer: each text is tokenized into its model inputs (one, or up to
+        max_windows for a text longer than max_length tokens; its probability is their
+        maximum), and the inputs are classified in chunks sent concurrently (the classifier's
+        ragged dynamic batcher merges chunks of concurrent executions); each group is chunked
+        on its own. A text repeated anywhere in the execution is sent once (chunks are
+        classified concurrently, so the cache could not catch a repeat in another chunk).
+        execute passes posts and previews as ONE group: chunking previews apart (a post and its
+        preview on the two classifier instances at once) cut p90 at concurrency 1 by ~0.8 ms but
+        cost ~0.1-0.25 ms CPU per request and up to 5% throughput at concurrency 4
+        (benchmarks/pipeline_stages.py).
+
+        unfamiliarity: per text of the groups (empty: none measured). With the cascade active
+        the lexical half runs first and only the texts it leaves undecided go to the
+        classifier (TextCascade); without, it runs while the classifier works."""
+        where, unique, unique_measure = _unique_texts(groups, unfamiliarity)
         if not where:
-            return np.zeros(0, dtype=np.float32)
+            return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=bool)
         size = self.text_chunk
-        chunks, owners = [], []  # owners[g][r]: the unique text (index in its group) of row r
-        row_texts = []  # per group, what the lexical model reads for each row
+        plans = [self._plan(texts, unique_measure[g]) for g, texts in enumerate(unique)]
+        chunks = []  # (group, indices of its rows sent in one request)
+        for g, plan in enumerate(plans):
+            sent = np.flatnonzero(plan[5])
+            chunks.extend((g, sent[i : i + size]) for i in range(0, len(sent), size))
+        tasks = [asyncio.ensure_future(self._text_chunk([plans[g][0][i] for i in idx])) for g, idx in chunks]
+        # Without the cascade the lexical model runs here while the classifier works: two loop
+        # turns first let the chunk tasks send their requests (as execute does before the trees).
+        if not self.cascade.active:
+            for _ in range(2):
+                await asyncio.sleep(0)
+            plans = [(r, o, lt, self.lexical.probs(lt), sk, cl) for r, o, lt, _, sk, cl in plans]
+        results = await asyncio.gather(*tasks) if tasks else []
+        transformer = [np.zeros(len(plan[0]), dtype=np.float64) for plan in plans]
+        for (g, idx), probs in zip(chunks, results, strict=True):
+            transformer[g][idx] = probs
+        flat, skipped = [], []
         for g, texts in enumerate(unique):
-            rows, owner, lexical_texts = [], [], []
-            for t, (text_rows, fits) in enumerate(self.tokenize.windows(texts) if texts else []):
-                rows.extend(text_rows)
-                owner.extend([t] * len(text_rows))
-                if self.lexical.pipeline is not None:
-                    lexical_texts.extend(self.tokenize.window_texts(texts[t], text_rows, fits))
-            owners.append(np.asarray(owner, dtype=np.int64))
-            row_texts.append(lexical_texts)
-            chunks.extend((g, rows[i : i + size]) for i in range(0, len(rows), size))
-        tasks = [asyncio.ensure_future(self._text_chunk(chunk)) for _, chunk in chunks]
-        # The lexical model runs here while the classifier works: two loop turns first let the
-        # chunk tasks send their requests (as execute does before the trees).
-        for _ in range(2):
-            await asyncio.sleep(0)
-        lexical = [self.lexical.probs(texts) for texts in row_texts]
-        results = await asyncio.gather(*tasks)
-        per_group = [[] for _ in groups]
-        for (g, _), probs in zip(chunks, results, strict=True):
-            per_group[g].append(probs)
-        flat = []
-        for g, texts in enumerate(unique):
-            row_probs = np.concatenate(per_group[g]) if per_group[g] else np.zeros(0)
-            row_probs = self.lexical.blend(row_probs, lexical[g])  # each window blended, then the max
+            _, owners, _, lexical, skip, classify = plans[g]
+            row_probs = self.lexical.blend(transformer[g], lexical)  # each window blended, then the max
+            if lexical is not None:
+                # The windows of a text the cascade decided count with their lexical probability.
+                row_probs = np.where(classify, row_probs, lexical)
             text_probs = np.full(len(texts), -np.inf)
-            np.maximum.at(text_probs, owners[g], row_probs)
+            np.maximum.at(text_probs, owners, row_probs)
             flat.append(text_probs)
-        return np.array([flat[g][i] for g, i in where], dtype=np.float64).astype(np.float32)
+            skipped.append(skip)
+        probs = np.array([flat[g][i] for g, i in where], dtype=np.float64).astype(np.float32)
+        return probs, np.array([skipped[g][i] for g, i in where], dtype=bool)
 
     def _versions_json(self):
         return json.dumps(
@@ -602,6 +689,15 @@ class TritonPythonModel:
         previews = _bytes_column(request, "PREVIEW_TEXT", rows)
         return texts, previews, link, behaviour
 
+    def _familiarity_first(self, text_inputs):
+        """The cascade skips the transformer only for a familiar text, so with it active the
+        familiarity of every text (previews included: a preview's text score is decided the
+        same way) is measured before the classifier runs. Without it: nothing here, and
+        execute measures the posts' texts while the classifier works."""
+        if not self.cascade.active:
+            return np.zeros(0, dtype=np.float32)
+        return self.familiarity(text_inputs)
+
     async def execute(self, requests):
         parsed, errors = [], {}
         for i, request in enumerate(requests):
@@ -622,19 +718,23 @@ class TritonPythonModel:
         # score here while it runs. Two loop turns let _text_probs start its chunk tasks and
         # each chunk send its request (async_exec submits at once) before the trees take the
         # GIL; a tree call is ~0.3 ms.
-        text_task = asyncio.ensure_future(self._text_probs(texts + [previews[i] for i in preview_rows]))
+        text_inputs = texts + [previews[i] for i in preview_rows]
+        measured = self._familiarity_first(text_inputs)
+        text_task = asyncio.ensure_future(self._text_probs(text_inputs, unfamiliarity=measured))
         for _ in range(2):
             await asyncio.sleep(0)
         link_prob, link_contrib = self.trees["link_model"](link)
         behaviour_prob, behaviour_contrib = self.trees["behaviour_model"](behaviour)
-        unfamiliarity = self.familiarity(texts)
+        unfamiliarity = self.familiarity(texts) if len(measured) == 0 else measured[: len(texts)]
 
         abuse_prob = self.abuse.probs(texts)
         try:
-            all_text_probs = await text_task
+            all_text_probs, all_skipped = await text_task
         except SubModelError as exc:
             return [pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc))) for _ in requests]
         text_prob = all_text_probs[: len(texts)]
+        # Where the post's text score came without the transformer (the cascade decided it).
+        text_skipped = all_skipped[: len(texts)]
         preview_prob = np.full(len(texts), -1.0, dtype=np.float32)
         preview_prob[preview_rows] = all_text_probs[len(texts) :]
         computed = {
@@ -679,6 +779,7 @@ class TritonPythonModel:
                         pb_utils.Tensor("FUSION_CONTRIBUTIONS", fusion_contrib[sl]),
                         pb_utils.Tensor("MODEL_VERSIONS", np.full((n, 1), versions, dtype=np.object_)),
                         pb_utils.Tensor("UNFAMILIARITY", col(unfamiliarity)),
+                        pb_utils.Tensor("TEXT_MODEL_SKIPPED", text_skipped[sl].reshape(-1, 1)),
                     ]
                 )
             )

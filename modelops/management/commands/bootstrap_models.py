@@ -1,12 +1,14 @@
 """`manage.py bootstrap_models`: from nothing to a servable model repository.
 
-build_base_checkpoint -> train_text_model -> export_text_model -> train_abuse_model ->
-train_feature_models -> publish_models, skipping every step whose output already exists (--force re-runs all).
+build_base_checkpoint -> train_text_model -> export_text_model -> fit_text_cascade ->
+train_abuse_model -> train_feature_models -> publish_models, skipping every step whose output
+already exists (--force re-runs all).
 The run target of the README calls this when no model version exists yet.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from modelops import model_repository
 from modelops.text.abuse import ABUSE_FILE
+from modelops.text.baseline import LEXICAL_FILE
+from modelops.text.cascade import CASCADE_KEY, read_bounds
 
 
 def _text_dir() -> Path:
@@ -39,6 +43,12 @@ def text_trained() -> bool:
 
 def text_exported() -> bool:
     return (_text_dir() / "serving.json").exists()
+
+
+def text_cascade_fitted() -> bool:
+    # export_text_model writes a new serving.json, so a re-export asks for the bounds again;
+    # without a lexical model there is nothing to fit.
+    return read_bounds(_text_dir()) is not None or not (_text_dir() / LEXICAL_FILE).exists()
 
 
 def abuse_trained() -> bool:
@@ -73,6 +83,10 @@ def repository_current() -> bool:
             served_abuse.exists() and model_repository._sha256(served_abuse) == model_repository._sha256(abuse)
         ):
             return False
+        # The bundle carries the artifact's cascade bounds unless the deployment turned it off.
+        wanted = model_repository._read_serving(_text_dir()).get(CASCADE_KEY) if settings.TEXT_CASCADE else None
+        if json.loads((served["tokenizer"].path / "serving.json").read_text()).get(CASCADE_KEY) != wanted:
+            return False
         for model, (kind, _names) in model_repository.TREE_MODELS.items():
             if served[model].sha256 != model_repository._sha256(model_repository._tree_file(_tabular_dir(), kind)):
                 return False
@@ -93,6 +107,7 @@ class Command(BaseCommand):
             ("build_base_checkpoint", base_checkpoint_exists()),
             ("train_text_model", text_trained()),
             ("export_text_model", text_exported()),
+            ("fit_text_cascade", text_cascade_fitted()),
             ("train_abuse_model", abuse_trained()),
             ("train_feature_models", tabular_trained()),
         ]
