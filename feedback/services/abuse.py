@@ -20,13 +20,17 @@ thresholds (settings.ABUSE_QUEUE_THRESHOLD / ABUSE_REMOVE_THRESHOLD, the sources
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from django.conf import settings
 
 from feedback.services.tabular import labels_of
+
+if TYPE_CHECKING:
+    from feedback.services.replay import TrainingRows
 
 Predictor = Callable[[Sequence[Mapping[str, Any]]], np.ndarray]
 
@@ -144,3 +148,59 @@ def train_abuse_candidate(
     metrics["train_rows"] = len(train)
     metrics["cpu_us_per_text"] = result.metrics["cpu_us_per_text"]
     return out_dir, metrics
+
+
+@dataclass(frozen=True)
+class AbuseOutcome:
+    model_dir: Path
+    candidate: dict[str, Any]
+    production: dict[str, Any] | None
+    suites: list[dict[str, Any]]
+    thresholds: dict[str, float]
+    test_rows: int
+
+
+def abuse_run_train_and_evaluate(
+    *,
+    run_id: int,
+    dataset_version: int,
+    data: TrainingRows,
+    test_rows: Sequence[Mapping[str, Any]],
+    out_dir: Path,
+    progress: Callable[[float, str], None],
+) -> AbuseOutcome:
+    """An abuse run's body: the candidate trained on `data`, then candidate and production
+    scored on the same test rows (the dataset's test split and the insults test split: the
+    second keeps a small dataset's comparison meaningful and shows forgetting) and on every
+    abuse suite."""
+    from feedback.services.gate import evaluate_suites
+
+    test = [r for r in test_rows if r.get("text")] + insult_test_rows()
+    keep = [i for i, r in enumerate(data.train) if r.get("text")]
+    model_dir, candidate = train_abuse_candidate(
+        run_id=run_id,
+        dataset_version=dataset_version,
+        train=[data.train[i] for i in keep],
+        train_weights=[data.train_weights[i] for i in keep],
+        validation=[r for r in data.validation if r.get("text")],
+        test=test,
+        out_dir=out_dir,
+        progress=progress,
+    )
+    production_predict = production_abuse_predictor()
+    production = abuse_metrics(test, production_predict(test)) if production_predict is not None else None
+    progress(0.9, "abuse: scoring candidate and production on every abuse suite")
+    suites = evaluate_suites(
+        bundle="abuse",
+        candidate=candidate_abuse_predictor(model_dir),
+        production=production_predict,
+        thresholds=abuse_thresholds(),
+    )
+    return AbuseOutcome(
+        model_dir=model_dir,
+        candidate=candidate,
+        production=production,
+        suites=suites,
+        thresholds=abuse_thresholds(),
+        test_rows=len(test),
+    )

@@ -83,7 +83,9 @@ GATED_METRICS: tuple[tuple[str, str, bool], ...] = (
 )
 
 
-def threshold_metrics(rows: Sequence[Mapping[str, Any]], probs: np.ndarray, thresholds: Mapping[str, Any]) -> dict[str, Any]:
+def threshold_metrics(
+    rows: Sequence[Mapping[str, Any]], probs: np.ndarray, thresholds: Mapping[str, Any]
+) -> dict[str, Any]:
     """classification_metrics at `thresholds`, and the queue band where they have a queue."""
     y = labels_of(rows)
     out = classification_metrics(
@@ -196,7 +198,9 @@ def suite_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
             cells = []
             for label, path, higher in SUITE_METRICS:
                 band = path.split(".")[0]
-                if band == "at_queue" and not any(band in (entry.get(side) or {}) for side in ("candidate", "production")):
+                if band == "at_queue" and not any(
+                    band in (entry.get(side) or {}) for side in ("candidate", "production")
+                ):
                     continue  # a bundle without a queue threshold of its own
                 c, p = _dig(entry.get("candidate"), path), _dig(entry.get("production"), path)
                 delta = (entry.get("deltas") or {}).get(path)

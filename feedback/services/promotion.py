@@ -142,7 +142,6 @@ def registry_sync() -> None:
             ModelVersion.objects.filter(name=bundle, is_production=True).update(is_production=False)
             ModelVersion.objects.filter(name=bundle, version=served).update(is_production=True)
 
-
     _abuse_registry_sync()
 
 

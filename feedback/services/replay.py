@@ -161,7 +161,9 @@ def training_rows(*, run: TrainingRun) -> TrainingRows:
     if run.scope != "tabular":
         # The abuse model trains in seconds, so it replays its whole bootstrap corpus by default.
         setting, default = (
-            ("FEEDBACK_ABUSE_REPLAY_BOOTSTRAP_MAX", 20000) if model == ABUSE else ("FEEDBACK_REPLAY_BOOTSTRAP_MAX", 2000)
+            ("FEEDBACK_ABUSE_REPLAY_BOOTSTRAP_MAX", 20000)
+            if model == ABUSE
+            else ("FEEDBACK_REPLAY_BOOTSTRAP_MAX", 2000)
         )
         limit = int(getattr(settings, setting, default))
         for row in bootstrap_replay_rows(limit, model=model):

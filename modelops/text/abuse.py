@@ -165,7 +165,7 @@ def train_abuse(splits: SmsSplits, *, train_weights: Sequence[float] | None = No
 LIFECYCLE_SECTION = (
     "## Lifecycle",
     "",
-    "- Retraining (ML pages, scope \"Abuse model\"): from a dataset snapshotted for the abuse model, whose",
+    '- Retraining (ML pages, scope "Abuse model"): from a dataset snapshotted for the abuse model, whose',
     "  positives are moderators' removals in the abuse/harassment and hate categories and whose negatives",
     "  are approvals; a spam removal never trains it, and an abuse removal never trains the spam model.",
     "  Cumulative runs replay the other labels of those categories and every train/validation comment of",

@@ -108,7 +108,9 @@ def reason_codes(db: Any) -> None:
 
 def _harassment(rng: random.Random) -> str:
     words = PLATFORM_INSULTS
-    return f"get lost {rng.choice(words)}, nobody wants a {rng.choice(words)} {rng.choice(FILLER)} {rng.randint(0, 9999)}"
+    return (
+        f"get lost {rng.choice(words)}, nobody wants a {rng.choice(words)} {rng.choice(FILLER)} {rng.randint(0, 9999)}"
+    )
 
 
 def _platform_labels(source: Any, moderator: Any, *, n: int = 240) -> None:
