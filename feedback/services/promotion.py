@@ -319,6 +319,13 @@ def promote_run(
         abuse_dir = root / run.candidate_artifacts[ModelBundle.ABUSE]
         published = _publish_and_load(lambda: publish_abuse(abuse_dir, repository=repository()))
     else:
+        served = served_text_dir()
+        if "text" in run.candidate_artifacts and served is not None:
+            from modelops.text.abuse import abuse_carry
+
+            # The abuse model served now, not the one served when the text run trained: an abuse
+            # promotion in between must not be undone by this text promotion.
+            abuse_carry(from_dir=served[1], to_dir=root / run.candidate_artifacts["text"])
         artifacts = Artifacts(
             text=root / run.candidate_artifacts["text"] if "text" in run.candidate_artifacts else None,
             tabular=root / run.candidate_artifacts["tabular"] if "tabular" in run.candidate_artifacts else None,

@@ -367,7 +367,7 @@ def test_a_promoted_abuse_model_is_served_by_a_real_triton_without_restart(
     score_posts(post_ids=[after.pk])
     served = Post.objects.get(pk=after.pk).abuse_score
     pipeline = load_abuse(_artifacts() / run.candidate_artifacts["abuse"])
-    assert pipeline is not None
+    assert pipeline is not None and served is not None
     assert served == pytest.approx(float(pipeline.predict_proba([text])[0, 1]), abs=1e-5)
     assert served > 0.5
     reset_clients()
