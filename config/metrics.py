@@ -10,7 +10,7 @@ increments them:
 | moderation_posts_scored_total | counter | once per scoring batch, by the Score rows it wrote |
 | moderation_scoring_batch_size | histogram | once per scoring batch |
 | moderation_posts_text_model_skipped_total | counter | per scoring batch, by its Score rows the cascade scored |
-| moderation_decisions_total{source,action} | counter | auto: once per batch per action; moderator: per decision |
+| moderation_decisions_total{source,action,category} | counter | auto: per batch and labels; moderator: per decision |
 | moderation_triton_request_seconds{server} | histogram | once per spam_pipeline request (up to 32 posts) |
 | moderation_triton_errors_total{server,kind} | counter | per failed request (kind: unavailable, rejected) |
 | moderation_webhook_failures_total | counter | per failed delivery attempt |

@@ -19,7 +19,11 @@ SCORING_BATCH_SIZE = Histogram(
     "Posts per scoring batch (one Triton round, one write transaction).",
     buckets=(1, 2, 4, 8, 16, 32, 64, 128),
 )
-DECISIONS = Counter("moderation_decisions", "Decisions by who made them and their action.", ["source", "action"])
+# category: the policy category the decision is about (moderation.categories); an automatic
+# decision is "abuse" when the abuse rule chose its action, else "spam".
+DECISIONS = Counter(
+    "moderation_decisions", "Decisions by who made them, their action and category.", ["source", "action", "category"]
+)
 TRITON_SECONDS = Histogram(
     "moderation_triton_request_seconds",
     "Duration of one spam_pipeline request (up to 32 posts), answered or failed.",

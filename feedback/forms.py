@@ -12,6 +12,15 @@ from feedback.services.datasets import IMPORT_MAX_BYTES
 
 class SnapshotForm(forms.Form):
     name = forms.CharField(max_length=120, required=False)
+    model = forms.ChoiceField(
+        choices=[
+            ("spam", "Spam model: spam and scam/phishing labels, approvals"),
+            ("abuse", "Abuse model: abuse/harassment and hate labels, approvals"),
+        ],
+        initial="spam",
+        required=False,
+        help_text="Which model the dataset trains: a decision trains only the models of its category.",
+    )
     sources = forms.CharField(
         max_length=500, required=False, help_text="Comma-separated source slugs; empty means every source."
     )

@@ -167,6 +167,7 @@ class TrainingScope(models.TextChoices):
     TABULAR = "tabular", "Feature models and fusion (seconds)"
     TEXT = "text", "Text model fine-tune (minutes)"
     ALL = "all", "Everything"
+    ABUSE = "abuse", "Abuse model (seconds; abuse/harassment and hate labels + insults replay)"
 
 
 class RunStatus(models.TextChoices):
@@ -221,6 +222,7 @@ class ModelBundle(models.TextChoices):
 
     TABULAR = "tabular", "Feature models + fusion (link_model, behaviour_model, fusion_model)"
     TEXT = "text", "Text model (tokenizer, text_classifier)"
+    ABUSE = "abuse", "Abuse model (abuse.joblib, served from the tokenizer's folder)"
 
 
 class ModelVersion(models.Model):
@@ -269,6 +271,7 @@ class SuiteKind(models.TextChoices):
     BOOTSTRAP = "bootstrap", "Bootstrap SMS test split"
     DATASET_TEST = "dataset_test", "Test split of a dataset version"
     IMPORTED = "imported", "Imported set marked as a suite"
+    BENIGN = "benign", "Benign text of another kind (false positives only)"
 
 
 class EvaluationSuite(ImmutableModel):
@@ -285,6 +288,9 @@ class EvaluationSuite(ImmutableModel):
 
     name = models.CharField(max_length=120, unique=True)
     kind = models.CharField(max_length=16, choices=SuiteKind.choices)
+    # The model whose suites these are, by its category (moderation.categories.MODEL_CATEGORIES):
+    # the spam bundles (text, tabular) are compared on "spam" suites, the abuse model on "abuse".
+    category = models.CharField(max_length=32, default="spam", db_index=True)
     dataset = models.ForeignKey(
         DatasetVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluation_suites"
     )

@@ -107,6 +107,7 @@ def dataset_create(request: HttpRequest) -> HttpResponse:
             sources=form.source_list() or None,
             since=form.cleaned_data.get("since"),
             until=form.cleaned_data.get("until"),
+            model=form.cleaned_data.get("model") or "spam",
         )
     except ApplicationError as exc:
         messages.error(request, exc.message)

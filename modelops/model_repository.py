@@ -421,12 +421,66 @@ def refresh_code(*, repository: Path | None = None) -> dict[str, int]:
     return out
 
 
-def rollback(model: str, to_version: int, *, repository: Path | None = None, bundle: bool = True) -> dict[str, int]:
+def _abuse_names() -> tuple[str, ...]:
+    from modelops.text.abuse import ABUSE_FILES
+
+    return ABUSE_FILES
+
+
+def _copy_version(writer: _VersionWriter, src: Path, *, skip: Iterable[str] = ()) -> None:
+    skipped = {"PUBLISHED.json", *skip}
+    for item in src.iterdir():
+        if item.is_file() and item.name not in skipped:
+            writer.copy(item)
+
+
+def publish_abuse(abuse_dir: Path, *, repository: Path | None = None, rollback_of: int | None = None) -> dict[str, int]:
+    """Serve the abuse model of `abuse_dir` (its ABUSE_FILES: a retraining candidate, or an
+    older tokenizer version on rollback) with the text model that is served now.
+
+    The abuse model rides in the tokenizer's folder, and tokenizer and text_classifier always
+    share one number: so the served text pair is copied to the next number with only the
+    abuse files replaced, then a new spam_pipeline bundles it. The text model's weights, its
+    lexical half and its familiarity stay as they are. Returns {model: new version}."""
+    repo = repository or _default_repository()
+    names = _abuse_names()
+    abuse_dir = Path(abuse_dir)
+    if not (abuse_dir / names[0]).is_file():
+        raise PublishError(f"{abuse_dir / names[0]} missing: no abuse model to publish")
+    served = {m: latest_version(m, repository=repo) for m in TEXT_MODELS}
+    if any(v is None for v in served.values()):
+        raise PublishError("no text model is published: the abuse model is served beside it")
+    number = max(int(v or 0) for v in served.values()) + 1
+    out = {}
+    for m in TEXT_MODELS:
+        src = repo / m / str(served[m])
+        writer = _VersionWriter(repo, m, number)
+        if m == "tokenizer":
+            _copy_version(writer, src, skip=names)
+            for name in names:
+                if (abuse_dir / name).is_file():
+                    writer.copy(abuse_dir / name)
+            out[m] = writer.commit(
+                source=str(abuse_dir / names[0]), sha256=_sha256(abuse_dir / names[0]), rollback_of=rollback_of
+            )
+        else:
+            _copy_version(writer, src)
+            meta = json.loads((src / "PUBLISHED.json").read_text()) if (src / "PUBLISHED.json").exists() else {}
+            out[m] = writer.commit(source=str(meta.get("source", src)), sha256=str(meta.get("sha256", "")))
+    out.update(publish_pipeline(repository=repo))
+    return out
+
+
+def rollback(
+    model: str, to_version: int, *, repository: Path | None = None, bundle: bool = True, keep_abuse: bool = False
+) -> dict[str, int]:
     """Serve `to_version` again by copying it to a new, higher number; return {model: new version}.
 
     The text pair (tokenizer, text_classifier) always moves together. `bundle`: also write
     the spam_pipeline version that bundles it (pass False when rolling back several parts,
-    then call publish_pipeline once). Load the returned models afterwards, in ALL_MODELS order."""
+    then call publish_pipeline once). `keep_abuse`: the tokenizer keeps the abuse model served
+    now instead of the one `to_version` had (the abuse model is rolled back on its own,
+    publish_abuse). Load the returned models afterwards, in ALL_MODELS order."""
     repo = repository or _default_repository()
     models: Iterable[str] = TEXT_MODELS if model in TEXT_MODELS else (model,)
     if model not in ALL_MODELS:
@@ -436,13 +490,18 @@ def rollback(model: str, to_version: int, *, repository: Path | None = None, bun
         if to_version not in versions(m, repository=repo):
             raise PublishError(f"{m} has no version {to_version}")
     number = max((latest_version(m, repository=repo) or 0) for m in models) + 1
+    served_tokenizer = latest_version("tokenizer", repository=repo)
     out = {}
     for m in models:
         src = repo / m / str(to_version)
         writer = _VersionWriter(repo, m, number)
-        for item in src.iterdir():
-            if item.name != "PUBLISHED.json" and item.is_file():
-                writer.copy(item)
+        if keep_abuse and m == "tokenizer" and served_tokenizer is not None:
+            _copy_version(writer, src, skip=_abuse_names())
+            for name in _abuse_names():
+                if (repo / m / str(served_tokenizer) / name).is_file():
+                    writer.copy(repo / m / str(served_tokenizer) / name)
+        else:
+            _copy_version(writer, src)
         meta = json.loads((src / "PUBLISHED.json").read_text()) if (src / "PUBLISHED.json").exists() else {}
         out[m] = writer.commit(
             source=str(meta.get("source", src)), sha256=str(meta.get("sha256", "")), rollback_of=to_version

@@ -28,6 +28,11 @@ DEFAULT_CATEGORIES: tuple[tuple[str, str], ...] = (
 # The categories the spam model learns from: spam and scam/phishing as positives (the SMS
 # collection's spam is largely scams), NONE as the clean negatives; never another harm.
 SPAM_MODEL_CATEGORIES: tuple[str, ...] = (SPAM, "scam", NONE)
+# The categories the abuse model learns from: abuse/harassment and hate removals as positives,
+# NONE (approvals) as negatives; a spam removal is neither abuse nor clean, so it is left out.
+ABUSE_MODEL_CATEGORIES: tuple[str, ...] = (ABUSE, "hate", NONE)
+# Which model each set of categories trains, by the model's name (feedback's datasets and suites).
+MODEL_CATEGORIES: dict[str, tuple[str, ...]] = {SPAM: SPAM_MODEL_CATEGORIES, ABUSE: ABUSE_MODEL_CATEGORIES}
 # Report reasons platforms commonly send, by category (the reason itself is free text).
 REPORT_REASON_CATEGORIES = {
     "phishing": "scam",

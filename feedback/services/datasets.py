@@ -46,7 +46,7 @@ from feedback.models import (
 from feedback.selectors import CONFLICT_RULE, effective_examples
 from feedback.services import import_rows
 from feedback.services.import_rows import JSON_COLUMNS
-from moderation.categories import category_for_label
+from moderation.categories import MODEL_CATEGORIES, SPAM, category_for_label
 
 COLUMNS = (
     "example_id",
@@ -298,22 +298,39 @@ def dataset_snapshot(
     sources: Sequence[str] | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    model: str = SPAM,
 ) -> DatasetVersion:
-    """Snapshot the effective labelled examples (one per post, CONFLICT_RULE) into a new version."""
-    examples = effective_examples(sources=sources, since=since, until=until)
+    """Snapshot the effective labelled examples (one per post, CONFLICT_RULE) into a new version.
+
+    `model` (a key of moderation.categories.MODEL_CATEGORIES) picks the examples by category:
+    the spam model's dataset holds spam/scam labels and approvals, the abuse model's holds
+    abuse/harassment and hate labels and approvals. A row's label keeps its meaning of "removed"
+    (spam) or "approved" (ham); the manifest says which model's positives "spam" stands for."""
+    if model not in MODEL_CATEGORIES:
+        raise ApplicationError(f"Unknown model {model!r}.", code="invalid_model", fields={"model": ["unknown"]})
+    categories = MODEL_CATEGORIES[model]
+    examples = effective_examples(sources=sources, since=since, until=until, categories=categories)
     prepared = _prepare(examples)
     filters = {
         "sources": list(sources or []),
         "since": since.isoformat() if since else None,
         "until": until.isoformat() if until else None,
     }
+    extra: dict[str, Any] = {"filters": filters}
+    if model != SPAM:  # a spam dataset's manifest stays as it always was
+        extra.update({"model": model, "categories": list(categories)})
     return _create_version(
         prepared=prepared,
         origin=DatasetOrigin.SNAPSHOT,
-        name=name,
+        name=name or (f"{model} dataset" if model != SPAM else ""),
         created_by=created_by,
-        extra_manifest={"filters": filters},
+        extra_manifest=extra,
     )
+
+
+def dataset_model(dataset: DatasetVersion) -> str:
+    """The model a dataset was built for (its manifest's "model"; spam for every older one)."""
+    return str((dataset.manifest or {}).get("model") or SPAM)
 
 
 # --- reading ------------------------------------------------------------------------------
@@ -426,7 +443,9 @@ def dataset_snapshot_if_changed(*, name: str = "scheduled snapshot") -> DatasetV
     """A snapshot by the schedule (no user): skipped when the content hash equals the latest
     snapshot's, so a quiet week does not create identical versions."""
     prepared = _prepare(effective_examples())
-    latest = DatasetVersion.objects.filter(origin=DatasetOrigin.SNAPSHOT).order_by("-version").first()
+    # Compared with the latest spam snapshot: an abuse model's snapshot in between is no change.
+    spam_snapshots = DatasetVersion.objects.filter(origin=DatasetOrigin.SNAPSHOT).exclude(manifest__has_key="model")
+    latest = spam_snapshots.order_by("-version").first()
     if not prepared.rows or (latest is not None and latest.content_sha256 == prepared.content_sha256):
         return None
     return _create_version(

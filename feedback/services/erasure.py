@@ -95,7 +95,11 @@ def _suites_erase(
         )
 
     rewrites: list[tuple[Path, list[dict[str, Any]]]] = []
-    for suite in EvaluationSuite.objects.exclude(kind=SuiteKind.BOOTSTRAP).order_by("pk").select_for_update():
+    for suite in (
+        EvaluationSuite.objects.exclude(kind__in=[SuiteKind.BOOTSTRAP, SuiteKind.BENIGN])
+        .order_by("pk")
+        .select_for_update()
+    ):
         path = suites.suite_file(suite)
         if not path.exists():  # nothing readable to erase
             continue

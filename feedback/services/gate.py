@@ -1,13 +1,17 @@
 """Scoring candidate and production on every evaluation suite, and the promotion gate.
 
-Per bundle (text, tabular) and suite, both models are scored on the same frozen rows: the text
-bundle on every suite row with text, the tabular bundle on rows with frozen features (the
-bootstrap SMS suite has none, so only the text model is compared there). Metrics are those of
-feedback.services.evaluation at the live thresholds, plus the expected calibration error.
+Per bundle (text, tabular, abuse) and suite of the bundle's category (suites.BUNDLE_CATEGORY:
+the spam bundles on the spam suites, the abuse model on its own), both models are scored on the
+same frozen rows: the text and abuse bundles on every suite row with text, the tabular bundle on
+rows with frozen features (the bootstrap SMS suite has none, so only the text model is compared
+there). Metrics are those of feedback.services.evaluation at the live thresholds (the abuse
+model's: its queue and remove thresholds), plus the expected calibration error. A benign suite
+(every row negative) is compared on its false-positive rates alone.
 
 The gate: a candidate is held back when, on any suite, its F1 is more than
 settings.PROMOTION_GATE_MAX_F1_DROP below production's, or its false-positive rate at the remove
-threshold more than settings.PROMOTION_GATE_MAX_FPR_RISE above it. It applies to automatic
+threshold (and, where the bundle has one, at the queue threshold) more than
+settings.PROMOTION_GATE_MAX_FPR_RISE above it. It applies to automatic
 promotion and to the button alike; only an admin's audited override (typed reason, explicit
 confirmation) promotes a held candidate (feedback.services.promotion.promote_run).
 A run without a suite comparison counts as held: nothing vouches for it. That includes a run
@@ -23,8 +27,8 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
-from feedback.models import EvaluationSuite
-from feedback.services.suites import suite_rows, suites_all
+from feedback.models import EvaluationSuite, SuiteKind
+from feedback.services.suites import BUNDLE_CATEGORY, suite_rows, suites_for
 
 Predictor = Callable[[Sequence[Mapping[str, Any]]], np.ndarray]
 MIN_SUITE_ROWS = 10  # fewer rows (or one class only) and a suite is listed but not compared
@@ -35,6 +39,7 @@ SUITE_METRICS: tuple[tuple[str, str, bool], ...] = (
     ("Precision @ remove", "at_remove.precision", True),
     ("Recall @ remove", "at_remove.recall", True),
     ("FPR @ remove", "at_remove.fpr", False),
+    ("FPR @ queue", "at_queue.fpr", False),  # the abuse model's queue threshold
     # Shown, not gated: on a suite of a few dozen spam posts one more miss moves it by points.
     ("Spam auto-approved", "at_approve.spam_miss_rate", False),
     ("ECE", "ece", False),
@@ -70,13 +75,40 @@ def _rows_for(bundle: str, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[st
     return [r for r in rows if r.get("text")]
 
 
-def _metrics(rows: Sequence[Mapping[str, Any]], probs: np.ndarray, thresholds: Mapping[str, Any]) -> dict[str, Any]:
-    from feedback.services.evaluation import classification_metrics
+# (metric path, tolerance key, higher is better): what the gate holds a candidate back on.
+GATED_METRICS: tuple[tuple[str, str, bool], ...] = (
+    ("f1", "max_f1_drop", True),
+    ("at_remove.fpr", "max_fpr_rise", False),
+    ("at_queue.fpr", "max_fpr_rise", False),
+)
+
+
+def threshold_metrics(
+    rows: Sequence[Mapping[str, Any]], probs: np.ndarray, thresholds: Mapping[str, Any]
+) -> dict[str, Any]:
+    """classification_metrics at `thresholds`, and the queue band where they have a queue."""
+    # Imported here, not at the top: the dashboard's ML pages import this module for the gate's
+    # verdict and metric names, and the web process would otherwise map scikit-learn, SciPy,
+    # pandas and XGBoost (about 100 MB resident, benchmarks/memory.py --stack).
+    from feedback.services.evaluation import band_metrics, classification_metrics
     from feedback.services.tabular import labels_of
 
-    return classification_metrics(
-        labels_of(rows), probs, remove_threshold=thresholds["remove"], approve_threshold=thresholds["approve"]
+    y = labels_of(rows)
+    out = classification_metrics(
+        y, probs, remove_threshold=thresholds["remove"], approve_threshold=thresholds["approve"]
     )
+    if "queue" in thresholds:  # a model with a queue threshold of its own (the abuse model)
+        out["at_queue"] = band_metrics(y, np.asarray(probs, dtype=np.float64), float(thresholds["queue"]))
+    return out
+
+
+def _comparable(suite: EvaluationSuite, y: np.ndarray) -> bool:
+    """Both classes, or a benign suite's negatives only (its false-positive rates still count)."""
+    if len(y) < MIN_SUITE_ROWS:
+        return False
+    if suite.kind == SuiteKind.BENIGN:
+        return int(y.sum()) == 0
+    return 0 < int(y.sum()) < len(y)
 
 
 def evaluate_suites(
@@ -95,12 +127,17 @@ def evaluate_suites(
     from feedback.services.tabular import labels_of
 
     out: list[dict[str, Any]] = []
-    for suite in suites if suites is not None else suites_all():
-        entry: dict[str, Any] = {"suite_id": suite.pk, "name": suite.name, "kind": suite.kind}
+    for suite in suites if suites is not None else suites_for(BUNDLE_CATEGORY.get(bundle, "spam")):
+        entry: dict[str, Any] = {
+            "suite_id": suite.pk,
+            "name": suite.name,
+            "kind": suite.kind,
+            "category": suite.category,
+        }
         rows = _rows_for(bundle, suite_rows(suite))
         y = labels_of(rows)
         entry["n"] = len(rows)
-        if len(rows) < MIN_SUITE_ROWS or y.sum() == 0 or y.sum() == len(y):
+        if not _comparable(suite, y):
             entry["skipped"] = (
                 "no rows with features"
                 if bundle == "tabular" and not rows
@@ -108,8 +145,8 @@ def evaluate_suites(
             )
             out.append(entry)
             continue
-        entry["candidate"] = _metrics(rows, candidate(rows), thresholds)
-        entry["production"] = _metrics(rows, production(rows), thresholds) if production is not None else None
+        entry["candidate"] = threshold_metrics(rows, candidate(rows), thresholds)
+        entry["production"] = threshold_metrics(rows, production(rows), thresholds) if production is not None else None
         entry["deltas"] = {path: _delta(entry["candidate"], entry["production"], path) for _, path, _ in SUITE_METRICS}
         out.append(entry)
     return out
@@ -126,22 +163,15 @@ def gate_evaluate(suites: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str
                 continue
             compared += 1
             cand, prod = entry["candidate"], entry["production"]
-            f1_c, f1_p = _dig(cand, "f1"), _dig(prod, "f1")
-            if f1_c is not None and f1_p is not None and f1_p - f1_c > tol["max_f1_drop"] + 1e-9:
-                regressions.append(
-                    {"bundle": bundle, "suite": entry["name"], "metric": "f1", "candidate": f1_c, "production": f1_p}
-                )
-            fpr_c, fpr_p = _dig(cand, "at_remove.fpr"), _dig(prod, "at_remove.fpr")
-            if fpr_c is not None and fpr_p is not None and fpr_c - fpr_p > tol["max_fpr_rise"] + 1e-9:
-                regressions.append(
-                    {
-                        "bundle": bundle,
-                        "suite": entry["name"],
-                        "metric": "at_remove.fpr",
-                        "candidate": fpr_c,
-                        "production": fpr_p,
-                    }
-                )
+            for path, tolerance, higher in GATED_METRICS:
+                c, p = _dig(cand, path), _dig(prod, path)
+                if c is None or p is None:
+                    continue
+                worse_by = p - c if higher else c - p
+                if worse_by > tol[tolerance] + 1e-9:
+                    regressions.append(
+                        {"bundle": bundle, "suite": entry["name"], "metric": path, "candidate": c, "production": p}
+                    )
     has_production = any(e.get("production") for entries in suites.values() for e in entries)
     return {
         "held": bool(regressions) or (has_production and compared == 0),
@@ -161,7 +191,9 @@ def gate_reasons(report: Mapping[str, Any]) -> list[str]:
     if gate.get("has_production") and not gate.get("suites_compared"):
         reasons.append("no evaluation suite could compare it with production (each was skipped)")
     for r in gate.get("regressions", []):
-        what = "F1" if r["metric"] == "f1" else "false-positive rate at the remove threshold"
+        what = {"f1": "F1", "at_queue.fpr": "false-positive rate at the queue threshold"}.get(
+            r["metric"], "false-positive rate at the remove threshold"
+        )
         reasons.append(
             f"{r['bundle']} on {r['suite']}: {what} {r['candidate']:.4f} vs production {r['production']:.4f}"
         )
@@ -177,6 +209,11 @@ def suite_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         for entry in entries:
             cells = []
             for label, path, higher in SUITE_METRICS:
+                band = path.split(".")[0]
+                if band == "at_queue" and not any(
+                    band in (entry.get(side) or {}) for side in ("candidate", "production")
+                ):
+                    continue  # a bundle without a queue threshold of its own
                 c, p = _dig(entry.get("candidate"), path), _dig(entry.get("production"), path)
                 delta = (entry.get("deltas") or {}).get(path)
                 better = None if delta in (None, 0) else (delta > 0 if higher else delta < 0)
@@ -195,6 +232,7 @@ def suite_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                     "bundle": bundle,
                     "name": entry["name"],
                     "kind": entry.get("kind"),
+                    "category": entry.get("category") or BUNDLE_CATEGORY.get(bundle, "spam"),
                     "n": entry.get("n"),
                     "skipped": entry.get("skipped"),
                     "cells": cells,

@@ -16,6 +16,12 @@ auto_promote=True is promoted only if, for every bundle it trained,
     overrides it with a typed reason and a confirmation, which is audited).
 Anything else waits for an admin.
 
+The abuse model (bundle "abuse") is served from the tokenizer's folder: promoting or rolling it
+back re-publishes the served text pair under its next number with only the abuse files
+replaced (modelops.model_repository.publish_abuse), so the text model serves on unchanged; the
+text registry gets a row for that number that re-serves its current version. Rolling the text
+model back keeps the abuse model served now.
+
 Loading goes to every Triton replica (scoring.triton_replicas): a promotion or rollback is
 done only when each replica has loaded the new versions and answers that it serves them. If
 writing, loading or that check fails on any replica, the promotion fails as a whole: the new
@@ -50,8 +56,17 @@ logger = logging.getLogger(__name__)
 MEMBERS: dict[str, tuple[str, ...]] = {
     ModelBundle.TABULAR: ("link_model", "behaviour_model", "fusion_model"),
     ModelBundle.TEXT: ("tokenizer", "text_classifier"),
+    # The abuse model is served from the tokenizer's folder (modelops.model_repository.publish_abuse).
+    ModelBundle.ABUSE: ("tokenizer",),
 }
-LEAD: dict[str, str] = {ModelBundle.TABULAR: "fusion_model", ModelBundle.TEXT: "text_classifier"}
+LEAD: dict[str, str] = {
+    ModelBundle.TABULAR: "fusion_model",
+    ModelBundle.TEXT: "text_classifier",
+    ModelBundle.ABUSE: "tokenizer",
+}
+# Bundles whose lead version folders are theirs alone; the abuse model's registry is kept by
+# its promotions and rollbacks (_abuse_registry_sync), as text promotions carry it along.
+FOLDER_BUNDLES = (ModelBundle.TABULAR, ModelBundle.TEXT)
 TREE_FILES = {"link": "link_model", "behaviour": "behaviour_model", "fusion": "fusion_model"}
 PIPELINE_MODEL = "spam_pipeline"
 AUTO_MIN_TEST_ROWS = 50
@@ -111,8 +126,8 @@ def served_text_dir() -> tuple[Path, Path] | None:
 def registry_sync() -> None:
     """Record versions found in the repository that the registry does not know (the bootstrap
     models, or a manual publish_models), and mark the served one as production."""
-    for bundle, members in MEMBERS.items():
-        lead = LEAD[bundle]
+    for bundle in FOLDER_BUNDLES:
+        members, lead = MEMBERS[bundle], LEAD[bundle]
         lead_versions = _versions(lead)
         if not lead_versions:
             continue
@@ -132,6 +147,29 @@ def registry_sync() -> None:
         if current is None or current.version != served:
             ModelVersion.objects.filter(name=bundle, is_production=True).update(is_production=False)
             ModelVersion.objects.filter(name=bundle, version=served).update(is_production=True)
+
+    _abuse_registry_sync()
+
+
+def _abuse_registry_sync() -> None:
+    """The bootstrap abuse model: with no abuse row yet, the served tokenizer version that
+    carries abuse.joblib is recorded as the abuse model's production version. Later rows come
+    from promotions and rollbacks only: a text promotion carries the served abuse model into
+    its tokenizer folder (modelops.text.abuse.abuse_carry), which is no new abuse version."""
+    from modelops.text.abuse import ABUSE_FILE
+
+    if ModelVersion.objects.filter(name=ModelBundle.ABUSE).exists():
+        return
+    number = served_version("tokenizer")
+    if number is None or not (repository() / "tokenizer" / str(number) / ABUSE_FILE).is_file():
+        return
+    ModelVersion.objects.create(
+        name=ModelBundle.ABUSE,
+        version=number,
+        triton_versions={"tokenizer": number},
+        is_production=True,
+        note="found in the model repository (bootstrap or publish_models)",
+    )
 
 
 # --- loading with undo --------------------------------------------------------------------
@@ -207,6 +245,32 @@ def _record(
     return version
 
 
+def _record_text_carried(*, published: Mapping[str, int], user: Any, note: str) -> ModelVersion | None:
+    """An abuse promotion or rollback re-publishes the served text model unchanged under a new
+    number (publish_abuse): the text registry gets a row for it that re-serves the current
+    one, so the served number has a production row and a text rollback can name it."""
+    if "text_classifier" not in published:
+        return None
+    current = ModelVersion.objects.select_for_update().filter(name=ModelBundle.TEXT, is_production=True).first()
+    if current is not None:
+        ModelVersion.objects.filter(pk=current.pk).update(is_production=False)
+    return ModelVersion.objects.create(
+        name=ModelBundle.TEXT,
+        version=published["text_classifier"],
+        triton_versions={m: published[m] for m in MEMBERS[ModelBundle.TEXT] if m in published},
+        dataset=current.dataset if current else None,
+        training_run=current.training_run if current else None,
+        metrics=current.metrics if current else {},
+        artifact_path=current.artifact_path if current else "",
+        is_production=True,
+        rollback_target=current,
+        restored_from=current,
+        promoted_by=user,
+        promoted_at=timezone.now(),
+        note=note[:255],
+    )
+
+
 # --- promotion ----------------------------------------------------------------------------
 
 
@@ -229,7 +293,7 @@ def promote_run(
     with a typed `override_reason` and `override_confirmed`; never automatically. The override
     is audited with the regressions it accepted."""
     from feedback.services.gate import gate_reasons
-    from modelops.model_repository import Artifacts, publish
+    from modelops.model_repository import Artifacts, publish, publish_abuse
 
     if not automatic:
         check_ml_admin(user)
@@ -251,14 +315,27 @@ def promote_run(
             )
     registry_sync()
     root = artifacts_dir()
-    artifacts = Artifacts(
-        text=root / run.candidate_artifacts["text"] if "text" in run.candidate_artifacts else None,
-        tabular=root / run.candidate_artifacts["tabular"] if "tabular" in run.candidate_artifacts else None,
-    )
-    published = _publish_and_load(lambda: publish(artifacts, repository=repository()))
+    if ModelBundle.ABUSE in run.candidate_artifacts:
+        abuse_dir = root / run.candidate_artifacts[ModelBundle.ABUSE]
+        published = _publish_and_load(lambda: publish_abuse(abuse_dir, repository=repository()))
+    else:
+        served = served_text_dir()
+        if "text" in run.candidate_artifacts and served is not None:
+            from modelops.text.abuse import abuse_carry
+
+            # The abuse model served now, not the one served when the text run trained: an abuse
+            # promotion in between must not be undone by this text promotion.
+            abuse_carry(from_dir=served[1], to_dir=root / run.candidate_artifacts["text"])
+        artifacts = Artifacts(
+            text=root / run.candidate_artifacts["text"] if "text" in run.candidate_artifacts else None,
+            tabular=root / run.candidate_artifacts["tabular"] if "tabular" in run.candidate_artifacts else None,
+        )
+        published = _publish_and_load(lambda: publish(artifacts, repository=repository()))
     out = []
     with transaction.atomic():
-        for bundle in (b for b in (ModelBundle.TABULAR, ModelBundle.TEXT) if b in run.candidate_artifacts):
+        if ModelBundle.ABUSE in run.candidate_artifacts:
+            _record_text_carried(published=published, user=user, note=f"unchanged; serves abuse run #{run.pk}")
+        for bundle in (b for b in ModelBundle.values if b in run.candidate_artifacts):
             out.append(
                 _record(
                     bundle=bundle,
@@ -334,7 +411,7 @@ def promote_if_better(*, run: TrainingRun) -> list[ModelVersion]:
 
 def rollback_to(*, target: ModelVersion, user: Any) -> ModelVersion:
     """Serve `target` again: its files are copied into a new, higher version and loaded."""
-    from modelops.model_repository import publish_pipeline, rollback
+    from modelops.model_repository import publish_abuse, publish_pipeline, rollback
 
     check_ml_admin(user)
     if target.is_production:
@@ -345,11 +422,23 @@ def rollback_to(*, target: ModelVersion, user: Any) -> ModelVersion:
         raise ApplicationError(f"Version {target.version} does not record {', '.join(missing)}.", code="incomplete")
 
     def write() -> dict[str, int]:
+        if target.name == ModelBundle.ABUSE:  # its files, beside the text model served now
+            number = int(target.triton_versions["tokenizer"])
+            return publish_abuse(repository() / "tokenizer" / str(number), repository=repository(), rollback_of=number)
         out: dict[str, int] = {}
         for model in members:
             if model in out:  # the text pair moves together in one rollback call
                 continue
-            out.update(rollback(model, int(target.triton_versions[model]), repository=repository(), bundle=False))
+            # A text rollback keeps the abuse model served now: it is rolled back on its own.
+            out.update(
+                rollback(
+                    model,
+                    int(target.triton_versions[model]),
+                    repository=repository(),
+                    bundle=False,
+                    keep_abuse=True,
+                )
+            )
         # One new spam_pipeline bundle for all the parts rolled back.
         out.update(publish_pipeline(repository=repository()))
         return out
@@ -357,6 +446,10 @@ def rollback_to(*, target: ModelVersion, user: Any) -> ModelVersion:
     registry_sync()
     published = _publish_and_load(write)
     with transaction.atomic():
+        if target.name == ModelBundle.ABUSE:
+            _record_text_carried(
+                published=published, user=user, note=f"unchanged; serves the abuse model v{target.version} again"
+            )
         return _record(
             bundle=target.name,
             published=published,
@@ -375,8 +468,9 @@ def promotion_plan(*, run: TrainingRun) -> dict[str, Any]:
     from feedback.services.gate import gate_reasons, suite_table
 
     bundles = []
-    for bundle in (b for b in (ModelBundle.TABULAR, ModelBundle.TEXT) if b in (run.candidate_artifacts or {})):
-        members = MEMBERS[bundle]
+    for bundle in (b for b in ModelBundle.values if b in (run.candidate_artifacts or {})):
+        # The abuse model's new number is the text pair's (publish_abuse re-publishes both).
+        members = MEMBERS[ModelBundle.TEXT] if bundle == ModelBundle.ABUSE else MEMBERS[bundle]
         current = ModelVersion.objects.filter(name=bundle, is_production=True).first()
         # publish() numbers a bundle's new folders one past the highest existing one.
         next_number = max((served_version(m) or 0) for m in members) + 1

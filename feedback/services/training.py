@@ -65,6 +65,17 @@ def training_run_start(
             code="invalid_training_data",
             fields={"training_data": ["unknown"]},
         )
+    from feedback.services.datasets import dataset_model
+    from moderation.categories import ABUSE, SPAM
+
+    wanted = ABUSE if scope == TrainingScope.ABUSE else SPAM
+    if dataset_model(dataset) != wanted:
+        raise ApplicationError(
+            f"Dataset v{dataset.version} was built for the {dataset_model(dataset)} model; this scope trains the "
+            f"{wanted} model: snapshot a dataset for it first.",
+            code="dataset_model_mismatch",
+            fields={"dataset": ["built for another model"]},
+        )
     with transaction.atomic():
         busy = TrainingRun.objects.select_for_update().filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
         if busy.exists():
@@ -163,11 +174,14 @@ def _check_test(rows: Sequence[Mapping[str, Any]], what: str) -> None:
 
 
 def _ensure_suites(run: TrainingRun) -> None:
-    """The bootstrap SMS suite and the test split of every dataset version trained on so far
-    (this run's included), created on first use."""
-    from feedback.services.suites import suite_bootstrap_ensure, suite_for_dataset_test
+    """The bootstrap suites of the run's model (SMS; for an abuse run insults and the benign
+    SMS suite) and the test split of every dataset version trained on so far (this run's
+    included), created on first use."""
+    from feedback.services.suites import abuse_suites_ensure, suite_bootstrap_ensure, suite_for_dataset_test
 
     suite_bootstrap_ensure()
+    if run.scope == TrainingScope.ABUSE:
+        abuse_suites_ensure()
     for dataset in DatasetVersion.objects.filter(training_runs__isnull=False).distinct().order_by("version"):
         suite_for_dataset_test(dataset=dataset)
 
@@ -179,6 +193,7 @@ def _train_and_evaluate(run: TrainingRun) -> dict[str, Any]:
     from feedback.services.tabular import predict_final, train_tabular, usable, write_json
 
     thresholds = current_thresholds()
+    _check_dataset_model(run)
     _ensure_suites(run)
     test_rows = [r for r in dataset_load(dataset=run.dataset) if r["split"] == "test"]
     data = training_rows(run=run)
@@ -255,10 +270,40 @@ def _train_and_evaluate(run: TrainingRun) -> dict[str, Any]:
                 production=prod_predict,
                 thresholds=thresholds,
             )
+    if run.scope == TrainingScope.ABUSE:
+        from feedback.services.abuse import abuse_run_train_and_evaluate
+
+        outcome = abuse_run_train_and_evaluate(
+            run_id=run.pk,
+            dataset_version=run.dataset.version,
+            data=data,
+            test_rows=test_rows,
+            out_dir=run_dir / "abuse",
+            progress=lambda f, m: run_progress(run.pk, 0.05 + f * 0.85, m),
+        )
+        artifacts["abuse"] = str(outcome.model_dir.relative_to(artifacts_dir()))
+        candidate["abuse"], production["abuse"], suites["abuse"] = outcome.candidate, outcome.production, outcome.suites
+        report["abuse_thresholds"] = outcome.thresholds
+        report["split_sizes"]["test"] = outcome.test_rows
     report["guarded"] = guarded_summary(candidate, production)
     report["suites"] = suites
     report["gate"] = gate_evaluate(suites)
     return {"artifacts": artifacts, "candidate": candidate, "production": production, "report": report}
+
+
+def _check_dataset_model(run: TrainingRun) -> None:
+    """An abuse run trains on a dataset built for the abuse model, a spam run on a spam one: the
+    label "spam" of a row means a removal in that model's categories only."""
+    from feedback.services.datasets import dataset_model
+    from moderation.categories import ABUSE, SPAM
+
+    wanted = ABUSE if run.scope == TrainingScope.ABUSE else SPAM
+    found = dataset_model(run.dataset)
+    if found != wanted:
+        raise TrainingFailed(
+            f"Dataset v{run.dataset.version} was built for the {found} model; a {run.get_scope_display()} run needs "
+            f"a {wanted} dataset (snapshot one for that model on the datasets page)."
+        )
 
 
 def _evaluate_tabular(

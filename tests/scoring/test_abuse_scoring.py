@@ -77,3 +77,19 @@ def test_the_webhook_carries_the_category_scores(django_capture_on_commit_callba
     sent = json.loads(got.body)["data"]["post"]
     assert sent["status"] == PostStatus.AUTO_REMOVED
     assert sent["category_scores"] == {"spam": post.final_score, "abuse": pytest.approx(0.97)}
+
+
+def _auto(action: str, category: str) -> float:
+    from prometheus_client import REGISTRY
+
+    labels = {"source": "auto", "action": action, "category": category}
+    return REGISTRY.get_sample_value("moderation_decisions_total", labels) or 0.0
+
+
+def test_automatic_decisions_are_counted_by_the_category_that_chose_them():
+    source = make_source(abuse_queue_threshold=0.5, abuse_remove_threshold=0.95)
+    posts = [make_post(source=source, text=t) for t in ("you idiot", "you moron", "nice day")]
+    before = {key: _auto(*key) for key in (("remove", "abuse"), ("queue", "abuse"), ("approve", "spam"))}
+    score_posts(post_ids=[p.id for p in posts], client=AbuseFakeClient())
+    after = {key: _auto(*key) - value for key, value in before.items()}
+    assert after == {("remove", "abuse"): 1, ("queue", "abuse"): 1, ("approve", "spam"): 1}

