@@ -28,3 +28,6 @@ WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", defaul
 
 # The tests exercise campaign detection, which deployments switch on (off by default).
 CAMPAIGN_DETECTION = env.bool("CAMPAIGN_DETECTION", default=True)
+
+# Automatic adaptation rounds stay out of reach of other tests' labels; its own tests lower it.
+ADAPTATION_MIN_NEW_LABELS = env.int("ADAPTATION_MIN_NEW_LABELS", default=100_000)
