@@ -41,7 +41,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -368,7 +368,9 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
     weights = replay_weights()
     held_out = held_out_texts()
     data = training_rows(run=run)  # the labels: this dataset, earlier ones, every other label
-    label_train = [(r, w) for r, w in zip(data.train, data.train_weights, strict=True) if r["origin_of_row"] != "bootstrap"]
+    label_train = [
+        (r, w) for r, w in zip(data.train, data.train_weights, strict=True) if r["origin_of_row"] != "bootstrap"
+    ]
     label_val = [r for r in data.validation if r["origin_of_row"] != "bootstrap"]
     sms_train, sms_val, sms_test_texts = _sms_rows()
     sms_train = [r for r in sms_train if normalized_text(r["text"]) not in held_out]
@@ -420,7 +422,10 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
     with production_text_predictor() as prod_predict:
         suites = {
             "text": evaluate_suites(
-                bundle="text", candidate=candidate_text_predictor(out_dir), production=prod_predict, thresholds=thresholds
+                bundle="text",
+                candidate=candidate_text_predictor(out_dir),
+                production=prod_predict,
+                thresholds=thresholds,
             )
         }
     seconds["evaluation"] = round(time.monotonic() - tick, 1)

@@ -1,0 +1,226 @@
+"""Automatic adaptation: the trigger counts labels, a round refits the lexical half and the
+familiarity reference, the gate holds a forgetting candidate and promotes a good one, and the
+promoted version is what a REAL Triton serves (a private one: these tests publish versions)."""
+
+from __future__ import annotations
+
+import json
+import random
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.core.management import call_command
+
+from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
+from feedback.models import ModelVersion, RunKind, RunStatus, TrainingRun
+from feedback.services import adaptation
+from feedback.services.datasets import dataset_snapshot
+from feedback.services.promotion import registry_sync, served_text_dir, served_version
+from modelops.text.data import load_sms_splits
+from moderation.models import AuditLog
+from scoring.serving import get_client, reset_clients
+from scoring.triton_types import ScoringInput
+from tests.feedback.conftest import decide, make_post
+from tests.fixtures.triton import start_tiny_triton
+
+# Classifieds, a kind of post the SMS corpus has none of: moderators label it as it arrives.
+SPAM_TEMPLATES = (
+    "cheap {item} wholesale prices guaranteed, whatsapp {n} to order in bulk today",
+    "earn {n} dollars a week from home selling {item}, no experience, message me now",
+    "replica {item} at factory price, free shipping worldwide, reply for the catalogue",
+    "limited offer: {item} for only {n} dollars, click the link in my profile to claim",
+)
+HAM_TEMPLATES = (
+    "selling my old {item}, used for {n} months, pick up downtown only",
+    "does anyone know a good repair shop for a {item}? mine broke after {n} years",
+    "looking to swap my {item} for a bike, can meet on saturday near the park",
+    "lost a {item} at the library on tuesday, reward if found, it has {n} stickers",
+)
+ITEMS = ("sofa", "laptop", "camera", "guitar", "stroller", "desk", "phone case", "kettle", "jacket", "lamp")
+# Made of words no SMS text uses: unfamiliar until it is labelled.
+UNFAMILIAR = "Photosynthetic chloroplasts catalyse carbon fixation through ribulose bisphosphate carboxylase."
+
+
+def _key(name: str) -> str:
+    return adaptation._key(name)
+
+
+@pytest.fixture(autouse=True)
+def fresh_hint() -> Any:
+    keys = [_key(n) for n in (adaptation.LOCK_KEY, adaptation.COUNTER_KEY, adaptation.ENQUEUED_KEY)]
+    cache.delete_many(keys)
+    yield
+    cache.delete_many(keys)
+
+
+def classifieds(n: int, *, seed: int) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        spam = i % 2 == 0
+        template = rng.choice(SPAM_TEMPLATES if spam else HAM_TEMPLATES)
+        out.append((template.format(item=rng.choice(ITEMS), n=rng.randint(2, 90)), "spam" if spam else "ham"))
+    return out
+
+
+def label(source: Any, moderator: Any, rows: list[tuple[str, str]], *, tag: str) -> None:
+    for i, (text, lab) in enumerate(rows):
+        post = make_post(source, author=f"{tag}-{i}", text=text, spammy=lab == "spam")
+        decide(post, moderator, lab)
+
+
+# --- the trigger (no model needed) -------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_trigger_enqueues_one_round_after_n_labels(
+    settings, source, moderator, monkeypatch, django_capture_on_commit_callbacks
+):
+    settings.ADAPTATION_ENABLED = True
+    settings.ADAPTATION_MIN_NEW_LABELS = 5
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(adaptation.adapt_text_model_task, "delay", lambda **kw: calls.append(kw))
+    rows = classifieds(7, seed=1)
+    with django_capture_on_commit_callbacks(execute=True):
+        label(source, moderator, rows[:4], tag="a")
+    assert calls == []
+    with django_capture_on_commit_callbacks(execute=True):
+        label(source, moderator, rows[4:5], tag="b")
+    assert calls == [{"trigger": "labels"}]
+    with django_capture_on_commit_callbacks(execute=True):
+        label(source, moderator, rows[5:], tag="c")
+    assert len(calls) == 1  # one batch, one round: the round resets the hint when it ends
+    assert adaptation.new_label_count() == 7
+
+
+@pytest.mark.django_db
+def test_a_deployment_with_adaptation_off_counts_nothing_and_runs_no_round(
+    settings, source, moderator, monkeypatch, django_capture_on_commit_callbacks
+):
+    settings.ADAPTATION_ENABLED = False
+    settings.ADAPTATION_MIN_NEW_LABELS = 1
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(adaptation.adapt_text_model_task, "delay", lambda **kw: calls.append(kw))
+    with django_capture_on_commit_callbacks(execute=True):
+        label(source, moderator, classifieds(3, seed=2), tag="off")
+    assert calls == []
+    summary = adaptation.adaptation_round(trigger="labels")
+    assert summary["status"] == "skipped" and "ADAPTATION_ENABLED" in summary["reason"]
+    assert not TrainingRun.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_round_waits_for_a_retraining_run_and_for_enough_labels(settings, source, moderator, admin_user, tmp_path):
+    settings.ADAPTATION_MIN_NEW_LABELS = 50
+    settings.TRITON_MODEL_REPOSITORY = tmp_path / "repo"
+    label(source, moderator, classifieds(6, seed=3), tag="w")
+    # Nothing served yet, and too few labels: skipped, with the reason.
+    summary = adaptation.adaptation_round(trigger="labels")
+    assert summary["status"] == "skipped"
+    retraining = TrainingRun.objects.create(
+        dataset=dataset_snapshot(created_by=admin_user), scope="text", status=RunStatus.RUNNING
+    )
+    summary = adaptation.adaptation_round(trigger="command", force=True)
+    assert summary == {
+        "status": "skipped",
+        "reason": "a retraining run is queued or running",
+        "trigger": "command",
+        "new_labels": 6,
+    }
+    assert not TrainingRun.objects.exclude(pk=retraining.pk).exists()
+
+
+# --- rounds against a real Triton -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def private_triton(tmp_path_factory):
+    with start_tiny_triton(tmp_path_factory.mktemp("adaptation-triton"), seed=5) as server:
+        yield server
+
+
+@pytest.fixture
+def served(settings, private_triton):
+    settings.TRITON_URL = private_triton.grpc_url
+    settings.TRITON_PROTOCOL = "grpc"
+    settings.TRITON_GRPC_PORT = private_triton.config.grpc_port
+    settings.TRITON_HTTP_PORT = private_triton.config.http_port
+    settings.TRITON_METRICS_PORT = private_triton.config.metrics_port
+    settings.TRITON_MODEL_REPOSITORY = private_triton.repository
+    settings.TRITON_STANDALONE_MODELS = True
+    reset_clients()
+    yield private_triton
+    reset_clients()
+
+
+def _served_unfamiliarity(text: str) -> float:
+    [out] = get_client().score(
+        [
+            ScoringInput(
+                text=text, preview_text="", link=[0.0] * len(LINK_FEATURES), behaviour=[0.0] * len(BEHAVIOUR_FEATURES)
+            )
+        ]
+    )
+    assert out.unfamiliarity is not None
+    return out.unfamiliarity
+
+
+def _adapt() -> dict[str, Any]:
+    out = StringIO()
+    call_command("adapt_text_model", "--force", stdout=out)
+    return dict(json.loads(out.getvalue()))
+
+
+@pytest.mark.integration
+@pytest.mark.django_db
+def test_adaptation_promotes_good_labels_holds_forgetting_ones_and_makes_labelled_text_familiar(
+    served, source, moderator
+):
+    registry_sync()
+    bootstrap = ModelVersion.objects.get(name="text", is_production=True)
+
+    # 1. Classifieds labels: the candidate passes the gate and is served when the command returns.
+    label(source, moderator, classifieds(80, seed=7), tag="good")
+    first = _adapt()
+    assert first["status"] == "promoted", first
+    version = served_version("text_classifier")
+    assert first["versions"] == {"text": version} and version == bootstrap.version + 1
+    assert get_client().model_versions()["text_classifier"] == str(version)
+    run = TrainingRun.objects.get(pk=first["run"])
+    assert run.kind == RunKind.ADAPTATION and run.status == RunStatus.SUCCEEDED
+    assert run.report["training_data"]["sms_replay"] > 3000 and run.report["training_data"]["labels_train"] > 0
+    sms = first["suites"]["SMS test split (bootstrap)"]
+    assert sms["candidate"] >= sms["production"] - 0.01
+    # The transformer is the served one, byte for byte; the lexical half and reference are new.
+    clf_dir, tok_dir = served_text_dir()  # type: ignore[misc]
+    prev_clf = served.repository / "text_classifier" / str(bootstrap.version)
+    assert (clf_dir / "model.onnx").read_bytes() == (prev_clf / "model.onnx").read_bytes()
+    assert (tok_dir / "lexical.joblib").is_file() and (tok_dir / "familiarity.joblib").is_file()
+    assert AuditLog.objects.filter(action="model.adaptation.promoted", target_id=str(run.pk)).exists()
+    assert _served_unfamiliarity(UNFAMILIAR) >= 1.0
+
+    # 2. Once moderators label it, the same text is familiar to the served model.
+    label(source, moderator, [(UNFAMILIAR, "ham")], tag="science")
+    second = _adapt()
+    assert second["status"] == "promoted", second
+    assert get_client().model_versions()["text_classifier"] == str(version + 1)
+    assert _served_unfamiliarity(UNFAMILIAR) < 1.0
+
+    # 3. Labels that flip SMS spam to ham: the SMS suite would lose F1, so the gate holds it.
+    splits = load_sms_splits()
+    flipped = [(t, "ham") for t, y in zip(splits.train.texts, splits.train.labels, strict=True) if y == 1][:200]
+    label(source, moderator, flipped, tag="flip")
+    third = _adapt()
+    assert third["status"] == "held", third
+    sms = third["suites"]["SMS test split (bootstrap)"]
+    assert sms["production"] - sms["candidate"] > 0.01
+    assert any("SMS test split" in reason for reason in third["reasons"])
+    assert served_version("text_classifier") == version + 1  # production untouched
+    assert get_client().model_versions()["text_classifier"] == str(version + 1)
+    held = TrainingRun.objects.get(pk=third["run"])
+    assert held.report["auto_promotion"]["promoted"] is False
+    assert AuditLog.objects.filter(action="model.adaptation.held", target_id=str(held.pk)).exists()
+    # The next round counts labels from the held round on: nothing new, nothing to do.
+    assert adaptation.new_label_count() == 0
