@@ -249,6 +249,7 @@ def _round_locked(*, trigger: str, force: bool, config: AdaptationConfig) -> dic
             "seconds": {**outcome["report"]["adaptation"]["seconds"], "total": round(time.monotonic() - started, 1)},
         }
     )
+    run.refresh_from_db(fields=["report"])  # the decision added auto_promotion
     report = dict(run.report or {})
     report["adaptation"]["seconds"] = summary["seconds"]
     TrainingRun.objects.filter(pk=run.pk).update(report=report)
@@ -305,18 +306,23 @@ def suite_f1(report: Mapping[str, Any]) -> dict[str, dict[str, float | None]]:
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:
-    """The transformer file is tens of MB and never changes here: a hard link where possible."""
+    """The transformer file is tens of MB and only ever read: a hard link where possible. Every
+    other file is copied, as the round rewrites some of them in place (a hard link would write
+    through into the served version)."""
     if dst.exists():
         dst.unlink()
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
+    if src.suffix == ".onnx":
+        try:
+            os.link(src, dst)
+            return
+        except OSError:
+            pass
+    shutil.copy2(src, dst)
 
 
 def candidate_from_served(*, clf_dir: Path, tok_dir: Path, out_dir: Path) -> dict[str, Any]:
     """The served text model's files in one artifact dir (the layout publish expects); returns
-    the serving.json to write. The classifier's serving.json is the one publish reads."""
+    the classifier's serving.json (the one publish reads), for the caller to amend and write."""
     import json
 
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -203,17 +203,20 @@ def test_adaptation_promotes_good_labels_holds_forgetting_ones_and_makes_labelle
 
     # 2. Once moderators label it, the same text is familiar to the served model.
     label(source, moderator, [(UNFAMILIAR, "ham")], tag="science")
+    served_files = {p: p.read_bytes() for p in (tok_dir / "lexical.joblib", clf_dir / "serving.json")}
     second = _adapt()
     assert second["status"] == "promoted", second
     assert get_client().model_versions()["text_classifier"] == str(version + 1)
     assert _served_unfamiliarity(UNFAMILIAR) < 1.0
+    # The round wrote a new version; the files of the one it started from are as they were.
+    assert all(path.read_bytes() == content for path, content in served_files.items())
 
     # 3. Labels that flip SMS spam to ham: the SMS suite would lose F1, so the gate holds it.
     splits = load_sms_splits()
     flipped = [(t, "ham") for t, y in zip(splits.train.texts, splits.train.labels, strict=True) if y == 1][:200]
     label(source, moderator, flipped, tag="flip")
     third = _adapt()
-    assert third["status"] == "held", third
+    assert third["status"] == "held", json.dumps(third, default=str)
     sms = third["suites"]["SMS test split (bootstrap)"]
     assert sms["production"] - sms["candidate"] > 0.01
     assert any("SMS test split" in reason for reason in third["reasons"])
