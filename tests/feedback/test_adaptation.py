@@ -227,3 +227,68 @@ def test_adaptation_promotes_good_labels_holds_forgetting_ones_and_makes_labelle
     assert AuditLog.objects.filter(action="model.adaptation.held", target_id=str(held.pk)).exists()
     # The next round counts labels from the held round on: nothing new, nothing to do.
     assert adaptation.new_label_count() == 0
+
+
+# --- the learning-over-time table ---------------------------------------------------------------
+
+
+def _suites(sms_f1: float) -> dict[str, Any]:
+    return {"text": [{"name": "SMS test split (bootstrap)", "kind": "bootstrap", "candidate": {"f1": sms_f1}}]}
+
+
+@pytest.mark.django_db
+def test_the_registry_shows_labels_suite_f1_and_queue_rate_per_version(
+    client, settings, tmp_path, source, moderator, admin_user, django_assert_max_num_queries
+):
+    from datetime import timedelta
+
+    from django.urls import reverse
+    from django.utils import timezone
+
+    from feedback.selectors import learning_over_time
+    from scoring.models import Score
+
+    settings.TRITON_MODEL_REPOSITORY = tmp_path / "repo"
+    label(source, moderator, classifieds(4, seed=9), tag="t")
+    dataset = dataset_snapshot(created_by=admin_user)
+    now = timezone.now()
+    old = ModelVersion.objects.create(name="text", version=1, promoted_at=now - timedelta(hours=3))
+    promoted_run = TrainingRun.objects.create(
+        dataset=dataset,
+        scope="text",
+        kind=RunKind.ADAPTATION,
+        status=RunStatus.SUCCEEDED,
+        report={"suites": _suites(0.97)},
+    )
+    ModelVersion.objects.create(
+        name="text", version=2, training_run=promoted_run, is_production=True, promoted_at=now - timedelta(hours=2)
+    )
+    held_run = TrainingRun.objects.create(
+        dataset=dataset,
+        scope="text",
+        kind=RunKind.ADAPTATION,
+        status=RunStatus.SUCCEEDED,
+        report={"suites": _suites(0.90), "auto_promotion": {"promoted": False, "reasons": ["text on SMS: F1"]}},
+    )
+    # The 4 labelled posts were scored (queued) just now; and scores before v2 (v1's window)
+    # and after: 1 of 4 queued. While v2 served: 5 queued of 8.
+    for minutes, action in ((170, "queue"), (100, "queue"), (90, "approve"), (80, "remove"), (70, "approve")):
+        post = make_post(source, with_score=False)
+        Score.objects.create(
+            post=post, model_set="x", final_score=0.5, action=action, created_at=now - timedelta(minutes=minutes)
+        )
+
+    table = learning_over_time()
+
+    assert table["suites"] == ["SMS test split (bootstrap)"]
+    by_run = {row["run"].pk: row for row in table["rows"]}
+    assert by_run[promoted_run.pk]["version"].version == 2 and not by_run[promoted_run.pk]["held"]
+    assert by_run[promoted_run.pk]["scored"] == 8 and by_run[promoted_run.pk]["queue_rate"] == 5 / 8
+    assert by_run[promoted_run.pk]["labels"] == 4 and by_run[promoted_run.pk]["f1_cells"] == [0.97]
+    assert by_run[held_run.pk]["held"] and by_run[held_run.pk]["reasons"] == ["text on SMS: F1"]
+    assert by_run[held_run.pk]["queue_rate"] is None and old.training_run is None
+    client.force_login(admin_user)
+    with django_assert_max_num_queries(12):
+        page = client.get(reverse("feedback:registry")).content.decode()
+    assert f'data-run="{held_run.pk}" data-outcome="held"' in page
+    assert f'data-run="{promoted_run.pk}" data-outcome="promoted"' in page and "0.625" in page
