@@ -214,15 +214,18 @@ def learning_over_time(*, limit: int = LEARNING_ROWS) -> dict[str, Any]:
         .select_related("dataset")
         .order_by("-created_at")[:limit]
     )
-    promoted = {
+    promoted: dict[int, ModelVersion] = {
         mv.training_run_id: mv
         for mv in ModelVersion.objects.filter(name=ModelBundle.TEXT, training_run__in=runs, restored_from__isnull=True)
+        if mv.training_run_id is not None
     }
     # A version's window: from its promotion to the next text promotion (or rollback).
     starts = sorted(
-        ModelVersion.objects.filter(name=ModelBundle.TEXT, promoted_at__isnull=False).values_list(
+        t
+        for t in ModelVersion.objects.filter(name=ModelBundle.TEXT, promoted_at__isnull=False).values_list(
             "promoted_at", flat=True
         )
+        if t is not None
     )
     windows: dict[int, tuple[Any, Any]] = {}
     for run_id, mv in promoted.items():
@@ -232,7 +235,7 @@ def learning_over_time(*, limit: int = LEARNING_ROWS) -> dict[str, Any]:
         windows[run_id] = (mv.promoted_at, later[0] if later else None)
     counts: dict[str, int] = {}
     if windows:
-        aggregates = {}
+        aggregates: dict[str, Count] = {}
         for run_id, (start, end) in windows.items():
             window = Q(created_at__gte=start) & (Q(created_at__lt=end) if end is not None else Q())
             aggregates[f"n{run_id}"] = Count("id", filter=window)
@@ -240,23 +243,23 @@ def learning_over_time(*, limit: int = LEARNING_ROWS) -> dict[str, Any]:
         earliest = min(start for start, _ in windows.values())
         counts = Score.objects.filter(created_at__gte=earliest).aggregate(**aggregates)
     suites: list[str] = []
-    rows = []
+    rows: list[dict[str, Any]] = []
     for run in runs:
-        f1 = {}
+        f1: dict[str, Any] = {}
         for entry in ((run.report or {}).get("suites") or {}).get("text", []):
             if entry["name"] not in suites:
                 suites.append(entry["name"])
             f1[entry["name"]] = (entry.get("candidate") or {}).get("f1")
-        mv = promoted.get(run.pk)
+        version = promoted.get(run.pk)
         scored = counts.get(f"n{run.pk}")
-        queued = counts.get(f"q{run.pk}")
+        queued = counts.get(f"q{run.pk}") or 0
         rows.append(
             {
                 "run": run,
-                "version": mv,
+                "version": version,
                 "labels": run.dataset.example_count,
                 "f1": f1,
-                "held": mv is None,
+                "held": version is None,
                 "reasons": ((run.report or {}).get("auto_promotion") or {}).get("reasons") or [],
                 "scored": scored,
                 "queue_rate": (queued / scored) if scored else None,
