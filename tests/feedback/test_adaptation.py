@@ -292,3 +292,89 @@ def test_the_registry_shows_labels_suite_f1_and_queue_rate_per_version(
         page = client.get(reverse("feedback:registry")).content.decode()
     assert f'data-run="{held_run.pk}" data-outcome="held"' in page
     assert f'data-run="{promoted_run.pk}" data-outcome="promoted"' in page and "0.625" in page
+
+
+# --- the whole path: labels -> trigger -> a real training worker -> a real Triton ---------------
+
+
+@pytest.fixture
+def adaptation_worker(transactional_db, served, settings, artifacts_dir, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.feedback.test_training_worker import REPO, _db_url
+    from tests.integration.conftest import wait_until
+    from tests.redis_keys import clear_broker_queues
+
+    settings.ADAPTATION_ENABLED = True
+    settings.ADAPTATION_MIN_NEW_LABELS = 20
+    clear_broker_queues()
+    log_path = tmp_path / "worker.log"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.test",
+        "DATABASE_URL": _db_url(),
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "CACHE_URL": settings.CACHES["default"]["LOCATION"],
+        "CACHE_KEY_PREFIX": settings.CACHES["default"].get("KEY_PREFIX", ""),
+        "ARTIFACTS_DIR": str(artifacts_dir),
+        "TRITON_MODEL_REPOSITORY": str(served.repository),
+        "TRITON_URL": served.grpc_url,
+        "TRITON_PROTOCOL": "grpc",
+        "TRITON_GRPC_PORT": str(served.config.grpc_port),
+        "TRITON_HTTP_PORT": str(served.config.http_port),
+        "TRITON_METRICS_PORT": str(served.config.metrics_port),
+        "TRITON_STANDALONE_MODELS": "1",
+        "ADAPTATION_MIN_NEW_LABELS": "20",
+        "CONN_MAX_AGE": "0",
+        "PYTHONUNBUFFERED": "1",
+    }
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).with_name("celery")), "-A", "config", "worker", "-Q", "training",
+             "--concurrency=1", "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
+             "-n", "feedback-adaptation@%h"],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+    try:
+        wait_until(
+            lambda: " ready." in log_path.read_text(errors="replace") or proc.poll() is not None,
+            timeout=60,
+            message="training worker ready",
+        )
+        assert proc.poll() is None, log_path.read_text()
+        yield log_path
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+        clear_broker_queues()
+
+
+@pytest.mark.integration
+def test_n_labels_start_a_round_on_the_training_worker_that_serves_the_new_version(
+    adaptation_worker, served, source, moderator
+):
+    from tests.integration.conftest import wait_until
+
+    registry_sync()
+    before = served_version("text_classifier")
+    assert before is not None
+    label(source, moderator, classifieds(19, seed=21), tag="w1")
+    assert not TrainingRun.objects.filter(kind=RunKind.ADAPTATION).exists()
+
+    label(source, moderator, classifieds(1, seed=22), tag="w2")  # the 20th label
+
+    def promoted() -> ModelVersion | None:
+        return ModelVersion.objects.filter(name="text", is_production=True, training_run__isnull=False).first()
+
+    version = wait_until(promoted, timeout=300, interval=1.0, message=f"adaptation promoted (log {adaptation_worker})")
+    run = version.training_run
+    assert run is not None and run.kind == RunKind.ADAPTATION
+    assert run.report["adaptation"]["trigger"] == "labels" and run.report["adaptation"]["new_labels"] == 20
+    assert "feedback.adapt_text_model" in adaptation_worker.read_text()
+    assert version.version == before + 1
+    assert get_client().model_versions()["text_classifier"] == str(before + 1)
