@@ -182,9 +182,17 @@ class TrainingData(models.TextChoices):
     DATASET_ONLY = "dataset_only", "This dataset only"
 
 
+class RunKind(models.TextChoices):
+    RETRAINING = "retraining", "Retraining (started by an admin)"
+    ADAPTATION = "adaptation", "Adaptation (automatic, as labels arrive)"
+
+
 class TrainingRun(models.Model):
     dataset = models.ForeignKey(DatasetVersion, on_delete=models.PROTECT, related_name="training_runs")
     scope = models.CharField(max_length=10, choices=TrainingScope.choices)
+    # An adaptation refits the text model's lexical half and familiarity reference only
+    # (feedback.services.adaptation); it is judged by the same suites and gate.
+    kind = models.CharField(max_length=12, choices=RunKind.choices, default=RunKind.RETRAINING)
     training_data = models.CharField(max_length=16, choices=TrainingData.choices, default=TrainingData.CUMULATIVE)
     status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
     progress = models.FloatField(default=0.0, help_text="0..1")

@@ -13,8 +13,11 @@ from feedback.models import (
     EvaluationSuite,
     ExampleOrigin,
     LabelledExample,
+    ModelBundle,
     ModelVersion,
+    RunStatus,
     TrainingRun,
+    TrainingScope,
 )
 from moderation.categories import SPAM_MODEL_CATEGORIES
 from moderation.models import Decision
@@ -189,3 +192,79 @@ def run_calibration(run: TrainingRun) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+LEARNING_ROWS = 30
+
+
+def learning_over_time(*, limit: int = LEARNING_ROWS) -> dict[str, Any]:
+    """The text model's learning, newest first: each text run that produced a candidate
+    (retraining or adaptation), promoted or held, with the labels it learned from (its
+    dataset's examples), its F1 on each evaluation suite, and for a promoted one the share of
+    posts scored while it was in production that went to the review queue.
+
+    Three queries whatever the number of rows: the runs, their promoted versions, and one
+    conditional aggregate over Score for every promotion window."""
+    from django.db.models import Count, Q
+
+    from scoring.models import Action, Score
+
+    runs = list(
+        TrainingRun.objects.filter(status=RunStatus.SUCCEEDED, scope__in=[TrainingScope.TEXT, TrainingScope.ALL])
+        .select_related("dataset")
+        .order_by("-created_at")[:limit]
+    )
+    promoted: dict[int, ModelVersion] = {
+        mv.training_run_id: mv
+        for mv in ModelVersion.objects.filter(name=ModelBundle.TEXT, training_run__in=runs, restored_from__isnull=True)
+        if mv.training_run_id is not None
+    }
+    # A version's window: from its promotion to the next text promotion (or rollback).
+    starts = sorted(
+        t
+        for t in ModelVersion.objects.filter(name=ModelBundle.TEXT, promoted_at__isnull=False).values_list(
+            "promoted_at", flat=True
+        )
+        if t is not None
+    )
+    windows: dict[int, tuple[Any, Any]] = {}
+    for run_id, mv in promoted.items():
+        if mv.promoted_at is None:
+            continue
+        later = [t for t in starts if t > mv.promoted_at]
+        windows[run_id] = (mv.promoted_at, later[0] if later else None)
+    counts: dict[str, int] = {}
+    if windows:
+        aggregates: dict[str, Count] = {}
+        for run_id, (start, end) in windows.items():
+            window = Q(created_at__gte=start) & (Q(created_at__lt=end) if end is not None else Q())
+            aggregates[f"n{run_id}"] = Count("id", filter=window)
+            aggregates[f"q{run_id}"] = Count("id", filter=window & Q(action=Action.QUEUE))
+        earliest = min(start for start, _ in windows.values())
+        counts = Score.objects.filter(created_at__gte=earliest).aggregate(**aggregates)
+    suites: list[str] = []
+    rows: list[dict[str, Any]] = []
+    for run in runs:
+        f1: dict[str, Any] = {}
+        for entry in ((run.report or {}).get("suites") or {}).get("text", []):
+            if entry["name"] not in suites:
+                suites.append(entry["name"])
+            f1[entry["name"]] = (entry.get("candidate") or {}).get("f1")
+        version = promoted.get(run.pk)
+        scored = counts.get(f"n{run.pk}")
+        queued = counts.get(f"q{run.pk}") or 0
+        rows.append(
+            {
+                "run": run,
+                "version": version,
+                "labels": run.dataset.example_count,
+                "f1": f1,
+                "held": version is None,
+                "reasons": ((run.report or {}).get("auto_promotion") or {}).get("reasons") or [],
+                "scored": scored,
+                "queue_rate": (queued / scored) if scored else None,
+            }
+        )
+    for row in rows:
+        row["f1_cells"] = [row["f1"].get(name) for name in suites]
+    return {"suites": suites, "rows": rows}

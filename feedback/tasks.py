@@ -3,15 +3,23 @@
     celery -A config worker -Q training --concurrency=1
 Idempotent: a finished run is left as it is, so acks_late redelivery after a killed worker just
 restarts an unfinished run. The training task is defined beside the service that publishes it
-(feedback.services.training.training_run_task) and exported here."""
+(feedback.services.training.training_run_task) and exported here, as is the adaptation task
+(feedback.services.adaptation.adapt_text_model_task)."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
+from feedback.services.adaptation import adapt_text_model_task
 from feedback.services.training import TRAINING_HARD_LIMIT_S, TRAINING_SOFT_LIMIT_S, training_run_task
 
-__all__ = ["TRAINING_HARD_LIMIT_S", "TRAINING_SOFT_LIMIT_S", "snapshot_dataset_task", "training_run_task"]
+__all__ = [
+    "TRAINING_HARD_LIMIT_S",
+    "TRAINING_SOFT_LIMIT_S",
+    "adapt_text_model_task",
+    "snapshot_dataset_task",
+    "training_run_task",
+]
 
 
 @shared_task(name="feedback.snapshot_dataset", acks_late=True, soft_time_limit=600, time_limit=660)

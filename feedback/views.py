@@ -273,6 +273,7 @@ def registry(request: HttpRequest) -> HttpResponse:
             "nav": "ml",
             "tab": "registry",
             "groups": selectors.registry_groups(),
+            "learning": selectors.learning_over_time(),
             "can_admin": can_administer_ml(request.user),
         },
     )

@@ -503,6 +503,21 @@ FEEDBACK_REPLAY_WEIGHTS = {
 # At most this many bootstrap SMS texts are replayed per text run (a random, stratified,
 # seeded sample of the bootstrap train split), which bounds the CPU fine-tune's length.
 FEEDBACK_REPLAY_BOOTSTRAP_MAX = env.int("FEEDBACK_REPLAY_BOOTSTRAP_MAX", default=2000)
+# Automatic adaptation (feedback.services.adaptation): the text model's lexical half and its
+# familiarity reference refitted on the bootstrap SMS training data plus every spam-model label,
+# judged by the suites and the gate, promoted when the gate passes. False: no automatic round
+# (the adapt_text_model command still runs one when asked).
+ADAPTATION_ENABLED = env.bool("ADAPTATION_ENABLED", default=True)
+# A round is started once this many labels arrived since the last round ...
+ADAPTATION_MIN_NEW_LABELS = env.int("ADAPTATION_MIN_NEW_LABELS", default=200)
+# ... and by beat every this many seconds when at least one did (0: no scheduled round).
+ADAPTATION_SCHEDULE_S = env.int("ADAPTATION_SCHEDULE_S", default=24 * 3600)
+if ADAPTATION_ENABLED and ADAPTATION_SCHEDULE_S > 0:
+    CELERY_BEAT_SCHEDULE["feedback.adapt_text_model"] = {
+        "task": "feedback.adapt_text_model",
+        "schedule": float(ADAPTATION_SCHEDULE_S),
+        "kwargs": {"trigger": "schedule"},
+    }
 
 # --- Ingest limits (documented in README) -----------------------------------------------------
 POST_TEXT_MAX_CHARS = 10_000

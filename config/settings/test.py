@@ -32,3 +32,6 @@ CAMPAIGN_DETECTION = env.bool("CAMPAIGN_DETECTION", default=True)
 # The tests train tiny text models on the SMS collection alone; the benign corpora have their
 # own tests (tests/modelops/test_benign_corpora.py).
 TEXT_BENIGN_CORPORA = env.list("TEXT_BENIGN_CORPORA", default=[])
+
+# Automatic adaptation rounds stay out of reach of other tests' labels; its own tests lower it.
+ADAPTATION_MIN_NEW_LABELS = env.int("ADAPTATION_MIN_NEW_LABELS", default=100_000)

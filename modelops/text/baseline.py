@@ -85,11 +85,15 @@ def train_baseline(
     train_labels: Sequence[int],
     val_texts: Sequence[str],
     val_labels: Sequence[int],
+    *,
+    train_weights: Sequence[float] | None = None,
 ) -> BaselineResult:
-    """C is chosen on validation F1, as the transformer's epoch is."""
+    """C is chosen on validation F1, as the transformer's epoch is. `train_weights`: one
+    sample weight per training text (a retraining's replay weights), None: all 1."""
     best: BaselineResult | None = None
+    fit_kw = {} if train_weights is None else {"lr__sample_weight": np.asarray(train_weights, dtype=np.float64)}
     for c in C_GRID:
-        pipe = _without_unseen_columns(_pipeline(c).fit(list(train_texts), list(train_labels)), train_texts)
+        pipe = _without_unseen_columns(_pipeline(c).fit(list(train_texts), list(train_labels), **fit_kw), train_texts)
         metrics = spam_metrics(val_labels, pipe.predict_proba(list(val_texts))[:, 1])
         if best is None or metrics["f1"] > best.validation["f1"]:
             best = BaselineResult(pipeline=pipe, c=c, validation=metrics)

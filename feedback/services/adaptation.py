@@ -1,0 +1,479 @@
+"""Adaptation: the text model learns from reviewer labels as they arrive, between full retrainings.
+
+One round refits the two parts of the served text model that are cheap to fit on a CPU and are
+read from files beside the tokenizer:
+
+- the lexical half of the text score (modelops.text.baseline: hashed TF-IDF + logistic
+  regression, blended with the transformer as served) on the bootstrap SMS train split (the
+  replay: what the first model learned) plus every effective spam-model label of the train
+  split (cumulative), weighted by origin as a retraining run is (FEEDBACK_REPLAY_WEIGHTS);
+- the familiarity reference (modelops.text.familiarity) on the SMS train split plus every
+  effective labelled text, so content becomes familiar once moderators have labelled it.
+
+The transformer's ONNX file, tokenizer, serving.json and the abuse model are the served
+version's, copied unchanged. The round is a TrainingRun of kind "adaptation" on a dataset
+snapshot of the labels: the candidate is scored beside production on every evaluation suite,
+the promotion gate decides (feedback.services.gate), a passing candidate is promoted by
+feedback.services.promotion.promote_run as any other run, and every outcome is audited.
+Unlike an admin's auto-promoting retraining run, the test split of the labels does not have to
+be large or strictly better: labels arrive in small batches and their test split is one of the
+suites the gate compares, so a candidate may not lose more than the gate tolerates anywhere.
+
+Triggers (settings ADAPTATION_*): a label committed bumps a counter in the cache (a hint, no
+query on the moderator's request); once it reaches ADAPTATION_MIN_NEW_LABELS the task is
+enqueued, and beat enqueues it every ADAPTATION_SCHEDULE_S. The task counts the new labels in
+the database again before it runs. `manage.py adapt_text_model --force` runs one round now.
+
+Coordination, all in this module:
+- LOCK_KEY (cache.add with a TTL of the task's hard time limit): one round at a time across
+  workers; an adaptation run still "running" when the lock is free was left by a killed worker
+  and is marked failed;
+- a retraining run queued or running: the round is skipped (the retraining learns from the
+  same labels); an adaptation run running makes training_run_start refuse, as any run does;
+- COUNTER_KEY / ENQUEUED_KEY: the label hint and a marker so one batch enqueues one task; the
+  round resets both from the database when it ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from celery import shared_task
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.utils import timezone
+
+from feedback.models import (
+    DatasetOrigin,
+    DatasetVersion,
+    LabelledExample,
+    ModelVersion,
+    RunKind,
+    RunStatus,
+    TrainingData,
+    TrainingRun,
+    TrainingScope,
+)
+from feedback.services.training import run_progress
+from moderation.categories import SPAM_MODEL_CATEGORIES
+from moderation.services.audit import audit_record
+
+logger = logging.getLogger(__name__)
+
+ADAPTATION_SOFT_LIMIT_S = 20 * 60
+ADAPTATION_HARD_LIMIT_S = 25 * 60
+# Files of the served version folders that are Triton's or publish's, not the model's.
+_NOT_MODEL_FILES = frozenset({"model.py", "PUBLISHED.json"})
+
+
+def _key(name: str) -> str:
+    # Keyed by database: a test database and a development one may share a Redis.
+    return f"feedback:adaptation:{connection.settings_dict['NAME']}:{name}"
+
+
+LOCK_KEY, COUNTER_KEY, ENQUEUED_KEY = "lock", "new_labels", "enqueued"
+
+
+@dataclass(frozen=True)
+class AdaptationConfig:
+    enabled: bool
+    min_new_labels: int
+
+    @classmethod
+    def from_settings(cls) -> AdaptationConfig:
+        return cls(
+            enabled=bool(getattr(settings, "ADAPTATION_ENABLED", True)),
+            min_new_labels=max(1, int(getattr(settings, "ADAPTATION_MIN_NEW_LABELS", 200))),
+        )
+
+
+# --- counting and triggering ------------------------------------------------------------------
+
+
+def last_adaptation() -> TrainingRun | None:
+    """The latest adaptation run that ended with a candidate (promoted or held)."""
+    return (
+        TrainingRun.objects.filter(kind=RunKind.ADAPTATION, status=RunStatus.SUCCEEDED).order_by("-created_at").first()
+    )
+
+
+def new_label_count() -> int:
+    """Spam-model labels written since the labels the last adaptation round saw."""
+    last = last_adaptation()
+    seen = int(((last.report or {}).get("adaptation") or {}).get("last_example_id") or 0) if last else 0
+    return LabelledExample.objects.filter(pk__gt=seen, category__in=SPAM_MODEL_CATEGORIES).count()
+
+
+def on_label_recorded(sender: Any, **kwargs: Any) -> None:
+    """decision_recorded receiver: after the decision commits, count it towards the next round."""
+    if AdaptationConfig.from_settings().enabled:
+        transaction.on_commit(label_hint)
+
+
+def label_hint() -> None:
+    """One label more in the cache counter; enqueue the task once it reaches the threshold. The
+    moderator's request must not fail on the cache: errors are logged."""
+    config = AdaptationConfig.from_settings()
+    try:
+        cache.add(_key(COUNTER_KEY), 0, timeout=None)
+        count = int(cache.incr(_key(COUNTER_KEY)))
+        if count < config.min_new_labels or not cache.add(_key(ENQUEUED_KEY), 1, timeout=ADAPTATION_HARD_LIMIT_S):
+            return
+    except Exception:
+        logger.exception("feedback.adaptation_hint_failed")
+        return
+    try:
+        adapt_text_model_task.delay(trigger="labels")
+    except Exception:  # broker down: the next label or the schedule tries again
+        cache.delete(_key(ENQUEUED_KEY))
+        logger.exception("feedback.adaptation_enqueue_failed")
+
+
+def _reset_hint() -> None:
+    try:
+        cache.set(_key(COUNTER_KEY), new_label_count(), timeout=None)
+        cache.delete(_key(ENQUEUED_KEY))
+    except Exception:
+        logger.exception("feedback.adaptation_hint_failed")
+
+
+# --- the round ------------------------------------------------------------------------------
+
+
+def adaptation_round(*, trigger: str, force: bool = False) -> dict[str, Any]:
+    """Run one round now, in this process, if it is due (or `force`); return a summary.
+
+    Outcomes: "promoted" (the new version is served when this returns), "held" (the gate
+    held it), "skipped" (why in "reason"), "failed" (the error in "reason")."""
+    config = AdaptationConfig.from_settings()
+    if not force and not config.enabled:
+        return {"status": "skipped", "reason": "ADAPTATION_ENABLED is off", "trigger": trigger}
+    token = uuid.uuid4().hex
+    if not cache.add(_key(LOCK_KEY), token, timeout=ADAPTATION_HARD_LIMIT_S):
+        return {"status": "skipped", "reason": "another adaptation round is running", "trigger": trigger}
+    try:
+        return _round_locked(trigger=trigger, force=force, config=config)
+    finally:
+        if cache.get(_key(LOCK_KEY)) == token:
+            cache.delete(_key(LOCK_KEY))
+        _reset_hint()
+
+
+def _skip_reason(*, trigger: str, force: bool, config: AdaptationConfig, new_labels: int) -> str | None:
+    from feedback.services.promotion import served_text_dir
+
+    if TrainingRun.objects.filter(kind=RunKind.RETRAINING, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).exists():
+        return "a retraining run is queued or running"
+    if served_text_dir() is None:
+        return "no text model is served"
+    if force:
+        return None
+    if trigger == "schedule":  # the schedule's round learns whatever arrived since the last one
+        return "no new labels" if new_labels == 0 else None
+    if new_labels < config.min_new_labels:
+        return f"{new_labels} new labels, fewer than ADAPTATION_MIN_NEW_LABELS ({config.min_new_labels})"
+    return None
+
+
+def _round_locked(*, trigger: str, force: bool, config: AdaptationConfig) -> dict[str, Any]:
+    from feedback.services.datasets import dataset_snapshot_if_changed
+
+    # Holding the lock, no round is running: one still marked so was left by a killed worker.
+    TrainingRun.objects.filter(kind=RunKind.ADAPTATION, status=RunStatus.RUNNING).update(
+        status=RunStatus.FAILED, error="the worker running it was lost", finished_at=timezone.now()
+    )
+    new_labels = new_label_count()
+    reason = _skip_reason(trigger=trigger, force=force, config=config, new_labels=new_labels)
+    if reason is not None:
+        return {"status": "skipped", "reason": reason, "trigger": trigger, "new_labels": new_labels}
+    started = time.monotonic()
+    dataset = dataset_snapshot_if_changed(name="adaptation") or (
+        DatasetVersion.objects.filter(origin=DatasetOrigin.SNAPSHOT).order_by("-version").first()
+    )
+    if dataset is None:
+        return {"status": "skipped", "reason": "no labelled examples yet", "trigger": trigger, "new_labels": 0}
+    last_example_id = (
+        LabelledExample.objects.filter(category__in=SPAM_MODEL_CATEGORIES).order_by("-pk").values_list("pk", flat=True)
+    ).first() or 0
+    run = TrainingRun.objects.create(
+        dataset=dataset,
+        scope=TrainingScope.TEXT,
+        kind=RunKind.ADAPTATION,
+        training_data=TrainingData.CUMULATIVE,
+        auto_promote=True,
+        status=RunStatus.RUNNING,
+        started_at=timezone.now(),
+    )
+    run_progress(run.pk, 0.01, f"adaptation ({trigger}): {new_labels} new labels, dataset v{dataset.version}")
+    try:
+        outcome = adaptation_execute(run=run)
+    except Exception as exc:
+        logger.exception("feedback.adaptation_failed", extra={"run_id": run.pk})
+        TrainingRun.objects.filter(pk=run.pk).update(
+            status=RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
+        )
+        return {"status": "failed", "reason": str(exc), "run": run.pk, "trigger": trigger}
+    outcome["report"]["adaptation"] = {
+        **outcome["report"].get("adaptation", {}),
+        "trigger": trigger,
+        "new_labels": new_labels,
+        "last_example_id": last_example_id,
+    }
+    TrainingRun.objects.filter(pk=run.pk).update(
+        status=RunStatus.SUCCEEDED,
+        progress=1.0,
+        progress_message="evaluated",
+        finished_at=timezone.now(),
+        candidate_artifacts=outcome["artifacts"],
+        candidate_metrics=outcome["candidate"],
+        production_metrics=outcome["production"],
+        report=outcome["report"],
+    )
+    run.refresh_from_db()
+    summary = adaptation_decide(run=run)
+    summary.update(
+        {
+            "trigger": trigger,
+            "new_labels": new_labels,
+            "dataset": dataset.version,
+            "labels": dataset.example_count,
+            "seconds": {**outcome["report"]["adaptation"]["seconds"], "total": round(time.monotonic() - started, 1)},
+        }
+    )
+    run.refresh_from_db(fields=["report"])  # the decision added auto_promotion
+    report = dict(run.report or {})
+    report["adaptation"]["seconds"] = summary["seconds"]
+    TrainingRun.objects.filter(pk=run.pk).update(report=report)
+    logger.info("feedback.adaptation_done", extra={"run_id": run.pk, "status": summary["status"]})
+    return summary
+
+
+def adaptation_decide(*, run: TrainingRun) -> dict[str, Any]:
+    """Promote the run's candidate when the gate passes, hold it otherwise; audit either."""
+    from feedback.services.gate import gate_reasons
+    from feedback.services.promotion import promote_run
+
+    reasons = gate_reasons(run.report or {})
+    production = ModelVersion.objects.filter(name="text", is_production=True).first()
+    decision: dict[str, Any] = {"promoted": False, "reasons": reasons, "checked_at": timezone.now().isoformat()}
+    if not reasons:
+        try:
+            versions = promote_run(run=run, user=None, automatic=True, note="automatic adaptation: the gate passed")
+            decision.update(promoted=True, versions={mv.name: mv.version for mv in versions})
+        except Exception as exc:  # a failed load leaves production as it was (promotion's undo)
+            decision["reasons"] = [str(getattr(exc, "message", exc))]
+    report = dict(run.report or {})
+    report["auto_promotion"] = decision
+    TrainingRun.objects.filter(pk=run.pk).update(report=report)
+    suites = suite_f1(report)
+    audit_record(
+        actor=None,
+        action="model.adaptation.promoted" if decision["promoted"] else "model.adaptation.held",
+        target=run,
+        before={"bundle": "text", "version": production.version if production else None},
+        after={"versions": decision.get("versions"), "reasons": decision["reasons"], "suites": suites},
+    )
+    return {
+        "status": "promoted" if decision["promoted"] else "held",
+        "run": run.pk,
+        "reasons": decision["reasons"],
+        "versions": decision.get("versions", {}),
+        "suites": suites,
+    }
+
+
+def suite_f1(report: Mapping[str, Any]) -> dict[str, dict[str, float | None]]:
+    """Per text suite: the candidate's and production's F1 (None where a suite was skipped)."""
+    out: dict[str, dict[str, float | None]] = {}
+    for entry in (report.get("suites") or {}).get("text", []):
+        out[entry["name"]] = {
+            "candidate": (entry.get("candidate") or {}).get("f1"),
+            "production": (entry.get("production") or {}).get("f1"),
+        }
+    return out
+
+
+# --- fitting and evaluating ------------------------------------------------------------------
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    """The transformer file is tens of MB and only ever read: a hard link where possible. Every
+    other file is copied, as the round rewrites some of them in place (a hard link would write
+    through into the served version)."""
+    if dst.exists():
+        dst.unlink()
+    if src.suffix == ".onnx":
+        try:
+            os.link(src, dst)
+            return
+        except OSError:
+            pass
+    shutil.copy2(src, dst)
+
+
+def candidate_from_served(*, clf_dir: Path, tok_dir: Path, out_dir: Path) -> dict[str, Any]:
+    """The served text model's files in one artifact dir (the layout publish expects); returns
+    the classifier's serving.json (the one publish reads), for the caller to amend and write."""
+    import json
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for folder in (tok_dir, clf_dir):
+        for item in folder.iterdir():
+            if item.is_file() and item.name not in _NOT_MODEL_FILES:
+                _link_or_copy(item, out_dir / item.name)
+    serving: dict[str, Any] = json.loads((clf_dir / "serving.json").read_text())
+    return serving
+
+
+def _sms_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """The whole bootstrap SMS train and validation splits as rows, and the test split's texts
+    (the familiarity thresholds' held-out set, as when the bootstrap reference was fitted)."""
+    from feedback.services.replay import bootstrap_replay_rows
+    from modelops.text.data import load_sms_splits
+
+    rows = bootstrap_replay_rows(limit=10**9)
+    return (
+        [r for r in rows if r["split"] == "train"],
+        [r for r in rows if r["split"] == "validation"],
+        list(load_sms_splits().test.texts),
+    )
+
+
+def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
+    """Fit the candidate's lexical half and familiarity reference, score candidate and
+    production on every suite, and return what a retraining run stores."""
+    from feedback.selectors import effective_examples
+    from feedback.services.datasets import artifacts_dir
+    from feedback.services.evaluation import current_thresholds
+    from feedback.services.gate import evaluate_suites, gate_evaluate
+    from feedback.services.promotion import served_text_dir
+    from feedback.services.replay import replay_weights, training_rows
+    from feedback.services.suites import held_out_texts, normalized_text, suite_bootstrap_ensure, suite_for_dataset_test
+    from feedback.services.text import candidate_text_predictor, production_text_predictor
+    from modelops.text.baseline import DEFAULT_LEXICAL_WEIGHT, save_lexical, train_baseline
+    from modelops.text.familiarity import fit_familiarity, save_familiarity
+
+    seconds: dict[str, float] = {}
+    tick = time.monotonic()
+    served = served_text_dir()
+    if served is None:
+        raise RuntimeError("no text model is served")
+    thresholds = current_thresholds()
+    suite_bootstrap_ensure()
+    for dataset in DatasetVersion.objects.filter(training_runs__isnull=False).distinct().order_by("version"):
+        suite_for_dataset_test(dataset=dataset)
+    weights = replay_weights()
+    held_out = held_out_texts()
+    data = training_rows(run=run)  # the labels: this dataset, earlier ones, every other label
+    label_train = [
+        (r, w) for r, w in zip(data.train, data.train_weights, strict=True) if r["origin_of_row"] != "bootstrap"
+    ]
+    label_val = [r for r in data.validation if r["origin_of_row"] != "bootstrap"]
+    sms_train, sms_val, sms_test_texts = _sms_rows()
+    sms_train = [r for r in sms_train if normalized_text(r["text"]) not in held_out]
+    train = [(r, weights["bootstrap"]) for r in sms_train if weights["bootstrap"] > 0] + [
+        (r, w) for r, w in label_train if r.get("text")
+    ]
+    validation = sms_val + [r for r in label_val if r.get("text")]
+    seconds["data"] = round(time.monotonic() - tick, 1)
+    run_progress(
+        run.pk, 0.1, f"lexical: fitting on {len(train)} texts ({len(label_train)} labels, {len(sms_train)} SMS replay)"
+    )
+
+    tick = time.monotonic()
+    out_dir = artifacts_dir() / "runs" / str(run.pk) / "text"
+    serving = candidate_from_served(clf_dir=served[0], tok_dir=served[1], out_dir=out_dir)
+    lexical = train_baseline(
+        [str(r["text"]) for r, _ in train],
+        [1 if r["label"] == "spam" else 0 for r, _ in train],
+        [str(r["text"]) for r in validation],
+        [1 if r["label"] == "spam" else 0 for r in validation],
+        train_weights=[w for _, w in train],
+    )
+    save_lexical(lexical, out_dir)
+    seconds["lexical"] = round(time.monotonic() - tick, 1)
+
+    tick = time.monotonic()
+    labelled = [
+        e.text for e in effective_examples() if e.text and normalized_text(e.text) not in held_out
+    ]  # every split: familiarity is not a classifier, and a labelled text is familiar content
+    familiarity = fit_familiarity([r["text"] for r in sms_train] + labelled, sms_test_texts)
+    save_familiarity(familiarity, out_dir)
+    seconds["familiarity"] = round(time.monotonic() - tick, 1)
+
+    import json
+
+    served_weight = float(serving.get("lexical_weight") or 0.0)
+    serving.update(
+        {
+            # A served model without a lexical half gets the default blend with the new one.
+            "lexical_weight": served_weight if served_weight > 0 else DEFAULT_LEXICAL_WEIGHT,
+            "reason": f"adaptation run {run.pk}: lexical half and familiarity refitted, transformer unchanged",
+            "adapted_from": {"text_classifier": served[0].name, "tokenizer": served[1].name},
+        }
+    )
+    (out_dir / "serving.json").write_text(json.dumps(serving, indent=2, sort_keys=True) + "\n")
+
+    run_progress(run.pk, 0.4, "scoring candidate and production on every evaluation suite")
+    tick = time.monotonic()
+    with production_text_predictor() as prod_predict:
+        suites = {
+            "text": evaluate_suites(
+                bundle="text",
+                candidate=candidate_text_predictor(out_dir),
+                production=prod_predict,
+                thresholds=thresholds,
+            )
+        }
+    seconds["evaluation"] = round(time.monotonic() - tick, 1)
+    f1 = {e["name"]: (e.get("candidate") or {}).get("f1") for e in suites["text"]}
+    sms = next((e for e in suites["text"] if e.get("kind") == "bootstrap" and e.get("candidate")), None)
+    candidate_metrics = dict(sms["candidate"]) if sms else {}
+    candidate_metrics["lexical"] = {"model": lexical.describe(), "validation_f1": lexical.validation["f1"]}
+    candidate_metrics["familiarity"] = familiarity.describe()
+    candidate_metrics["suite_f1"] = f1
+    report = {
+        "dataset": {"version": run.dataset.version, "content_sha256": run.dataset.content_sha256},
+        "thresholds": thresholds,
+        "training_data": {
+            **data.summary(),
+            "lexical_train": len(train),
+            "lexical_validation": len(validation),
+            "sms_replay": len(sms_train),
+            "labels_train": len(label_train),
+            "familiarity_reference": familiarity.reference_size,
+            "familiarity_labelled_texts": len(labelled),
+        },
+        "suites": suites,
+        "gate": gate_evaluate(suites),
+        "adaptation": {"seconds": seconds, "transformer": "unchanged (served version's ONNX file)"},
+    }
+    return {
+        "artifacts": {"text": str(out_dir.relative_to(artifacts_dir()))},
+        "candidate": {"text": candidate_metrics},
+        "production": {"text": dict(sms["production"] or {}) if sms else None},
+        "report": report,
+    }
+
+
+# --- the task --------------------------------------------------------------------------------
+
+
+@shared_task(
+    name="feedback.adapt_text_model",
+    soft_time_limit=ADAPTATION_SOFT_LIMIT_S,
+    time_limit=ADAPTATION_HARD_LIMIT_S,
+)
+def adapt_text_model_task(trigger: str = "schedule") -> dict[str, Any]:
+    """One adaptation round if due (adaptation_round). Not acks_late: a round lost with its
+    worker is marked failed by the next one, which starts from the labels again."""
+    return adaptation_round(trigger=trigger)

@@ -1,0 +1,380 @@
+"""Automatic adaptation: the trigger counts labels, a round refits the lexical half and the
+familiarity reference, the gate holds a forgetting candidate and promotes a good one, and the
+promoted version is what a REAL Triton serves (a private one: these tests publish versions)."""
+
+from __future__ import annotations
+
+import json
+import random
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.core.management import call_command
+
+from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
+from feedback.models import ModelVersion, RunKind, RunStatus, TrainingRun
+from feedback.services import adaptation
+from feedback.services.datasets import dataset_snapshot
+from feedback.services.promotion import registry_sync, served_text_dir, served_version
+from modelops.text.data import load_sms_splits
+from moderation.models import AuditLog
+from scoring.serving import get_client, reset_clients
+from scoring.triton_types import ScoringInput
+from tests.feedback.conftest import decide, make_post
+from tests.fixtures.triton import start_tiny_triton
+
+# Classifieds, a kind of post the SMS corpus has none of: moderators label it as it arrives.
+SPAM_TEMPLATES = (
+    "cheap {item} wholesale prices guaranteed, whatsapp {n} to order in bulk today",
+    "earn {n} dollars a week from home selling {item}, no experience, message me now",
+    "replica {item} at factory price, free shipping worldwide, reply for the catalogue",
+    "limited offer: {item} for only {n} dollars, click the link in my profile to claim",
+)
+HAM_TEMPLATES = (
+    "selling my old {item}, used for {n} months, pick up downtown only",
+    "does anyone know a good repair shop for a {item}? mine broke after {n} years",
+    "looking to swap my {item} for a bike, can meet on saturday near the park",
+    "lost a {item} at the library on tuesday, reward if found, it has {n} stickers",
+)
+ITEMS = ("sofa", "laptop", "camera", "guitar", "stroller", "desk", "phone case", "kettle", "jacket", "lamp")
+# Made of words no SMS text uses: unfamiliar until it is labelled.
+UNFAMILIAR = "Photosynthetic chloroplasts catalyse carbon fixation through ribulose bisphosphate carboxylase."
+
+
+def _key(name: str) -> str:
+    return adaptation._key(name)
+
+
+@pytest.fixture(autouse=True)
+def fresh_hint() -> Any:
+    keys = [_key(n) for n in (adaptation.LOCK_KEY, adaptation.COUNTER_KEY, adaptation.ENQUEUED_KEY)]
+    cache.delete_many(keys)
+    yield
+    cache.delete_many(keys)
+
+
+def classifieds(n: int, *, seed: int) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        spam = i % 2 == 0
+        template = rng.choice(SPAM_TEMPLATES if spam else HAM_TEMPLATES)
+        out.append((template.format(item=rng.choice(ITEMS), n=rng.randint(2, 90)), "spam" if spam else "ham"))
+    return out
+
+
+def label(source: Any, moderator: Any, rows: list[tuple[str, str]], *, tag: str) -> None:
+    for i, (text, lab) in enumerate(rows):
+        post = make_post(source, author=f"{tag}-{i}", text=text, spammy=lab == "spam")
+        decide(post, moderator, lab)
+
+
+# --- the trigger (no model needed) -------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_trigger_enqueues_one_round_after_n_labels(
+    settings, source, moderator, monkeypatch, django_capture_on_commit_callbacks
+):
+    settings.ADAPTATION_ENABLED = True
+    settings.ADAPTATION_MIN_NEW_LABELS = 5
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(adaptation.adapt_text_model_task, "delay", lambda **kw: calls.append(kw))
+    rows = classifieds(7, seed=1)
+    with django_capture_on_commit_callbacks(execute=True):
+        label(source, moderator, rows[:4], tag="a")
+    assert calls == []
+    with django_capture_on_commit_callbacks(execute=True):
+        label(source, moderator, rows[4:5], tag="b")
+    assert calls == [{"trigger": "labels"}]
+    with django_capture_on_commit_callbacks(execute=True):
+        label(source, moderator, rows[5:], tag="c")
+    assert len(calls) == 1  # one batch, one round: the round resets the hint when it ends
+    assert adaptation.new_label_count() == 7
+
+
+@pytest.mark.django_db
+def test_a_deployment_with_adaptation_off_counts_nothing_and_runs_no_round(
+    settings, source, moderator, monkeypatch, django_capture_on_commit_callbacks
+):
+    settings.ADAPTATION_ENABLED = False
+    settings.ADAPTATION_MIN_NEW_LABELS = 1
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(adaptation.adapt_text_model_task, "delay", lambda **kw: calls.append(kw))
+    with django_capture_on_commit_callbacks(execute=True):
+        label(source, moderator, classifieds(3, seed=2), tag="off")
+    assert calls == []
+    summary = adaptation.adaptation_round(trigger="labels")
+    assert summary["status"] == "skipped" and "ADAPTATION_ENABLED" in summary["reason"]
+    assert not TrainingRun.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_round_waits_for_a_retraining_run_and_for_enough_labels(settings, source, moderator, admin_user, tmp_path):
+    settings.ADAPTATION_MIN_NEW_LABELS = 50
+    settings.TRITON_MODEL_REPOSITORY = tmp_path / "repo"
+    label(source, moderator, classifieds(6, seed=3), tag="w")
+    # Nothing served yet, and too few labels: skipped, with the reason.
+    summary = adaptation.adaptation_round(trigger="labels")
+    assert summary["status"] == "skipped"
+    retraining = TrainingRun.objects.create(
+        dataset=dataset_snapshot(created_by=admin_user), scope="text", status=RunStatus.RUNNING
+    )
+    summary = adaptation.adaptation_round(trigger="command", force=True)
+    assert summary == {
+        "status": "skipped",
+        "reason": "a retraining run is queued or running",
+        "trigger": "command",
+        "new_labels": 6,
+    }
+    assert not TrainingRun.objects.exclude(pk=retraining.pk).exists()
+
+
+# --- rounds against a real Triton -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def private_triton(tmp_path_factory):
+    with start_tiny_triton(tmp_path_factory.mktemp("adaptation-triton"), seed=5) as server:
+        yield server
+
+
+@pytest.fixture
+def served(settings, private_triton):
+    settings.TRITON_URL = private_triton.grpc_url
+    settings.TRITON_PROTOCOL = "grpc"
+    settings.TRITON_GRPC_PORT = private_triton.config.grpc_port
+    settings.TRITON_HTTP_PORT = private_triton.config.http_port
+    settings.TRITON_METRICS_PORT = private_triton.config.metrics_port
+    settings.TRITON_MODEL_REPOSITORY = private_triton.repository
+    settings.TRITON_STANDALONE_MODELS = True
+    reset_clients()
+    yield private_triton
+    reset_clients()
+
+
+def _served_unfamiliarity(text: str) -> float:
+    [out] = get_client().score(
+        [
+            ScoringInput(
+                text=text, preview_text="", link=[0.0] * len(LINK_FEATURES), behaviour=[0.0] * len(BEHAVIOUR_FEATURES)
+            )
+        ]
+    )
+    assert out.unfamiliarity is not None
+    return out.unfamiliarity
+
+
+def _adapt() -> dict[str, Any]:
+    out = StringIO()
+    call_command("adapt_text_model", "--force", stdout=out)
+    return dict(json.loads(out.getvalue()))
+
+
+@pytest.mark.integration
+@pytest.mark.django_db
+def test_adaptation_promotes_good_labels_holds_forgetting_ones_and_makes_labelled_text_familiar(
+    served, source, moderator
+):
+    registry_sync()
+    bootstrap = ModelVersion.objects.get(name="text", is_production=True)
+
+    # 1. Classifieds labels: the candidate passes the gate and is served when the command returns.
+    label(source, moderator, classifieds(80, seed=7), tag="good")
+    first = _adapt()
+    assert first["status"] == "promoted", first
+    version = served_version("text_classifier")
+    assert first["versions"] == {"text": version} and version == bootstrap.version + 1
+    assert get_client().model_versions()["text_classifier"] == str(version)
+    run = TrainingRun.objects.get(pk=first["run"])
+    assert run.kind == RunKind.ADAPTATION and run.status == RunStatus.SUCCEEDED
+    assert run.report["training_data"]["sms_replay"] > 3000 and run.report["training_data"]["labels_train"] > 0
+    sms = first["suites"]["SMS test split (bootstrap)"]
+    assert sms["candidate"] >= sms["production"] - 0.01
+    # The transformer is the served one, byte for byte; the lexical half and reference are new.
+    clf_dir, tok_dir = served_text_dir()  # type: ignore[misc]
+    prev_clf = served.repository / "text_classifier" / str(bootstrap.version)
+    assert (clf_dir / "model.onnx").read_bytes() == (prev_clf / "model.onnx").read_bytes()
+    assert (tok_dir / "lexical.joblib").is_file() and (tok_dir / "familiarity.joblib").is_file()
+    assert AuditLog.objects.filter(action="model.adaptation.promoted", target_id=str(run.pk)).exists()
+    assert _served_unfamiliarity(UNFAMILIAR) >= 1.0
+
+    # 2. Once moderators label it, the same text is familiar to the served model.
+    label(source, moderator, [(UNFAMILIAR, "ham")], tag="science")
+    served_files = {p: p.read_bytes() for p in (tok_dir / "lexical.joblib", clf_dir / "serving.json")}
+    second = _adapt()
+    assert second["status"] == "promoted", second
+    assert get_client().model_versions()["text_classifier"] == str(version + 1)
+    assert _served_unfamiliarity(UNFAMILIAR) < 1.0
+    # The round wrote a new version; the files of the one it started from are as they were.
+    assert all(path.read_bytes() == content for path, content in served_files.items())
+
+    # 3. Labels that flip SMS spam to ham: the SMS suite would lose F1, so the gate holds it.
+    splits = load_sms_splits()
+    flipped = [(t, "ham") for t, y in zip(splits.train.texts, splits.train.labels, strict=True) if y == 1][:200]
+    label(source, moderator, flipped, tag="flip")
+    third = _adapt()
+    assert third["status"] == "held", json.dumps(third, default=str)
+    sms = third["suites"]["SMS test split (bootstrap)"]
+    assert sms["production"] - sms["candidate"] > 0.01
+    assert any("SMS test split" in reason for reason in third["reasons"])
+    assert served_version("text_classifier") == version + 1  # production untouched
+    assert get_client().model_versions()["text_classifier"] == str(version + 1)
+    held = TrainingRun.objects.get(pk=third["run"])
+    assert held.report["auto_promotion"]["promoted"] is False
+    assert AuditLog.objects.filter(action="model.adaptation.held", target_id=str(held.pk)).exists()
+    # The next round counts labels from the held round on: nothing new, nothing to do.
+    assert adaptation.new_label_count() == 0
+
+
+# --- the learning-over-time table ---------------------------------------------------------------
+
+
+def _suites(sms_f1: float) -> dict[str, Any]:
+    return {"text": [{"name": "SMS test split (bootstrap)", "kind": "bootstrap", "candidate": {"f1": sms_f1}}]}
+
+
+@pytest.mark.django_db
+def test_the_registry_shows_labels_suite_f1_and_queue_rate_per_version(
+    client, settings, tmp_path, source, moderator, admin_user, django_assert_max_num_queries
+):
+    from datetime import timedelta
+
+    from django.urls import reverse
+    from django.utils import timezone
+
+    from feedback.selectors import learning_over_time
+    from scoring.models import Score
+
+    settings.TRITON_MODEL_REPOSITORY = tmp_path / "repo"
+    label(source, moderator, classifieds(4, seed=9), tag="t")
+    dataset = dataset_snapshot(created_by=admin_user)
+    now = timezone.now()
+    old = ModelVersion.objects.create(name="text", version=1, promoted_at=now - timedelta(hours=3))
+    promoted_run = TrainingRun.objects.create(
+        dataset=dataset,
+        scope="text",
+        kind=RunKind.ADAPTATION,
+        status=RunStatus.SUCCEEDED,
+        report={"suites": _suites(0.97)},
+    )
+    ModelVersion.objects.create(
+        name="text", version=2, training_run=promoted_run, is_production=True, promoted_at=now - timedelta(hours=2)
+    )
+    held_run = TrainingRun.objects.create(
+        dataset=dataset,
+        scope="text",
+        kind=RunKind.ADAPTATION,
+        status=RunStatus.SUCCEEDED,
+        report={"suites": _suites(0.90), "auto_promotion": {"promoted": False, "reasons": ["text on SMS: F1"]}},
+    )
+    # The 4 labelled posts were scored (queued) just now; and scores before v2 (v1's window)
+    # and after: 1 of 4 queued. While v2 served: 5 queued of 8.
+    for minutes, action in ((170, "queue"), (100, "queue"), (90, "approve"), (80, "remove"), (70, "approve")):
+        post = make_post(source, with_score=False)
+        Score.objects.create(
+            post=post, model_set="x", final_score=0.5, action=action, created_at=now - timedelta(minutes=minutes)
+        )
+
+    table = learning_over_time()
+
+    assert table["suites"] == ["SMS test split (bootstrap)"]
+    by_run = {row["run"].pk: row for row in table["rows"]}
+    assert by_run[promoted_run.pk]["version"].version == 2 and not by_run[promoted_run.pk]["held"]
+    assert by_run[promoted_run.pk]["scored"] == 8 and by_run[promoted_run.pk]["queue_rate"] == 5 / 8
+    assert by_run[promoted_run.pk]["labels"] == 4 and by_run[promoted_run.pk]["f1_cells"] == [0.97]
+    assert by_run[held_run.pk]["held"] and by_run[held_run.pk]["reasons"] == ["text on SMS: F1"]
+    assert by_run[held_run.pk]["queue_rate"] is None and old.training_run is None
+    client.force_login(admin_user)
+    with django_assert_max_num_queries(12):
+        page = client.get(reverse("feedback:registry")).content.decode()
+    assert f'data-run="{held_run.pk}" data-outcome="held"' in page
+    assert f'data-run="{promoted_run.pk}" data-outcome="promoted"' in page and "0.625" in page
+
+
+# --- the whole path: labels -> trigger -> a real training worker -> a real Triton ---------------
+
+
+@pytest.fixture
+def adaptation_worker(transactional_db, served, settings, artifacts_dir, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.feedback.test_training_worker import REPO, _db_url
+    from tests.integration.conftest import wait_until
+    from tests.redis_keys import clear_broker_queues
+
+    settings.ADAPTATION_ENABLED = True
+    settings.ADAPTATION_MIN_NEW_LABELS = 20
+    clear_broker_queues()
+    log_path = tmp_path / "worker.log"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.test",
+        "DATABASE_URL": _db_url(),
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "CACHE_URL": settings.CACHES["default"]["LOCATION"],
+        "CACHE_KEY_PREFIX": settings.CACHES["default"].get("KEY_PREFIX", ""),
+        "ARTIFACTS_DIR": str(artifacts_dir),
+        "TRITON_MODEL_REPOSITORY": str(served.repository),
+        "TRITON_URL": served.grpc_url,
+        "TRITON_PROTOCOL": "grpc",
+        "TRITON_GRPC_PORT": str(served.config.grpc_port),
+        "TRITON_HTTP_PORT": str(served.config.http_port),
+        "TRITON_METRICS_PORT": str(served.config.metrics_port),
+        "TRITON_STANDALONE_MODELS": "1",
+        "ADAPTATION_MIN_NEW_LABELS": "20",
+        "CONN_MAX_AGE": "0",
+        "PYTHONUNBUFFERED": "1",
+    }
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).with_name("celery")), "-A", "config", "worker", "-Q", "training",
+             "--concurrency=1", "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
+             "-n", "feedback-adaptation@%h"],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+    try:
+        wait_until(
+            lambda: " ready." in log_path.read_text(errors="replace") or proc.poll() is not None,
+            timeout=60,
+            message="training worker ready",
+        )
+        assert proc.poll() is None, log_path.read_text()
+        yield log_path
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+        clear_broker_queues()
+
+
+@pytest.mark.integration
+def test_n_labels_start_a_round_on_the_training_worker_that_serves_the_new_version(
+    adaptation_worker, served, source, moderator
+):
+    from tests.integration.conftest import wait_until
+
+    registry_sync()
+    before = served_version("text_classifier")
+    assert before is not None
+    label(source, moderator, classifieds(19, seed=21), tag="w1")
+    assert not TrainingRun.objects.filter(kind=RunKind.ADAPTATION).exists()
+
+    label(source, moderator, classifieds(1, seed=22), tag="w2")  # the 20th label
+
+    def promoted() -> ModelVersion | None:
+        return ModelVersion.objects.filter(name="text", is_production=True, training_run__isnull=False).first()
+
+    version = wait_until(promoted, timeout=300, interval=1.0, message=f"adaptation promoted (log {adaptation_worker})")
+    run = version.training_run
+    assert run is not None and run.kind == RunKind.ADAPTATION
+    assert run.report["adaptation"]["trigger"] == "labels" and run.report["adaptation"]["new_labels"] == 20
+    assert "feedback.adapt_text_model" in adaptation_worker.read_text()
+    assert version.version == before + 1
+    assert get_client().model_versions()["text_classifier"] == str(before + 1)
