@@ -156,7 +156,9 @@ def _assignee(p: Any, user_id: Any) -> SafeString:
             f" · {queue.name}" if queue is not None else "",
         )
     if queue is not None:
-        return format_html('<span class="badge badge-assigned" data-assigned-queue="{}">{} queue</span>', queue.pk, queue.name)
+        return format_html(
+            '<span class="badge badge-assigned" data-assigned-queue="{}">{} queue</span>', queue.pk, queue.name
+        )
     return mark_safe("")
 
 

@@ -27,9 +27,9 @@ from moderation.models import (
     Domain,
     IpAddress,
     LadderRule,
-    Note,
     Link,
     ListStatus,
+    Note,
     Post,
     ReasonCode,
     Report,
@@ -44,8 +44,8 @@ from moderation.models import (
     StatementOfReasons,
     Strike,
 )
-from moderation.services.assignment import specialist_queue_deleted, specialist_queue_saved
 from moderation.services.api_keys import api_key_create, api_key_revoke, api_key_scopes_set
+from moderation.services.assignment import specialist_queue_deleted, specialist_queue_saved
 from moderation.services.blocklists import BlockRefused, list_kind_of, list_status_set
 from moderation.services.ladder import ladder_rule_delete, ladder_rule_save
 

@@ -7,6 +7,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from dashboard.queue_rows import render_queue_rows
+from dashboard.selectors.assignment import assign_target_choices, assignable_moderators, specialist_queues
 from dashboard.selectors.queue import (
     CATEGORY_CHOICES,
     SORT_CHOICES,
@@ -18,7 +19,6 @@ from dashboard.selectors.queue import (
     queue_queryset,
     queue_tab_counts,
 )
-from dashboard.selectors.assignment import assign_target_choices, assignable_moderators, specialist_queues
 from dashboard.selectors.thresholds import live_thresholds
 from dashboard.templatetags.dashboard import duration_s, language_name
 from dashboard.views.common import is_htmx, with_query

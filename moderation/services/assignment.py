@@ -48,9 +48,7 @@ class AssignTarget:
             raise ValueError("a post is assigned to a moderator or handed to a queue, not both at once")
 
 
-def top_category(
-    *, abuse_score: float | None, abuse_threshold: float, report_categories: Mapping[str, int]
-) -> str:
+def top_category(*, abuse_score: float | None, abuse_threshold: float, report_categories: Mapping[str, int]) -> str:
     """The harm a queued post is most about: the category its reports name most (people named
     the harm; ties go to the policy list's order), else abuse when the abuse model holds it at
     the source's queue threshold, else spam (the spam model queued it)."""
@@ -230,7 +228,6 @@ def posts_route_to_specialists(*, post_ids: Sequence[int]) -> int:
                 after={"assigned_to": None, "assigned_queue": names.get(queue_id)},
             )
     return routed
-
 
 
 def _queue_state(queue: SpecialistQueue) -> dict[str, Any]:

@@ -39,7 +39,9 @@ def _audit_target(note: Note) -> dict[str, Any]:
 
 
 @transaction.atomic
-def note_create(*, text: str, writer: Any, author: Author | None = None, post: Post | None = None, via: str = "dashboard") -> Note:
+def note_create(
+    *, text: str, writer: Any, author: Author | None = None, post: Post | None = None, via: str = "dashboard"
+) -> Note:
     """A note on `post` (and so on its author) or on `author`. `writer` is the moderator, None
     for the platform through the API (`via` "api:<slug>")."""
     if (author is None) == (post is None):
@@ -57,7 +59,9 @@ def note_create(*, text: str, writer: Any, author: Author | None = None, post: P
         written_by=writer if writer is not None and getattr(writer, "is_authenticated", False) else None,
         via=via[:80],
     )
-    audit_record(actor=writer, action="note.create", target=note, after={**_audit_target(note), "text": text, "via": via})
+    audit_record(
+        actor=writer, action="note.create", target=note, after={**_audit_target(note), "text": text, "via": via}
+    )
     return note
 
 

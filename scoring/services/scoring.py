@@ -26,8 +26,8 @@ from core.json_rows import insert_rows
 from core.metrics import DECISIONS, POSTS_SCORED, SCORING_BATCH_SIZE
 from moderation.categories import ABUSE, SPAM
 from moderation.models import RESCORABLE_STATUSES, Campaign, Post, PostStatus
-from moderation.services.audit import audit_record
 from moderation.services.assignment import posts_route_to_specialists
+from moderation.services.audit import audit_record
 from moderation.services.priority import posts_priority_refresh
 from moderation.services.score_rows import posts_lock_for_scoring, posts_score_fields_write, spam_counters_add
 from scoring.features.extract import PostFeatures, posts_with_features
