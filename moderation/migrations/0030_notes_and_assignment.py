@@ -77,14 +77,6 @@ class Migration(migrations.Migration):
             field=models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='moderation.specialistqueue'),
         ),
         migrations.AddIndex(
-            model_name='post',
-            index=models.Index(condition=models.Q(('assigned_to__isnull', False), ('status', 'queued')), fields=['assigned_to', '-priority', 'id'], name='post_assignee_idx'),
-        ),
-        migrations.AddIndex(
-            model_name='post',
-            index=models.Index(condition=models.Q(('assigned_queue__isnull', False), ('status', 'queued')), fields=['assigned_queue', '-priority', 'id'], name='post_assigned_queue_idx'),
-        ),
-        migrations.AddIndex(
             model_name='note',
             index=models.Index(condition=models.Q(('post__isnull', False)), fields=['post', '-created_at'], name='note_post_idx'),
         ),
