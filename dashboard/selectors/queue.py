@@ -25,6 +25,7 @@ from django.utils import timezone
 from dashboard.selectors.keyset import Cursor, after_cursor_q
 from dashboard.selectors.query_values import day_range_q, query_date, query_float, query_ip, query_text
 from moderation.models import Post, PostStatus, Report, SpecialistQueue
+from moderation.services.assignment import servable_q
 from moderation.services.claims import claimable_q
 from moderation.services.decisions import DECIDED_STATUSES
 from moderation.services.priority import PriorityParts, priority_parts, sla_seconds
@@ -217,11 +218,11 @@ def queue_queryset(*, filters: QueueFilters, with_text: bool = True) -> QuerySet
 
 def queue_next_post(*, after_post_id: int, user: Any) -> Post | None:
     """The post to open after deciding one outside focus mode: the top of the default queue,
-    other than that post and not held by a colleague. Nothing is claimed."""
+    other than that post, not held or owned by a colleague. Nothing is claimed."""
     return (
         queue_queryset(filters=QueueFilters())
         .exclude(pk=after_post_id)
-        .filter(claimable_q(user=user))
+        .filter(claimable_q(user=user), servable_q(user=user))
         .only("pk")
         .first()
     )

@@ -24,6 +24,7 @@ from dashboard.templatetags.dashboard import duration_s, language_name
 from dashboard.views.common import is_htmx, with_query
 from moderation.models import ReasonCode, Source
 from moderation.permissions import ALL_ROLES, CAN_MODERATE, can_moderate, role_required
+from moderation.services.assignment import servable_q
 from moderation.services.claims import claim_next
 from moderation.services.decisions import key_reason
 from moderation.services.priority import sla_seconds
@@ -101,11 +102,11 @@ def focus(request: HttpRequest) -> HttpResponse:
     if filters.errors:
         return _queue_page(request)  # the queue page, with the errors and a 400
     skipped = [int(i) for i in request.session.get("focus_skip", [])]
-    base = queue_queryset(filters=filters).exclude(pk__in=skipped)
-    post = claim_next(user=request.user, base_queryset=base)
+    servable = queue_queryset(filters=filters).filter(servable_q(user=request.user))
+    post = claim_next(user=request.user, base_queryset=servable.exclude(pk__in=skipped))
     if post is None and skipped:
         request.session["focus_skip"] = []  # a full pass done: offer the skipped ones again
-        post = claim_next(user=request.user, base_queryset=queue_queryset(filters=filters))
+        post = claim_next(user=request.user, base_queryset=servable)
     if post is None:
         messages.info(request, "The queue is empty: nothing left to review with these filters.")
         return HttpResponseRedirect(with_query(reverse("dashboard:queue"), filters.as_query()))

@@ -10,6 +10,8 @@ moderators of one policy category), or to nobody.
 - Routing: when scoring queues a post nobody owns, and the post's top category has a
   specialist queue with `auto_route`, the post lands in that queue (posts_route_to_specialists).
 - A decision on the post ends its assignment (moderation.services.decisions).
+- Focus mode and the next post after a decision serve only what `servable_q` allows: never a
+  colleague's post, nor one waiting for specialists the moderator is not one of.
 
 Not the claim of moderation.services.claims: that is a lock of a few minutes so that two
 moderators in focus mode are not served the same post; an assignment is who owns the item
@@ -24,7 +26,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from core.errors import ApplicationError, Conflict, Forbidden
@@ -141,6 +143,17 @@ def claim_blocker(*, post: Post, user: Any) -> str:
         if queue is not None and not queue.members.filter(pk=user.pk).exists():
             return f"Waiting in the {queue.name} queue for its specialists."
     return ""
+
+
+def servable_q(*, user: Any) -> Q:
+    """The posts to serve `user` next (focus mode, the next post after a decision): theirs, and
+    those nobody owns outside specialist queues or in one of theirs. An admin is served any
+    specialist queue's. What a colleague owns is never served; the queue still lists it."""
+    free = Q(assigned_to__isnull=True)
+    if not can_administer(user):
+        theirs = SpecialistQueue.objects.filter(members=user).values("pk")
+        free &= Q(assigned_queue__isnull=True) | Q(assigned_queue_id__in=theirs)
+    return Q(assigned_to=user.pk) | free
 
 
 @transaction.atomic

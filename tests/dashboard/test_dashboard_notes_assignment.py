@@ -168,3 +168,23 @@ def test_the_claim_button_follows_the_claim_rules(mod_client, moderator):
     assert "data-assign-claim" not in page and "Assigned to carol" in page.replace("<strong>", "").replace(
         "</strong>", ""
     )
+
+
+def test_focus_mode_serves_neither_a_colleagues_post_nor_other_specialists_work(mod_client, moderator):
+    bob = UserFactory(username="bob", role="moderator")
+    queue = SpecialistQueue.objects.create(category="hate", name="Hate speech")
+    bobs = PostFactory(priority=0.99)
+    hateful = PostFactory(priority=0.98)
+    plain = PostFactory(priority=0.5)
+    posts_assign(post_ids=[bobs.pk], actor=bob, target=AssignTarget(user=bob))
+    posts_assign(post_ids=[hateful.pk], actor=bob, target=AssignTarget(queue=queue))
+
+    served = mod_client.get(reverse("dashboard:focus"))
+    assert served.status_code == 302 and f"/posts/{plain.pk}/" in served["Location"]
+    # A member of the queue is served its post first (it ranks above the plain one).
+    queue.members.add(moderator)
+    mod_client.post(reverse("dashboard:release", args=[plain.pk]))
+    served = mod_client.get(reverse("dashboard:focus"))
+    assert f"/posts/{hateful.pk}/" in served["Location"]
+    # Bob is served his own post.
+    assert f"/posts/{bobs.pk}/" in client_for(bob).get(reverse("dashboard:focus"))["Location"]
