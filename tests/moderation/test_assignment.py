@@ -177,3 +177,30 @@ def test_the_scoring_path_routes_what_it_queues(db, settings):
     post.refresh_from_db()
     kept.refresh_from_db()
     assert (post.assigned_queue, kept.assigned_queue) == (queue, None)
+
+
+def test_an_admin_sets_up_a_specialist_queue_in_the_admin_audited(client, mods):
+    from django.urls import reverse
+
+    _, bob = mods
+    admin = UserFactory(username="ada", role="admin", is_staff=True)
+    client.force_login(admin)
+    response = client.post(
+        reverse("admin:moderation_specialistqueue_add"),
+        {"name": "Hate speech", "category": "hate", "auto_route": "on", "members": [bob.pk]},
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    queue = SpecialistQueue.objects.get()
+    assert (queue.category, list(queue.members.all())) == ("hate", [bob])
+    entry = AuditLog.objects.get(action="specialist_queue.create")
+    assert entry.actor == admin and entry.after["members"] == ["bob"]
+    # Deleting it leaves its posts unassigned (not lost) and is audited too.
+    post = PostFactory()
+    posts_assign(post_ids=[post.pk], actor=admin, target=AssignTarget(queue=queue))
+    client.post(reverse("admin:moderation_specialistqueue_delete", args=[queue.pk]), {"post": "yes"})
+    assert not SpecialistQueue.objects.exists()
+    assert Post.objects.get(pk=post.pk).assigned_queue is None
+    assert AuditLog.objects.filter(action="specialist_queue.delete").count() == 1
+    # A moderator has no access to the admin's queues.
+    client.force_login(UserFactory(role="moderator", is_staff=True))
+    assert client.get(reverse("admin:moderation_specialistqueue_add")).status_code == 403
