@@ -195,7 +195,8 @@ def assignment_end_on_decision(*, post: Post) -> list[str]:
 def posts_route_to_specialists(*, post_ids: Sequence[int]) -> int:
     """Hand each of these posts that waits for review with no owner to the specialist queue of
     its top category, where one routes automatically. One query when no queue does; otherwise
-    three reads and one UPDATE per queue. Returns how many posts were routed."""
+    a few reads and one UPDATE per queue. A post locked by a moderator's change right now is
+    left to them. Returns how many posts were routed."""
     if not post_ids:
         return 0
     routes = dict(SpecialistQueue.objects.filter(auto_route=True).values_list("category", "pk"))
@@ -227,11 +228,15 @@ def posts_route_to_specialists(*, post_ids: Sequence[int]) -> int:
     names = dict(SpecialistQueue.objects.filter(pk__in=list(to_queue)).values_list("pk", "name"))
     for queue_id, ids in to_queue.items():
         # Only posts still unowned: a moderator may have taken one since the read.
-        n = Post.objects.filter(pk__in=ids, assigned_to__isnull=True, assigned_queue__isnull=True).update(
-            assigned_queue_id=queue_id, assigned_at=now
-        )
-        routed += n
-        for pk in ids:
+        with transaction.atomic():
+            unowned = list(
+                Post.objects.filter(pk__in=ids, assigned_to__isnull=True, assigned_queue__isnull=True)
+                .select_for_update(skip_locked=True)
+                .values_list("pk", flat=True)
+            )
+            Post.objects.filter(pk__in=unowned).update(assigned_queue_id=queue_id, assigned_at=now)
+        routed += len(unowned)
+        for pk in unowned:
             audit_record(
                 actor=None,
                 action="post.route",
