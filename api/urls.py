@@ -1,6 +1,6 @@
 from django.urls import path
 
-from api import sanctions, statements, views
+from api import notes, sanctions, statements, views
 
 urlpatterns = [
     path("posts", views.PostCreateView.as_view(), name="api-posts"),
@@ -15,6 +15,7 @@ urlpatterns = [
         name="api-decision-statement",
     ),
     path("appeals", views.AppealCreateView.as_view(), name="api-appeals"),
+    path("notes", notes.NotesView.as_view(), name="api-notes"),
     path("erasures", views.AuthorEraseView.as_view(), name="api-erasures"),
     path("authors/<path:external_id>", views.AuthorUpsertView.as_view(), name="api-author"),
     path("blocklist/domains", views.DomainBlocklistView.as_view(), name="api-blocklist-domains"),

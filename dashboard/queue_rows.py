@@ -140,7 +140,26 @@ def _meta(row: QueueRow, user_id: Any, campaign_of: Callable[[int], str]) -> Saf
                     format_date(_local(p.claimed_until), "H:i T"),
                 )
             )
+    parts.append(_assignee(p, user_id))
     return format_html('<div class="meta">{}</div>', mark_safe("".join(parts)))  # noqa: S308  (parts are escaped)
+
+
+def _assignee(p: Any, user_id: Any) -> SafeString:
+    """Who owns the row (moderation.services.assignment): a moderator, a specialist queue, both."""
+    queue = p.assigned_queue if p.assigned_queue_id is not None else None
+    if p.assigned_to_id is not None:
+        who = "you" if p.assigned_to_id == user_id else str(p.assigned_to)
+        return format_html(
+            '<span class="badge badge-assigned" data-assignee="{}">assigned to {}{}</span>',
+            p.assigned_to,
+            who,
+            f" · {queue.name}" if queue is not None else "",
+        )
+    if queue is not None:
+        return format_html(
+            '<span class="badge badge-assigned" data-assigned-queue="{}">{} queue</span>', queue.pk, queue.name
+        )
+    return mark_safe("")
 
 
 def _post_cell(

@@ -29,6 +29,7 @@ from moderation.models import (
     LadderRule,
     Link,
     ListStatus,
+    Note,
     Post,
     ReasonCode,
     Report,
@@ -39,10 +40,12 @@ from moderation.models import (
     SourceDomainStats,
     SourceIpStats,
     SourceLinkStats,
+    SpecialistQueue,
     StatementOfReasons,
     Strike,
 )
 from moderation.services.api_keys import api_key_create, api_key_revoke, api_key_scopes_set
+from moderation.services.assignment import specialist_queue_deleted, specialist_queue_saved
 from moderation.services.blocklists import BlockRefused, list_kind_of, list_status_set
 from moderation.services.ladder import ladder_rule_delete, ladder_rule_save
 
@@ -476,4 +479,42 @@ class RestrictionAdmin(ReadOnlyAdmin):
 
     list_display = ["pk", "author", "post", "kind", "category", "created_at", "ends_at", "lifted_at"]
     list_filter = ["kind", "category"]
+    raw_id_fields = ["author", "post"]
+
+
+class SpecialistQueueForm(forms.ModelForm):
+    # The configured categories (moderation.categories), read when the form is built.
+    category = forms.ChoiceField(choices=policy_categories, help_text="The harm this queue's moderators handle.")
+
+    class Meta:
+        model = SpecialistQueue
+        fields = ["name", "category", "auto_route", "members"]
+
+
+@admin.register(SpecialistQueue)
+class SpecialistQueueAdmin(admin.ModelAdmin):
+    """A queue per category and its members (moderation.services.assignment); every change is
+    audited."""
+
+    form = SpecialistQueueForm
+    list_display = ["name", "category", "auto_route"]
+    filter_horizontal = ["members"]
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        specialist_queue_saved(queue=form.instance, actor=request.user, created=not change)
+
+    def delete_model(self, request: HttpRequest, obj: SpecialistQueue) -> None:
+        specialist_queue_deleted(queue=obj, actor=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for queue in queryset:
+            specialist_queue_deleted(queue=queue, actor=request.user)
+
+
+@admin.register(Note)
+class NoteAdmin(ReadOnlyAdmin):
+    """Written, edited and deleted from the dashboard by their writers (audited)."""
+
+    list_display = ["pk", "author", "post", "written_by", "via", "created_at", "edited_at"]
     raw_id_fields = ["author", "post"]

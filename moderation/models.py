@@ -128,6 +128,7 @@ class ApiScope(models.TextChoices):
     BLOCKS_WRITE = "blocks:write", "Change this source's block lists"
     APPEALS_WRITE = "appeals:write", "Submit authors' appeals against decisions"
     AUTHORS_ERASE = "authors:erase", "Erase an author's personal data"
+    NOTES_WRITE = "notes:write", "Add notes on this source's posts and authors"
     READ = "read", "Read posts, scores and this source's block lists"
 
 
@@ -444,6 +445,16 @@ class Post(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     claimed_until = models.DateTimeField(null=True, blank=True)
+    # Ownership (moderation.services.assignment): the moderator responsible for the item, or the
+    # specialist queue it waits in; both empty is unassigned. Unlike the claim it does not
+    # expire: it ends when the post is decided or someone unassigns it.
+    assigned_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
+    assigned_queue = models.ForeignKey(
+        "SpecialistQueue", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
+    assigned_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["source", "external_id"], name="post_source_external_uniq")]
@@ -463,6 +474,18 @@ class Post(models.Model):
             models.Index(fields=["author", "received_at"], name="post_author_idx"),
             models.Index(fields=["link", "received_at"], name="post_link_idx"),
             models.Index(fields=["ip", "received_at"], name="post_ip_idx"),
+            # The "mine" and specialist-queue views of the queue, in priority order; partial, so
+            # an unassigned post pays no entry.
+            models.Index(
+                fields=["assigned_to", "-priority", "id"],
+                name="post_assignee_idx",
+                condition=Q(status="queued", assigned_to__isnull=False),
+            ),
+            models.Index(
+                fields=["assigned_queue", "-priority", "id"],
+                name="post_assigned_queue_idx",
+                condition=Q(status="queued", assigned_queue__isnull=False),
+            ),
             # Partial: most posts belong to no campaign and pay no index entry for it.
             models.Index(
                 fields=["campaign", "received_at"], name="post_campaign_idx", condition=Q(campaign__isnull=False)
@@ -624,6 +647,55 @@ class AuditLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.target_type}:{self.target_id}"
+
+
+class SpecialistQueue(models.Model):
+    """A queue of one policy category's posts for the moderators trained on it (hate-speech
+    specialists, say). Admins set it up; `auto_route` sends a post whose top category is this
+    one here when it enters the review queue (moderation.services.assignment)."""
+
+    category = models.CharField(max_length=32, unique=True)  # moderation.categories: plain codes
+    name = models.CharField(max_length=120)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="specialist_queues")
+    auto_route = models.BooleanField(
+        default=True, help_text="Send posts whose top category is this one here when they are queued."
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def category_label(self) -> str:
+        return category_label(self.category)
+
+
+class Note(models.Model):
+    """A moderator's note on an author, or on one of the author's posts: context for the next
+    moderator, not a decision (moderation.services.notes). A note on a post also names the
+    post's author, so erasing the author finds every note about them."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="+", db_index=False)
+    author = models.ForeignKey(Author, on_delete=models.CASCADE, related_name="notes")
+    post = models.ForeignKey(Post, null=True, blank=True, on_delete=models.CASCADE, related_name="notes")
+    text = models.TextField()
+    # Empty for a note the platform sent through the API (`via` says which source's key).
+    written_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    via = models.CharField(max_length=80, default="dashboard")
+    created_at = models.DateTimeField(default=timezone.now)
+    edited_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["post", "-created_at"], name="note_post_idx", condition=Q(post__isnull=False))]
+
+    def __str__(self) -> str:
+        target = f"post {self.post_id}" if self.post_id else f"author {self.author_id}"
+        return f"note #{self.pk} on {target}"
 
 
 class AppealStatus(models.TextChoices):

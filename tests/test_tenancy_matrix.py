@@ -31,6 +31,7 @@ from moderation.models import (
     Domain,
     IpAddress,
     ListStatus,
+    Note,
     Post,
     PostStatus,
     Report,
@@ -42,6 +43,7 @@ from moderation.models import (
 from moderation.services.blocklists import source_block_add
 from moderation.services.decisions import decision_record
 from moderation.services.enforcement import EnforcementReason
+from moderation.services.notes import note_create
 from moderation.services.strikes import author_warn
 from scoring.features.extract import features_for_posts, posts_with_features
 from scoring.models import Score, WebhookDelivery
@@ -68,6 +70,7 @@ B_SECRETS = (
     "tenant-b-details",
     "tenant-b-hook",
     "tenant-b-secret",
+    "tenant-b-note",
     B_BLOCKED_DOMAIN,
 )
 # Path parameters filled with B's identifiers.
@@ -93,10 +96,14 @@ BODIES: dict[tuple[str, str], Any] = {
     ("api-author", "put"): lambda: {"username": "hijacked", "verified": True, "spam_report_count": 99},
     ("api-blocklist-domains", "post"): lambda: {"domain": B_DOMAIN, "reason": "a's block"},
     ("api-blocklist-ips", "post"): lambda: {"address": B_IP, "reason": "a's block"},
+    ("api-notes", "post"): lambda: {"post_external_id": B_DECIDED, "text": "a's note on b's post"},
 }
 BODYLESS = {"get", "delete"}
 # Query strings of GETs that take one, aimed at tenant B.
-QUERIES: dict[tuple[str, str], Any] = {("api-sanctions", "get"): lambda: {"author_external_id": B_AUTHOR}}
+QUERIES: dict[tuple[str, str], Any] = {
+    ("api-sanctions", "get"): lambda: {"author_external_id": B_AUTHOR},
+    ("api-notes", "get"): lambda: {"author_external_id": B_AUTHOR},
+}
 
 
 def _served_methods(route: Route) -> list[str]:
@@ -127,6 +134,7 @@ def _snapshot(source: Source) -> dict[str, Any]:
         "appeals": _rows(Appeal.objects.filter(source=source)),
         "statements": _rows(StatementOfReasons.objects.filter(source=source)),
         "strikes": _rows(Strike.objects.filter(source=source)),
+        "notes": _rows(Note.objects.filter(author__source=source)),
         "source": _rows(Source.objects.filter(pk=source.pk)),
         "global_domains": _rows(Domain.objects.filter(status=ListStatus.BLOCK)),
         "global_ips": _rows(IpAddress.objects.filter(status=ListStatus.BLOCK)),
@@ -163,6 +171,8 @@ def _tenant_b() -> Source:
     )
     B_IDS.update(decision_id=str(decision.pk), statement_id=str(decision.statement.pk))
     author_warn(author=author, actor=decision.moderator, reason=EnforcementReason("scam", "tenant-b-reason"))
+    note_create(text="tenant-b-note on the author", writer=decision.moderator, author=author)
+    note_create(text="tenant-b-note on the post", writer=None, post=post, via="api:tenant-b")
     source_block_add(source=source, kind=BlockKind.DOMAIN, value=B_BLOCKED_DOMAIN, reason="tenant-b-reason")
     source_block_add(source=source, kind=BlockKind.IP, value="198.51.100.78", reason="tenant-b-reason")
     return source
@@ -199,6 +209,9 @@ def test_no_source_reads_changes_or_affects_another_sources_data() -> None:
             if method == "get" and route.name == "api-sanctions":
                 # 404, or A's own author of that external_id (A posted as one above): no strikes of B's.
                 assert response.status_code == 404 or response.json()["strikes"] == []
+            if method == "get" and route.name == "api-notes":
+                # 404, or the notes of A's own author of that external_id: none of B's.
+                assert response.status_code == 404 or response.json()["results"] == []
             if method == "get" and route.name == "api-post-detail":
                 # 404, or A's own post of that external_id (A sent one above), never B's.
                 b_ids = set(Post.objects.filter(source=tenant_b).values_list("pk", flat=True))

@@ -169,7 +169,11 @@ def post_detail(*, post_id: int) -> PostDetail:
     from scoring.api import Score
 
     post = (
-        Post.objects.select_related("source", "author", "link__domain", "ip", "claimed_by").filter(pk=post_id).first()
+        Post.objects.select_related(
+            "source", "author", "link__domain", "ip", "claimed_by", "assigned_to", "assigned_queue"
+        )
+        .filter(pk=post_id)
+        .first()
     )
     if post is None:
         raise NotFound("No such post.")

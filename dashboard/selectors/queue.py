@@ -24,7 +24,8 @@ from django.utils import timezone
 
 from dashboard.selectors.keyset import Cursor, after_cursor_q
 from dashboard.selectors.query_values import day_range_q, query_date, query_float, query_ip, query_text
-from moderation.models import Post, PostStatus, Report
+from moderation.models import Post, PostStatus, Report, SpecialistQueue
+from moderation.services.assignment import servable_q
 from moderation.services.claims import claimable_q
 from moderation.services.decisions import DECIDED_STATUSES
 from moderation.services.priority import PriorityParts, priority_parts, sla_seconds
@@ -76,13 +77,17 @@ class QueueFilters:
     q: str = ""
     sort: str = "priority"
     view: str = ""  # "" (the queue) or "reported"
+    # Ownership (moderation.services.assignment): "" (anyone's), "mine", "unassigned" or
+    # "queue-<id>" (a specialist queue); "mine" reads `user_id`, the moderator looking.
+    assigned: str = ""
+    user_id: int | None = None
     errors: list[str] = field(default_factory=list)
 
     @classmethod
-    def from_query(cls, params: QueryDict) -> QueueFilters:
+    def from_query(cls, params: QueryDict, *, user_id: int | None = None) -> QueueFilters:
         """The filters of a query string; a value that is not valid is left out and described
         in ``errors`` (dashboard.selectors.query_values)."""
-        f = cls()
+        f = cls(user_id=user_id)
         errors = f.errors
         status = params.get("status", PostStatus.QUEUED)
         f.status = status if status in dict(STATUS_CHOICES) else PostStatus.QUEUED
@@ -106,6 +111,11 @@ class QueueFilters:
         sort = params.get("sort", "priority")
         f.sort = sort if sort in SORTS else "priority"
         f.view = "reported" if params.get("view") == "reported" else ""
+        assigned = query_text(params, "assigned", errors, max_length=40)
+        if assigned and assigned not in dict(assignment_choices()):
+            errors.append(f"assigned: {assigned!r} is not a view of the queue; pick one from the list.")
+            assigned = ""
+        f.assigned = assigned
         return f
 
     def as_query(self) -> dict[str, str]:
@@ -119,7 +129,8 @@ class QueueFilters:
                 out[key] = str(value)
         if self.has_reports:
             out["has_reports"] = "1"
-        for key in ("domain", "author", "ip", "source", "model_version", "language", "category", "q", "view"):
+        keys = ("domain", "author", "ip", "source", "model_version", "language", "category", "q", "view", "assigned")
+        for key in keys:
             if getattr(self, key):
                 out[key] = getattr(self, key)
         if self.sort != "priority":
@@ -145,6 +156,31 @@ def _by_category(qs: QuerySet[Post], category: str) -> QuerySet[Post]:
     threshold = Coalesce(F("source__abuse_queue_threshold"), Value(float(settings.ABUSE_QUEUE_THRESHOLD)))
     abusive = Q(abuse_score__gte=threshold)
     return qs.filter(abusive) if category == "abuse" else qs.exclude(abusive)
+
+
+def assignment_choices(queues: list[SpecialistQueue] | None = None) -> list[tuple[str, str]]:
+    """The ownership views of the queue: anyone's, mine, unassigned, and one per specialist
+    queue (`queues` when the caller has them loaded)."""
+    if queues is None:
+        queues = list(SpecialistQueue.objects.order_by("name"))
+    return [
+        ("", "Anyone's"),
+        ("mine", "Mine"),
+        ("unassigned", "Unassigned"),
+        *((f"queue-{q.pk}", f"{q.name} queue") for q in queues),
+    ]
+
+
+def _by_assignment(qs: QuerySet[Post], filters: QueueFilters) -> QuerySet[Post]:
+    """The posts of an ownership view; the order stays the view's (each has a partial index in
+    priority order for queued posts: post_assignee_idx, post_assigned_queue_idx)."""
+    if filters.assigned == "mine":
+        return qs.filter(assigned_to_id=filters.user_id) if filters.user_id is not None else qs.none()
+    if filters.assigned == "unassigned":
+        return qs.filter(assigned_to__isnull=True, assigned_queue__isnull=True)
+    if filters.assigned.startswith("queue-"):
+        return qs.filter(assigned_queue_id=int(filters.assigned.removeprefix("queue-")))
+    return qs
 
 
 def queue_queryset(*, filters: QueueFilters, with_text: bool = True) -> QuerySet[Post]:
@@ -173,6 +209,7 @@ def queue_queryset(*, filters: QueueFilters, with_text: bool = True) -> QuerySet
     }
     qs = qs.filter(**{column: value for column, value in exact.items() if value})
     qs = _by_category(qs, filters.category)
+    qs = _by_assignment(qs, filters)
     qs = qs.filter(day_range_q("received_at", filters.date_from, filters.date_to))
     if filters.q and with_text:
         qs = qs.filter(text__icontains=filters.q)
@@ -181,11 +218,11 @@ def queue_queryset(*, filters: QueueFilters, with_text: bool = True) -> QuerySet
 
 def queue_next_post(*, after_post_id: int, user: Any) -> Post | None:
     """The post to open after deciding one outside focus mode: the top of the default queue,
-    other than that post and not held by a colleague. Nothing is claimed."""
+    other than that post, not held or owned by a colleague. Nothing is claimed."""
     return (
         queue_queryset(filters=QueueFilters())
         .exclude(pk=after_post_id)
-        .filter(claimable_q(user=user))
+        .filter(claimable_q(user=user), servable_q(user=user))
         .only("pk")
         .first()
     )
@@ -299,7 +336,9 @@ def queue_page(*, filters: QueueFilters, cursor: str | None = None, page_size: i
     """One page of the queue: 3 queries (posts with their author/link/domain/claimer/campaign,
     latest scores, report reasons)."""
     order = queue_order(filters)
-    qs = queue_queryset(filters=filters).select_related("author", "link__domain", "source", "claimed_by", "campaign")
+    qs = queue_queryset(filters=filters).select_related(
+        "author", "link__domain", "source", "claimed_by", "campaign", "assigned_to", "assigned_queue"
+    )
     qs = qs.defer("preview_text", "preview_description", "journey")
     decoded = Cursor.decode(cursor, order=order, types=CURSOR_TYPES) if cursor else None
     if decoded is not None:

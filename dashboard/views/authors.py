@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods
 
 from core.errors import ApplicationError, NotFound
 from dashboard.selectors.authors import author_page
+from dashboard.selectors.notes import notes_for_author
 from dashboard.selectors.sanctions import author_sanctions
 from dashboard.selectors.thresholds import live_thresholds
 from moderation.enforcement_state import author_allowlisted, author_suspended
@@ -36,6 +37,8 @@ def author(request: HttpRequest, author_id: int) -> HttpResponse:
         "can_erase": can_administer(request.user) and page.author.erased_at is None,
         "reason_labels": dict(ReasonCode.objects.values_list("code", "label")),
         "sanctions": author_sanctions(author=page.author),
+        "notes": notes_for_author(author=page.author),
+        "is_admin": can_administer(request.user),
         "now": now,
     }
     return render(request, "dashboard/author.html", context)

@@ -10,13 +10,16 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from core.errors import ApplicationError, NotFound
+from dashboard.selectors.assignment import assign_target_choices, assignable_moderators, specialist_queues
 from dashboard.selectors.detail import post_detail
+from dashboard.selectors.notes import notes_for_post
 from dashboard.selectors.queue import queue_next_post
 from dashboard.selectors.sanctions import post_hidden
 from dashboard.selectors.thresholds import live_thresholds
 from dashboard.views.common import json_error, redirect_next, wants_json, with_query
 from moderation.models import Decision, Label, Post, ReasonCode
-from moderation.permissions import CAN_MODERATE, role_required
+from moderation.permissions import CAN_MODERATE, can_administer, role_required
+from moderation.services.assignment import claim_blocker
 from moderation.services.bulk import bulk_can_undo
 from moderation.services.claims import claim_post, claim_release, claim_until_label, post_claim_state
 from moderation.services.decisions import (
@@ -43,6 +46,7 @@ FOCUS_KEYS = (
     "model_version",
     "sort",
     "view",
+    "assigned",
 )
 
 
@@ -125,6 +129,12 @@ def detail(request: HttpRequest, post_id: int) -> HttpResponse:
             "reason_labels": {r.code: r.label for r in data.reason_codes},
             "thresholds": live_thresholds(),
             "abuse_thresholds": abuse_thresholds(data.post.source) if s and s.abuse_score is not None else None,
+            "notes": notes_for_post(post=data.post),
+            "is_admin": can_administer(request.user),
+            "claim_blocker": claim_blocker(post=data.post, user=request.user),
+            "assign_choices": assign_target_choices(moderators=assignable_moderators(), queues=specialist_queues())
+            if not decided
+            else [],
         },
     )
 

@@ -7,11 +7,13 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from dashboard.queue_rows import render_queue_rows
+from dashboard.selectors.assignment import assign_target_choices, assignable_moderators, specialist_queues
 from dashboard.selectors.queue import (
     CATEGORY_CHOICES,
     SORT_CHOICES,
     STATUS_CHOICES,
     QueueFilters,
+    assignment_choices,
     queue_languages,
     queue_page,
     queue_queryset,
@@ -22,6 +24,7 @@ from dashboard.templatetags.dashboard import duration_s, language_name
 from dashboard.views.common import is_htmx, with_query
 from moderation.models import ReasonCode, Source
 from moderation.permissions import ALL_ROLES, CAN_MODERATE, can_moderate, role_required
+from moderation.services.assignment import servable_q
 from moderation.services.claims import claim_next
 from moderation.services.decisions import key_reason
 from moderation.services.priority import sla_seconds
@@ -51,7 +54,7 @@ def queue(request: HttpRequest) -> HttpResponse:
 
 
 def _queue_page(request: HttpRequest) -> HttpResponse:
-    filters = QueueFilters.from_query(request.GET)
+    filters = QueueFilters.from_query(request.GET, user_id=request.user.pk)
     page = queue_page(filters=filters, cursor=request.GET.get("cursor"))
     query = filters.as_query()
     next_url = with_query(reverse("dashboard:queue"), {**query, "cursor": page.next_cursor}) if page.next_cursor else ""
@@ -67,6 +70,7 @@ def _queue_page(request: HttpRequest) -> HttpResponse:
     if is_htmx(request) and request.GET.get("cursor"):
         return render(request, "dashboard/_queue_rows.html", context, status=status)
     reason_codes = list(ReasonCode.objects.filter(is_active=True))
+    queues = specialist_queues()
     context.update(
         {
             "nav": "queue",
@@ -75,6 +79,8 @@ def _queue_page(request: HttpRequest) -> HttpResponse:
             "status_choices": STATUS_CHOICES,
             "sort_choices": SORT_CHOICES,
             "category_choices": CATEGORY_CHOICES,
+            "assignment_choices": assignment_choices(queues),
+            "assign_choices": assign_target_choices(moderators=assignable_moderators(), queues=queues),
             "sort_note": _sort_note(filters),
             "sla_label": duration_s(sla_seconds()),
             "key_reasons": {label: key_reason(label=label, reason_codes=reason_codes) for label in ("spam", "ham")},
@@ -92,15 +98,15 @@ def _queue_page(request: HttpRequest) -> HttpResponse:
 @role_required(CAN_MODERATE)
 def focus(request: HttpRequest) -> HttpResponse:
     """One-item mode: claim the next item nobody holds and open it; decisions come back here."""
-    filters = QueueFilters.from_query(request.GET)
+    filters = QueueFilters.from_query(request.GET, user_id=request.user.pk)
     if filters.errors:
         return _queue_page(request)  # the queue page, with the errors and a 400
     skipped = [int(i) for i in request.session.get("focus_skip", [])]
-    base = queue_queryset(filters=filters).exclude(pk__in=skipped)
-    post = claim_next(user=request.user, base_queryset=base)
+    servable = queue_queryset(filters=filters).filter(servable_q(user=request.user))
+    post = claim_next(user=request.user, base_queryset=servable.exclude(pk__in=skipped))
     if post is None and skipped:
         request.session["focus_skip"] = []  # a full pass done: offer the skipped ones again
-        post = claim_next(user=request.user, base_queryset=queue_queryset(filters=filters))
+        post = claim_next(user=request.user, base_queryset=servable)
     if post is None:
         messages.info(request, "The queue is empty: nothing left to review with these filters.")
         return HttpResponseRedirect(with_query(reverse("dashboard:queue"), filters.as_query()))

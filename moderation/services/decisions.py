@@ -1,6 +1,7 @@
 """Moderator decisions. decision_record is the one way a moderator's label lands on a post:
 it appends a Decision (never edits one), moves the post through the state machine, keeps the
-spam counters of author/domain/IP in step, releases the claim, writes the audit entry and sends
+spam counters of author/domain/IP in step, releases the claim and the assignment, writes the
+audit entry and sends
 `moderation.signals.decision_recorded` (scoring enqueues the platform webhook from it,
 feedback builds labelled examples)."""
 
@@ -34,6 +35,7 @@ from moderation.models import (
     PostStatus,
     ReasonCode,
 )
+from moderation.services.assignment import assignment_end_on_decision
 from moderation.services.audit import audit_record
 from moderation.services.priority import posts_report_weight_refresh, reporter_records_relabel
 from moderation.services.reasons import reason_code_check
@@ -175,10 +177,13 @@ def decision_record(
         previous_status=previous,
     )
     reporter_records_relabel(post=post, old_label=prior.label if prior else None, new_label=label)
+    released = assignment_end_on_decision(post=post)
     if post.claimed_by_id is not None:
         post.claimed_by = None
         post.claimed_until = None
-        post.save(update_fields=["claimed_by", "claimed_until"])
+        released = [*released, "claimed_by", "claimed_until"]
+    if released:
+        post.save(update_fields=released)
     if bulk_action is None:  # a bulk action writes one audit row for the whole batch
         audit_record(
             actor=moderator,

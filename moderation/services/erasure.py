@@ -7,6 +7,7 @@ and the link, domain and IP rows no other post uses, with this source's counters
 (posts stay as tombstones: id, external id, status, score, so the platform's references and
 the decision history keep their meaning); report details, decision notes, appeal statements
 and appeal resolution notes on those posts; the enforcement notes about the author; the
+moderators' notes on the author and their posts, and those notes' texts in the audit trail; the
 author's id in their account's statements of reasons; and, through
 moderation.signals.author_erased, the labelled examples made from the posts, their rows in
 dataset and suite files (the dataset's erasure record lists the model versions trained on them
@@ -27,6 +28,7 @@ from django.utils import timezone
 from core.errors import Conflict
 from moderation.models import Appeal, AuditLog, Author, Decision, Domain, IpAddress, Link, ListStatus, Post, Report
 from moderation.services.audit import audit_record
+from moderation.services.notes import notes_erase_author
 from moderation.services.statements import statements_erase_author
 from moderation.signals import author_erased
 
@@ -75,6 +77,7 @@ def author_erase(*, author: Author, actor: Any, via: str) -> Author:
         entry.before = {k: v for k, v in entry.before.items() if k not in _NOTE_KEYS}
         entry.after = {k: v for k, v in entry.after.items() if k not in _NOTE_KEYS}
         entry.save(update_fields=["before", "after"])
+    notes_erase_author(author=author)
     author.external_id = f"{ERASED_PREFIX}{author.pk}"
     author.username = ""
     author.email_domain = ""

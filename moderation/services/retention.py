@@ -3,11 +3,11 @@
 Each source sets its own periods (Source.retention_days_*; scores and webhook deliveries are the
 scoring room's, scoring.services.retention; labelled examples the feedback room's,
 feedback.services.retention). A post goes with what hangs off it (its scores, reports,
-decisions, appeals and webhook deliveries cascade). Never deleted, whatever their age: posts
+decisions, appeals, moderators' notes and webhook deliveries cascade). Never deleted, whatever their age: posts
 still waiting for scoring or a moderator (received, queued) and posts with an appeal waiting
-for review, so no accepted post or open case is lost. Authors, links and IP addresses stay:
-they carry the reputation counters, and erasure (moderation.services.erasure) is the way to
-remove an author.
+for review, so no accepted post or open case is lost. Authors (with the notes on them), links
+and IP addresses stay: they carry the reputation counters, and erasure
+(moderation.services.erasure) is the way to remove an author and every note about them.
 
 Deletes go in batches (core.batches), and every run selects by age again, so a second run
 deletes nothing more and an interrupted one is finished by the next."""

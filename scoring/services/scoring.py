@@ -26,6 +26,7 @@ from core.json_rows import insert_rows
 from core.metrics import DECISIONS, POSTS_SCORED, POSTS_TEXT_MODEL_SKIPPED, SCORING_BATCH_SIZE
 from moderation.categories import ABUSE, SPAM
 from moderation.models import RESCORABLE_STATUSES, Campaign, Post, PostStatus
+from moderation.services.assignment import posts_route_to_specialists
 from moderation.services.audit import audit_record
 from moderation.services.priority import posts_priority_refresh
 from moderation.services.score_rows import posts_lock_for_scoring, posts_score_fields_write, spam_counters_add
@@ -287,7 +288,10 @@ def persist(
             r.score_id = r.score.pk
     posts_score_fields_write(posts=changed, fields=POST_SCORE_FIELDS)
     # The queue's priority follows the new score: one UPDATE for the batch.
-    posts_priority_refresh(post_ids=[p.id for p in changed if p.status == PostStatus.QUEUED])
+    queued = [p.id for p in changed if p.status == PostStatus.QUEUED]
+    posts_priority_refresh(post_ids=queued)
+    # A queued post nobody owns goes to its top category's specialist queue, if one routes.
+    posts_route_to_specialists(post_ids=queued)
     spam_counters_add(posts=removed_now)
     webhooks_enqueue_for_posts(p for p in changed if p.id in by_post)
     # Their statements of reasons are written after the commit (scoring.services.removal_statements).

@@ -201,6 +201,39 @@
     }
   }
 
+  /* ---- claim: assign the current row to me ---- */
+  async function claimRow() {
+    const row = currentRow();
+    if (!row || !table.dataset.claimUrl) return;
+    const url = table.dataset.claimUrl.replace("/0/", "/" + row.dataset.postId + "/");
+    try {
+      const resp = await fetch(url, {
+        method: "POST", credentials: "same-origin",
+        headers: { "X-CSRFToken": csrf(), "Accept": "application/json" },
+      });
+      let data = null;
+      try { data = await resp.json(); } catch (_) { /* not JSON */ }
+      if (!resp.ok) {
+        flash((data && data.error && data.error.message) || "Could not assign the post.", "error");
+        return;
+      }
+      const meta = $(".meta", row);
+      let badge = $(".badge-assigned", row);
+      if (!badge && meta) {
+        badge = document.createElement("span");
+        badge.className = "badge badge-assigned";
+        meta.appendChild(badge);
+      }
+      if (badge) {
+        badge.dataset.assignee = data.assigned_to || "";
+        badge.textContent = "assigned to you" + (data.assigned_queue ? " · " + data.assigned_queue : "");
+      }
+      flash("Post #" + row.dataset.postId + " is assigned to you.", "success");
+    } catch (err) {
+      flash("Network error: " + err.message, "error");
+    }
+  }
+
   async function undoDecision(url, postId, toast) {
     const resp = await fetch(url, {
       method: "POST", credentials: "same-origin",
@@ -280,6 +313,7 @@
         }
         case "s": quickDecide("spam"); break;
         case "h": quickDecide("ham"); break;
+        case "c": claimRow(); break;
       }
       return;
     }
@@ -288,6 +322,7 @@
         case "s": e.preventDefault(); pickLabel("spam"); break;
         case "h": e.preventDefault(); pickLabel("ham"); break;
         case "n": { const skip = $("[data-skip]"); if (skip) skip.click(); break; }
+        case "c": { const take = $("[data-assign-claim]"); if (take) take.click(); break; }
       }
     }
   });

@@ -237,15 +237,15 @@ def test_queue_query_count_is_bounded(mod_client, django_assert_num_queries):
     for _ in range(3):
         ScoreFactory(post=PostFactory())
     # session, user, groups, page of posts (joined), latest scores, policy, reason codes, sources,
-    # the two tab counts
-    with django_assert_num_queries(10):
+    # the two tab counts, the specialist queues and the moderators (the assignment choices)
+    with django_assert_num_queries(12):
         assert mod_client.get(reverse("dashboard:queue")).status_code == 200
     for _ in range(20):
         p = PostFactory(report_count=1)
         ScoreFactory(post=p)
         ReportFactory(post=p)
     # ... and the report reasons of the page, once rows have reports
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(13):
         assert mod_client.get(reverse("dashboard:queue")).status_code == 200
 
 
@@ -262,7 +262,9 @@ def test_detail_query_count_is_bounded(mod_client, moderator, django_assert_num_
             bulk_decide(moderator=moderator, label="spam", post_ids=[sib.pk])
 
     mod_client.get(reverse("dashboard:post_detail", args=[post.pk]))
-    with django_assert_num_queries(16) as ctx:  # 16th: whether the post is hidden pending review
+    # 16th: whether the post is hidden pending review; then its notes, the moderators and the
+    # specialist queues (the assignment choices)
+    with django_assert_num_queries(19) as ctx:
         mod_client.get(reverse("dashboard:post_detail", args=[post.pk]))
     first = len(ctx.captured_queries)
     grow()

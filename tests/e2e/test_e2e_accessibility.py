@@ -7,7 +7,9 @@ import pytest
 from django.urls import reverse
 
 from moderation.services.appeals import appeal_submit
+from moderation.services.assignment import post_claim
 from moderation.services.decisions import decision_record
+from moderation.services.notes import note_create
 from scoring.services.policy import policy_active
 from tests.dashboard.dashboard_factories import UserFactory
 from tests.e2e.axe import axe_violations
@@ -18,7 +20,7 @@ from tests.e2e.test_e2e_moderator_truth import WIDEST
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-def _pages(world, appeal) -> dict[str, str]:
+def _pages(world, appeal, note) -> dict[str, str]:
     post = world["posts"][3]
     return {
         "queue": reverse("dashboard:queue"),
@@ -33,6 +35,7 @@ def _pages(world, appeal) -> dict[str, str]:
         "enforce": reverse("dashboard:enforce", args=["author", world["spammer"].pk, "suspend"]),
         "cluster": reverse("dashboard:cluster", args=["author", world["spammer"].pk]),
         "time zone": reverse("dashboard:timezone"),
+        "note": reverse("dashboard:note_edit", args=[note.pk]),
         "ml": reverse("feedback:index"),
         "ml datasets": reverse("feedback:datasets"),
         "ml runs": reverse("feedback:runs"),
@@ -46,7 +49,11 @@ def test_no_axe_violations_and_no_sideways_scroll(browser, live_server, width):
     world = seed_world()
     policy_active()
     mia = UserFactory(username="mia", role="moderator")
-    UserFactory(username="ada", role="admin")
+    ada = UserFactory(username="ada", role="admin")
+    # A note on the post page, on the author page and its edit form; the post claimed, so its
+    # row and page show the assignee.
+    note = note_create(text="Seen before, same wording", writer=ada, post=world["posts"][3])
+    post_claim(post=world["posts"][3], user=mia)
     decided = world["posts"][1]
     decision_record(post=decided, moderator=mia, label="spam", reason_code="scam")
     appeal, _ = appeal_submit(source=decided.source, post_external_id=decided.external_id, statement="Mine")
@@ -58,7 +65,7 @@ def test_no_axe_violations_and_no_sideways_scroll(browser, live_server, width):
     page.on("response", lambda response: missing.append(response.url) if response.status == 404 else None)
     try:
         login(page, live_server, "ada")
-        for name, path in _pages(world, appeal).items():
+        for name, path in _pages(world, appeal, note).items():
             page.goto(f"{live_server.url}{path}")
             page.wait_for_load_state("networkidle")
             violations = axe_violations(page)

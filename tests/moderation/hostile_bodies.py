@@ -19,6 +19,7 @@ BODY_ENDPOINTS = [
     ("put", "/api/v1/authors/u-1"),
     ("post", "/api/v1/blocklist/domains"),
     ("post", "/api/v1/blocklist/ips"),
+    ("post", "/api/v1/notes"),
 ]
 
 # The crashes found by hand, as raw bodies: every one must answer a 4xx in the error shape.

@@ -18,11 +18,12 @@ from rest_framework.test import APIClient
 from feedback.models import DatasetErasure, LabelledExample, SuiteErasure
 from feedback.services.datasets import dataset_dir, dataset_load, dataset_snapshot, dataset_verify
 from feedback.services.suites import suite_file, suite_mark_dataset, suite_rows
-from moderation.models import ApiScope, AuditLog, Author, Post, PostStatus, Report
+from moderation.models import ApiScope, AuditLog, Author, Note, Post, PostStatus, Report
 from moderation.services.appeals import appeal_submit
 from moderation.services.decisions import decision_record
 from moderation.services.enforcement import EnforcementReason, author_suspend
 from moderation.services.ingest import post_ingest
+from moderation.services.notes import note_create, note_delete, note_update
 from tests.dashboard.dashboard_factories import UserFactory
 from tests.dashboard.dashboard_fixtures import *  # noqa: F403
 from tests.dashboard.dashboard_fixtures import client_for
@@ -42,6 +43,10 @@ SECRETS = (
     "VICTIMNOTE",
     "VICTIMSTATEMENT",
     "VICTIMSUSPEND",
+    "VICTIMPOSTNOTE",
+    "VICTIMAUTHORNOTE",
+    "VICTIMEDITEDNOTE",
+    "VICTIMGONENOTE",
     "203.0.113.99",
 )
 
@@ -80,6 +85,12 @@ def _victim(source, moderator) -> list[Post]:
     decision_record(post=posts[0], moderator=moderator, label="spam", reason_code="scam", note="VICTIMNOTE")
     appeal_submit(source=source, post_external_id=posts[0].external_id, statement="VICTIMSTATEMENT please")
     author_suspend(author=posts[0].author, actor=moderator, reason=EnforcementReason("scam", "VICTIMSUSPEND"))
+    # Moderators' notes: on a post, on the author, one edited and one deleted (their texts stay
+    # in the audit trail until the erasure).
+    note_create(text="VICTIMPOSTNOTE seen before", writer=moderator, post=posts[1])
+    edited = note_create(text="VICTIMAUTHORNOTE first", writer=moderator, author=posts[0].author)
+    note_update(note=edited, text="VICTIMEDITEDNOTE second", actor=moderator)
+    note_delete(note=note_create(text="VICTIMGONENOTE", writer=moderator, author=posts[0].author), actor=moderator)
     return posts
 
 
@@ -107,6 +118,9 @@ def test_nothing_of_an_erased_author_stays_readable(moderator, django_capture_on
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Api-Key {create_api_key(source)}")
     author = Author.objects.get(external_id="victim-ext-77")
+    notes_before = api.get("/api/v1/notes", {"author_external_id": "victim-ext-77"})
+    assert "VICTIMPOSTNOTE" in notes_before.content.decode()  # the fixture's notes are readable
+    assert Note.objects.filter(author=author).count() == 2
 
     with django_capture_on_commit_callbacks(execute=True):  # the dataset files are rewritten after commit
         response = api.post("/api/v1/erasures", {"author_external_id": "victim-ext-77"}, format="json")
@@ -120,6 +134,9 @@ def test_nothing_of_an_erased_author_stays_readable(moderator, django_capture_on
         body = api.get(f"/api/v1/posts/{post.external_id}")
         assert body.status_code == 200 and _leaks(body.content.decode()) == []
     assert Post.objects.get(pk=posts[0].pk).status == PostStatus.REMOVED
+    assert not Note.objects.filter(author=author).exists()
+    # The note entries of the audit trail stay, without the texts.
+    assert AuditLog.objects.filter(target_type="note").count() == 5
     # The dashboard: post, author, queue, appeals, audit pages and the audit CSV.
     pages = [
         reverse("dashboard:post_detail", args=[posts[0].pk]),
