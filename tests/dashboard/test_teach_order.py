@@ -70,8 +70,8 @@ def test_one_campaign_does_not_fill_the_page() -> None:
 
 
 def test_exact_copies_count_as_one_group_without_a_campaign() -> None:
-    copies = [_item(i, 0.45, author_id=f"a{i}", groups=(("content", "same-hash"),)) for i in range(5)]
-    page = _ids([*copies, _item(9, 0.7, author_id="z")], limit=2)
+    copies = [_item(i, 0.6, author_id=f"a{i}", groups=(("content", "same-hash"),)) for i in range(5)]
+    page = _ids([*copies, _item(9, 0.75, author_id="z")], limit=2)
     assert page[0] < 5 and page[1] == 9
 
 
