@@ -31,7 +31,9 @@ def test_uncertainty_peaks_midway_in_log_odds_and_is_1_over_e_at_the_thresholds(
     assert uncertainty(middle, APPROVE, REMOVE) == pytest.approx(1.0)
     assert uncertainty(APPROVE, APPROVE, REMOVE) == pytest.approx(uncertainty(REMOVE, APPROVE, REMOVE))
     assert uncertainty(REMOVE, APPROVE, REMOVE) == pytest.approx(0.3679, abs=1e-3)
-    assert uncertainty(0.99, APPROVE, REMOVE) < uncertainty(0.95, APPROVE, REMOVE) < uncertainty(REMOVE, APPROVE, REMOVE)
+    assert (
+        uncertainty(0.99, APPROVE, REMOVE) < uncertainty(0.95, APPROVE, REMOVE) < uncertainty(REMOVE, APPROVE, REMOVE)
+    )
 
 
 def test_the_closest_of_an_items_calls_counts() -> None:
