@@ -63,11 +63,14 @@ BATCH = 64  # posts per ingest request
 # --- the adaptation round: one function, so the mechanism is swapped in one place -------------
 
 
-def adapt(*, fallback: bool, admin: Any) -> dict[str, Any]:
-    """One adaptation round on the cumulative labels; what it reported."""
+def adapt(*, fallback: bool, admin: Any, skip: bool = False) -> dict[str, Any]:
+    """One adaptation round on the cumulative labels; what it reported. `skip`: none (a check
+    of the benchmark's own plumbing, whose figures then stay the bootstrap's)."""
     from django.core.management import call_command, get_commands
 
     started = time.perf_counter()
+    if skip:
+        return {"via": "skipped"}
     if ADAPT_COMMAND in get_commands():
         out = io.StringIO()
         call_command(ADAPT_COMMAND, "--force", stdout=out, stderr=out)
@@ -275,7 +278,11 @@ def run_order(args: argparse.Namespace, order: str) -> dict[str, Any]:
                 if not batch:
                     break  # the queue ran dry
                 given += decide(post_ids=batch, labels=labels, moderator=moderator)
-            adaptation = adapt(fallback=args.fallback_retraining, admin=admin) if checkpoint else {"via": "bootstrap"}
+            adaptation = (
+                adapt(fallback=args.fallback_retraining, admin=admin, skip=args.skip_adaptation)
+                if checkpoint
+                else {"via": "bootstrap"}
+            )
             run = f"held{round_no}"
             held_ids = post_texts(
                 base_url=base_url, raw_key=held_key, run=run, texts=[t for t, _ in held], timeout_s=60
@@ -406,6 +413,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--fallback-retraining",
         action="store_true",
         help=f"without manage.py {ADAPT_COMMAND}: adapt with the admin's retraining run (fine-tunes; slow)",
+    )
+    parser.add_argument(
+        "--skip-adaptation",
+        action="store_true",
+        help="no adaptation rounds: checks the plumbing, measures nothing learnt",
     )
     parser.add_argument("--keep-databases", action="store_true")
     parser.add_argument("--concurrency", type=int, default=2, help="worker processes")
