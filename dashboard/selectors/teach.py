@@ -50,11 +50,12 @@ def _boundary(thresholds: Thresholds) -> float:
 
 
 def teach_pool(*, filters: QueueFilters, thresholds: Thresholds, pool: int = TEACH_POOL) -> list[Post]:
-    """The candidates: the posts closest to the boundary and the most recent unfamiliar ones (2
-    queries; the second's Exists reads Score's (post, ...) unique index per queued post)."""
+    """The candidates: the posts closest to the boundary and the most recent unfamiliar ones, with
+    what the order needs of them (3 queries; the second's Exists reads Score's (post, ...) unique
+    index per queued post)."""
     from scoring.api import Score
 
-    base = queue_queryset(filters=teach_filters(filters)).select_related("source", "campaign")
+    base = queue_queryset(filters=teach_filters(filters))
     distance = Abs(Coalesce(F("final_score"), Value(_boundary(thresholds))) - Value(_boundary(thresholds)))
     close = list(
         base.annotate(teach_distance=distance)
@@ -66,7 +67,7 @@ def teach_pool(*, filters: QueueFilters, thresholds: Thresholds, pool: int = TEA
     ids = list(dict.fromkeys([*close, *unfamiliar]))
     posts = {
         p.pk: p
-        for p in base.filter(pk__in=ids)
+        for p in Post.objects.filter(pk__in=ids)
         .only(
             "pk",
             "final_score",

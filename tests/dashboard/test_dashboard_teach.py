@@ -98,3 +98,15 @@ def test_the_normal_queue_keeps_reported_and_urgent_posts_first(mod_client) -> N
     queue = _order(mod_client.get(reverse("dashboard:queue")).content.decode())
     assert teach == [torn.pk, reported.pk]
     assert queue[0] == reported.pk
+
+
+def test_an_unfamiliar_post_far_from_the_boundary_still_enters_a_full_pool() -> None:
+    from dashboard.selectors.queue import QueueFilters
+    from dashboard.selectors.teach import teach_ranking
+
+    near = [_post(0.6) for _ in range(3)]
+    far = _post(0.02, unfamiliarity=2.2)
+    picks = teach_ranking(filters=QueueFilters(), pool=2)  # room for two of the near ones only
+    ids = [pick.item.post_id for pick in picks]
+    assert ids[0] == far.pk
+    assert len(ids) == 3 and set(ids[1:]) < {p.pk for p in near}
