@@ -342,6 +342,93 @@ def load_data(args: argparse.Namespace) -> tuple[list[tuple[str, int]], list[tup
     return [(t, int(y)) for t, y in pool], [(t, int(y)) for t, y in held]
 
 
+# --- the text half alone, without the stack ------------------------------------------------------
+
+
+def run_offline(args: argparse.Namespace, order: str) -> dict[str, Any]:
+    """The same curve for the text score's lexical half and the familiarity measure alone, in
+    process: no Triton, worker, web or database. The bootstrap is the lexical model and the
+    familiarity reference fitted on the SMS train split (modelops.text.baseline/familiarity);
+    each round refits both on the SMS train split plus every label so far (replay of the whole
+    bootstrap corpus). Every post is scored once, on arrival, by the bootstrap, and the queue
+    is what the policy's rule (scoring.services.policy.policy_actions, default thresholds)
+    queues; the held-out part is scored by each round's model. A proxy of the served path, which
+    blends this lexical model with the transformer: cheap enough to compare the orders here."""
+    import django
+
+    django.setup()
+    import numpy as np
+
+    from dashboard.teach import Call, TeachItem, teach_order
+    from modelops.text.baseline import train_baseline
+    from modelops.text.data import load_sms_splits
+    from modelops.text.familiarity import fit_familiarity
+    from moderation.models import PostStatus
+    from scoring.models import Action, DecisionPolicy
+    from scoring.services.policy import DEFAULT_APPROVE_THRESHOLD, DEFAULT_REMOVE_THRESHOLD, policy_actions
+
+    policy = DecisionPolicy(
+        approve_threshold=DEFAULT_APPROVE_THRESHOLD, remove_threshold=DEFAULT_REMOVE_THRESHOLD, escalate_threshold=1.0
+    )
+    as_status = {
+        Action.REMOVE.value: PostStatus.AUTO_REMOVED,
+        Action.APPROVE.value: PostStatus.AUTO_APPROVED,
+        Action.QUEUE.value: PostStatus.QUEUED,
+    }
+    sms = load_sms_splits()
+    pool, held = load_data(args)
+
+    def fit(extra: Sequence[tuple[str, int]]) -> tuple[Any, Any]:
+        texts = [*sms.train.texts, *(t for t, _ in extra)]
+        labels = [*sms.train.labels, *(y for _, y in extra)]
+        lexical = train_baseline(texts, labels, sms.validation.texts, sms.validation.labels)
+        return lexical, fit_familiarity(texts, sms.validation.texts)
+
+    def statuses(lexical: Any, familiarity: Any, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        scores, odd = lexical.predict_proba(texts), familiarity.unfamiliarity(texts)
+        actions = policy_actions(policy=policy, final_scores=scores, unfamiliar=odd >= 1.0)
+        return scores, odd, [as_status[str(a)] for a in actions]
+
+    lexical, familiarity = fit([])
+    scores, odd, arrived = statuses(lexical, familiarity, [t for t, _ in pool])
+    queued = [i for i, status in enumerate(arrived) if status == PostStatus.QUEUED]
+    if order == "teach":
+        items = [
+            TeachItem(
+                post_id=i,
+                calls=(Call(float(scores[i]), policy.approve_threshold, policy.remove_threshold),),
+                unfamiliarity=float(odd[i]),
+                author_id=i,
+            )
+            for i in queued
+        ]
+        queue = [pick.item.post_id for pick in teach_order(items)]
+    else:
+        queue = queued  # oldest first: the arrival order, which is shuffled
+    rows = []
+    for checkpoint in args.checkpoints:
+        labelled = [pool[i] for i in queue[:checkpoint]]
+        started = time.perf_counter()
+        if labelled:
+            lexical, familiarity = fit(labelled)
+        held_scores, _, held_status = statuses(lexical, familiarity, [t for t, _ in held])
+        sms_scores = lexical.predict_proba(sms.test.texts)
+        rows.append(
+            {
+                "order": order,
+                "labels": len(labelled),
+                "insults_among_labels": sum(y for _, y in labelled),
+                **held_out_metrics(
+                    [(y, float(p), st) for (_, y), p, st in zip(held, held_scores, held_status, strict=True)]
+                ),
+                "sms_suite_f1": f1(list(sms.test.labels), [int(p >= 0.5) for p in sms_scores]),
+                "adaptation": {"via": "offline refit", "seconds": round(time.perf_counter() - started, 1)},
+            }
+        )
+        print(json.dumps({k: v for k, v in rows[-1].items() if k != "adaptation"}), flush=True)
+    return {"order": order, "posts": len(pool), "held_out": len(held), "queued_at_start": len(queued), "rows": rows}
+
+
 # --- one database per order ----------------------------------------------------------------------
 
 
@@ -419,6 +506,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         action="store_true",
         help="no adaptation rounds: checks the plumbing, measures nothing learnt",
     )
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="the lexical model and familiarity measure alone, in process (run_offline): no stack, no database",
+    )
     parser.add_argument("--keep-databases", action="store_true")
     parser.add_argument("--concurrency", type=int, default=2, help="worker processes")
     parser.add_argument("--prefetch", type=int, default=4)
@@ -435,6 +527,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     args.checkpoints = sorted(int(c) for c in args.checkpoints.split(",") if c)
     os.environ.setdefault("DEBUG", "false")
+    if args.offline:
+        results = [run_offline(args, order) for order in args.orders.split(",") if order]
+        write(args, results, offline=True)
+        return
     if args.order:
         result = run_order(args, args.order)
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -442,10 +538,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     passthrough = _without(argv, ("--orders", "--json", "--markdown"))
     results = [run_in_fresh_database(args, order, passthrough) for order in args.orders.split(",") if order]
+    write(args, results, offline=False)
+
+
+def write(args: argparse.Namespace, results: Sequence[dict[str, Any]], *, offline: bool) -> None:
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(
-        json.dumps({"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "orders": results}, indent=2) + "\n"
-    )
+    args.json.write_text(json.dumps({"when": when, "offline": offline, "orders": list(results)}, indent=2) + "\n")
     args.markdown.write_text(markdown(results))
     print(markdown(results))
     print(f"wrote {args.json} and {args.markdown}")
