@@ -392,22 +392,37 @@ def run_offline(args: argparse.Namespace, order: str) -> dict[str, Any]:
     lexical, familiarity = fit([])
     scores, odd, arrived = statuses(lexical, familiarity, [t for t, _ in pool])
     queued = [i for i, status in enumerate(arrived) if status == PostStatus.QUEUED]
-    if order == "teach":
+
+    def next_batch(waiting: list[int], n: int) -> list[int]:
+        """The next n to decide: the teach order over what still waits (scored by the bootstrap
+        on arrival, or with --rescore-queue by the latest round's model), or oldest first."""
+        if order != "teach":
+            return waiting[:n]
+        now_scores, now_odd = scores, odd
+        if args.rescore_queue:
+            texts = [pool[i][0] for i in waiting]
+            fresh, fresh_odd = lexical.predict_proba(texts), familiarity.unfamiliarity(texts)
+            now_scores, now_odd = dict(zip(waiting, fresh, strict=True)), dict(zip(waiting, fresh_odd, strict=True))
         items = [
             TeachItem(
                 post_id=i,
-                calls=(Call(float(scores[i]), policy.approve_threshold, policy.remove_threshold),),
-                unfamiliarity=float(odd[i]),
+                calls=(Call(float(now_scores[i]), policy.approve_threshold, policy.remove_threshold),),
+                unfamiliarity=float(now_odd[i]),
                 author_id=i,
             )
-            for i in queued
+            for i in waiting
         ]
-        queue = [pick.item.post_id for pick in teach_order(items)]
-    else:
-        queue = queued  # oldest first: the arrival order, which is shuffled
+        return [pick.item.post_id for pick in teach_order(items, limit=n)]
+
+    waiting, labelled_ids = list(queued), []
     rows = []
     for checkpoint in args.checkpoints:
-        labelled = [pool[i] for i in queue[:checkpoint]]
+        while len(labelled_ids) < checkpoint and waiting:
+            batch = next_batch(waiting, min(args.chunk, checkpoint - len(labelled_ids)))
+            labelled_ids += batch
+            taken = set(batch)
+            waiting = [i for i in waiting if i not in taken]
+        labelled = [pool[i] for i in labelled_ids]
         started = time.perf_counter()
         if labelled:
             lexical, familiarity = fit(labelled)
@@ -510,6 +525,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--offline",
         action="store_true",
         help="the lexical model and familiarity measure alone, in process (run_offline): no stack, no database",
+    )
+    parser.add_argument(
+        "--rescore-queue",
+        action="store_true",
+        help="--offline: rank what still waits with the latest round's model, not the scores it arrived with",
     )
     parser.add_argument("--keep-databases", action="store_true")
     parser.add_argument("--concurrency", type=int, default=2, help="worker processes")
