@@ -398,11 +398,13 @@ def run_offline(args: argparse.Namespace, order: str) -> dict[str, Any]:
         on arrival, or with --rescore-queue by the latest round's model), or oldest first."""
         if order != "teach":
             return waiting[:n]
-        now_scores, now_odd = scores, odd
+        now_scores: dict[int, float] = {i: float(scores[i]) for i in waiting}
+        now_odd: dict[int, float] = {i: float(odd[i]) for i in waiting}
         if args.rescore_queue:
             texts = [pool[i][0] for i in waiting]
             fresh, fresh_odd = lexical.predict_proba(texts), familiarity.unfamiliarity(texts)
-            now_scores, now_odd = dict(zip(waiting, fresh, strict=True)), dict(zip(waiting, fresh_odd, strict=True))
+            now_scores = {i: float(v) for i, v in zip(waiting, fresh, strict=True)}
+            now_odd = {i: float(v) for i, v in zip(waiting, fresh_odd, strict=True)}
         items = [
             TeachItem(
                 post_id=i,
@@ -414,7 +416,7 @@ def run_offline(args: argparse.Namespace, order: str) -> dict[str, Any]:
         ]
         return [pick.item.post_id for pick in teach_order(items, limit=n)]
 
-    waiting, labelled_ids = list(queued), []
+    waiting, labelled_ids = list(queued), list[int]()
     rows = []
     for checkpoint in args.checkpoints:
         while len(labelled_ids) < checkpoint and waiting:
