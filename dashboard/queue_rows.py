@@ -14,7 +14,7 @@ fragment render rows through ``render_queue_rows``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -224,9 +224,12 @@ def _reports_cell(count: int) -> SafeString:
     return mark_safe('<span class="muted">0</span>')
 
 
-def render_queue_rows(rows: list[QueueRow], *, thresholds: Any, user_id: Any) -> SafeString:
+def render_queue_rows(
+    rows: list[QueueRow], *, thresholds: Any, user_id: Any, notes: Mapping[int, SafeString] | None = None
+) -> SafeString:
     """The <tr> of every row; `thresholds` is the live policy (for the score colours), `user_id`
-    the moderator looking (for "claimed by you")."""
+    the moderator looking (for "claimed by you"); `notes`: post id -> markup shown under the
+    post (the Teach tab's reasons)."""
     detail_of, decide_of = _path_of("dashboard:post_detail"), _path_of("dashboard:decide")
     campaign_of = _path_of("dashboard:campaign")
     policy_title = (
@@ -256,7 +259,7 @@ def render_queue_rows(rows: list[QueueRow], *, thresholds: Any, user_id: Any) ->
                 p.pk,
                 p.pk,
                 _score_cell(row, thresholds, policy_title),
-                _post_cell(row, detail_of, user_id, campaign_of),
+                _post_cell(row, detail_of, user_id, campaign_of) + (notes or {}).get(p.pk, mark_safe("")),
                 _subs_cell(row, thresholds),
                 _reports_cell(p.report_count),
                 _age_cell(row),

@@ -12,6 +12,7 @@ from dashboard.views import (
     metrics,
     notes,
     queue,
+    teach,
     timezone,
     transparency,
 )
@@ -20,6 +21,7 @@ app_name = "dashboard"
 urlpatterns = [
     path("", queue.home, name="queue"),
     path("focus/", queue.focus, name="focus"),
+    path("teach/", teach.teach, name="teach"),
     path("posts/<int:post_id>/", detail.detail, name="post_detail"),
     path("posts/<int:post_id>/decide/", detail.decide, name="decide"),
     path("posts/<int:post_id>/claim/", detail.claim, name="claim"),

@@ -332,22 +332,13 @@ def _text_search_window(
     return posts if len(posts) == limit else None
 
 
-def queue_page(*, filters: QueueFilters, cursor: str | None = None, page_size: int = PAGE_SIZE) -> QueuePage:
-    """One page of the queue: 3 queries (posts with their author/link/domain/claimer/campaign,
-    latest scores, report reasons)."""
-    order = queue_order(filters)
-    qs = queue_queryset(filters=filters).select_related(
-        "author", "link__domain", "source", "claimed_by", "campaign", "assigned_to", "assigned_queue"
-    )
-    qs = qs.defer("preview_text", "preview_description", "journey")
-    decoded = Cursor.decode(cursor, order=order, types=CURSOR_TYPES) if cursor else None
-    if decoded is not None:
-        qs = qs.filter(after_cursor_q(decoded, nullable=NULLABLE_SORT_FIELDS))
-    posts = _text_search_window(qs=qs, filters=filters, cursor=decoded, limit=page_size + 1)
-    if posts is None:
-        posts = list(qs[: page_size + 1])
-    has_more = len(posts) > page_size
-    posts = posts[:page_size]
+# What a queue row shows besides the post: loaded with it, so no row costs a query.
+QUEUE_ROW_JOINS = ("author", "link__domain", "source", "claimed_by", "campaign", "assigned_to", "assigned_queue")
+
+
+def queue_rows(posts: list[Post]) -> list[QueueRow]:
+    """The rows of these posts (loaded with queue_page's select_related): 2 queries, latest
+    scores and report reasons. The queue and the Teach tab show the same rows."""
     scores = _latest_scores([p.pk for p in posts])
     reasons = _report_reasons([p.pk for p in posts if p.report_count])
     sla = timedelta(seconds=sla_seconds())
@@ -376,5 +367,23 @@ def queue_page(*, filters: QueueFilters, cursor: str | None = None, page_size: i
                 routing_reason=s.routing_reason if s else "",
             )
         )
+    return rows
+
+
+def queue_page(*, filters: QueueFilters, cursor: str | None = None, page_size: int = PAGE_SIZE) -> QueuePage:
+    """One page of the queue: 3 queries (posts with their author/link/domain/claimer/campaign,
+    latest scores, report reasons)."""
+    order = queue_order(filters)
+    qs = queue_queryset(filters=filters).select_related(*QUEUE_ROW_JOINS)
+    qs = qs.defer("preview_text", "preview_description", "journey")
+    decoded = Cursor.decode(cursor, order=order, types=CURSOR_TYPES) if cursor else None
+    if decoded is not None:
+        qs = qs.filter(after_cursor_q(decoded, nullable=NULLABLE_SORT_FIELDS))
+    posts = _text_search_window(qs=qs, filters=filters, cursor=decoded, limit=page_size + 1)
+    if posts is None:
+        posts = list(qs[: page_size + 1])
+    has_more = len(posts) > page_size
+    posts = posts[:page_size]
+    rows = queue_rows(posts)
     next_cursor = Cursor.after(posts[-1], order=order).encode() if has_more and posts else None
     return QueuePage(rows=rows, next_cursor=next_cursor, filters=filters)

@@ -25,6 +25,7 @@ def _pages(world, appeal, note) -> dict[str, str]:
     return {
         "queue": reverse("dashboard:queue"),
         "reported": reverse("dashboard:queue") + "?view=reported",
+        "teach": reverse("dashboard:teach"),
         "post": reverse("dashboard:post_detail", args=[post.pk]),
         "decided post": reverse("dashboard:post_detail", args=[world["posts"][1].pk]),
         "author": reverse("dashboard:author", args=[world["spammer"].pk]),

@@ -1,0 +1,145 @@
+"""The teach order: which queued posts a moderator's label would teach the models most.
+
+A pure function of the queue items (no database, no clock), so the order is tested
+table-driven and the teach page, its tests and benchmarks/learning_curve.py rank alike.
+
+Each item's value is
+
+    value = uncertainty + UNFAMILIAR_WEIGHT * novelty
+
+- uncertainty = exp(-|logit(score) - logit(boundary)| / half_width), where boundary is the
+  midpoint, in log-odds, of the call's lower and upper thresholds (the policy's auto-approve and
+  auto-remove for the final score; the source's queue and remove for the abuse score) and
+  half_width is half the log-odds distance between them: 1 at the boundary, 1/e at either
+  threshold, smaller the further a score lies outside the band. The closest of the item's calls
+  counts; no score counts as 1 (nothing is known).
+- novelty = min(unfamiliarity, NOVELTY_CAP) / NOVELTY_CAP, from the served familiarity measure
+  (>= 1 is unfamiliar, modelops/text/familiarity.py); none measured counts as 0.
+
+Then the order is built greedily, best first, with diminishing returns for more of the same:
+an item's value is multiplied by GROUP_DECAY for each item of its campaign or near-duplicate
+group already placed above it, and by AUTHOR_DECAY for each item of its author. Twenty copies of
+one campaign therefore cost one slot near the top, not twenty, and a prolific author does not
+crowd out the rest. Nothing here looks at what the violation is: only scores, thresholds, the
+familiarity measure and the groups.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+
+UNFAMILIAR_WEIGHT = 1.0
+NOVELTY_CAP = 2.0
+GROUP_DECAY = 0.1
+AUTHOR_DECAY = 0.5
+# What the page calls "uncertain": a score within the threshold band's inner part (1/e at the
+# thresholds, so about the middle two thirds of the band in log-odds).
+UNCERTAIN_MIN = 0.5
+_EPS = 1e-4
+
+
+@dataclass(frozen=True)
+class Call:
+    """One score and the thresholds that decide it: below `approve` the policy approves (or does
+    not queue), at or above `remove` it removes."""
+
+    score: float | None
+    approve: float
+    remove: float
+
+
+@dataclass(frozen=True)
+class TeachItem:
+    post_id: int
+    # The spam call (final score, policy thresholds) and, where the post has one, the abuse call
+    # (abuse score, its source's queue and remove thresholds): the closest call counts.
+    calls: tuple[Call, ...]
+    unfamiliarity: float | None = None
+    author_id: Hashable | None = None
+    # Campaign id and near-duplicate key (exact content hash): items sharing either are one group.
+    groups: tuple[Hashable, ...] = ()
+
+
+@dataclass(frozen=True)
+class TeachPick:
+    item: TeachItem
+    value: float  # after the diminishing returns
+    uncertainty: float
+    novelty: float
+    reasons: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, _EPS), 1.0 - _EPS)
+    return math.log(p / (1.0 - p))
+
+
+def uncertainty(score: float | None, approve_threshold: float, remove_threshold: float) -> float:
+    """1 at the midpoint of the band (log-odds), 1/e at its thresholds, towards 0 far outside."""
+    if score is None:
+        return 1.0
+    low, high = _logit(approve_threshold), _logit(remove_threshold)
+    half_width = max((high - low) / 2.0, _EPS)
+    return math.exp(-abs(_logit(score) - (low + high) / 2.0) / half_width)
+
+
+def novelty(unfamiliarity: float | None) -> float:
+    if unfamiliarity is None or unfamiliarity <= 0:
+        return 0.0
+    return min(unfamiliarity, NOVELTY_CAP) / NOVELTY_CAP
+
+
+def reasons_for(item: TeachItem, u: float) -> tuple[str, ...]:
+    """Why the item is on the teach page, as its row says it."""
+    out = []
+    if u >= UNCERTAIN_MIN:
+        out.append("uncertain")
+    if item.unfamiliarity is not None and item.unfamiliarity >= NOVELTY_CAP:
+        out.append("new kind")  # far past the familiarity limit: unlike what the model trained on
+    elif item.unfamiliarity is not None and item.unfamiliarity >= 1.0:
+        out.append("unfamiliar")
+    return tuple(out)
+
+
+def teach_order(items: Sequence[TeachItem], *, limit: int | None = None) -> list[TeachPick]:
+    """The items best first (at most `limit`); ties keep the input order."""
+    base: list[tuple[float, float, float]] = []
+    heap: list[tuple[float, int]] = []
+    for index, item in enumerate(items):
+        u = max((uncertainty(c.score, c.approve, c.remove) for c in item.calls), default=1.0)
+        n = novelty(item.unfamiliarity)
+        value = u + UNFAMILIAR_WEIGHT * n
+        base.append((value, u, n))
+        heap.append((-value, index))
+    heapq.heapify(heap)
+    group_seen: Counter[Hashable] = Counter()
+    author_seen: Counter[Hashable] = Counter()
+    picks: list[TeachPick] = []
+    want = len(items) if limit is None else min(limit, len(items))
+
+    def discounted(index: int) -> float:
+        item = items[index]
+        repeats = max((group_seen[g] for g in item.groups), default=0)
+        authored = author_seen[item.author_id] if item.author_id is not None else 0
+        return base[index][0] * GROUP_DECAY**repeats * AUTHOR_DECAY**authored
+
+    # Lazy greedy: a value only ever falls as items are placed, so an item popped with its
+    # current value still at least the next one's stored value is the best left.
+    while heap and len(picks) < want:
+        stored, index = heapq.heappop(heap)
+        current = discounted(index)
+        if heap and -current > heap[0][0] + 1e-12 and current < -stored:
+            heapq.heappush(heap, (-current, index))
+            continue
+        item = items[index]
+        _, u, n = base[index]
+        picks.append(TeachPick(item=item, value=current, uncertainty=u, novelty=n, reasons=reasons_for(item, u)))
+        for g in set(item.groups):
+            group_seen[g] += 1
+        if item.author_id is not None:
+            author_seen[item.author_id] += 1
+    return picks
