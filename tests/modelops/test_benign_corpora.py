@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Sequence
 from io import StringIO
 from pathlib import Path
 
@@ -67,7 +68,7 @@ def test_mix_adds_benign_ham_and_spam_in_context_and_keeps_the_test_split() -> N
 
 
 def test_report_counts_false_positives_per_threshold_and_recall_in_context() -> None:
-    def scorer(texts: list[str]) -> np.ndarray:  # spam words score 0.95, "minister" 0.6, else 0.1
+    def scorer(texts: Sequence[str]) -> np.ndarray:  # spam words score 0.95, "minister" 0.6, else 0.1
         return np.array([0.95 if "won" in t else 0.6 if "minister" in t else 0.1 for t in texts])
 
     report = benign_report({"s": scorer}, _benign(), ["urgent you have won"], remove_threshold=0.9)
