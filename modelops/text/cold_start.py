@@ -17,11 +17,12 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
-from modelops.text.benign_corpora import BenignSplits, in_context
-from modelops.text.data import SmsSplits, TextSplit
+from modelops.text.benign_corpora import BenignSplits, in_context, load_benign_splits
+from modelops.text.data import SmsSplits, TextSplit, load_sms_splits
 
 Scorer = Callable[[Sequence[str]], np.ndarray]
 
@@ -48,6 +49,16 @@ def mix_benign(splits: SmsSplits, benign: BenignSplits, seed: int = 42) -> SmsSp
         validation=_mixed(splits.validation, benign.validation, seed + 1),
         source=f"{splits.source} + benign writing ({used}) + SMS spam placed in that writing",
     )
+
+
+def bootstrap_text_splits(names: Sequence[str], cache_dir: Path, seed: int = 42) -> SmsSplits:
+    """What the bootstrap text model trains on: the SMS splits mixed with the named benign
+    corpora (the SMS splits alone when none are named). Retraining replays the same mix, so a
+    retrained model keeps what the bootstrap learned about other kinds of writing."""
+    sms = load_sms_splits(seed=seed)
+    if not names:
+        return sms
+    return mix_benign(sms, load_benign_splits(cache_dir, list(names), seed=seed), seed=seed)
 
 
 def _rates(probs: np.ndarray, remove_threshold: float) -> dict[str, float]:

@@ -112,3 +112,21 @@ def test_command_trains_on_benign_writing_and_reports_it(
     assert set(metrics["cold_start"]["corpora"]["headlines"]) >= {"transformer", "lexical", "served"}
     with pytest.raises(CommandError, match="unknown benign corpora"):
         call_command("train_text_model", "--benign-corpora", "nope", stdout=StringIO())
+
+
+def test_retraining_replays_the_bootstrap_mix(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    from feedback.services.replay import bootstrap_replay_rows
+    from modelops.text import cold_start
+
+    monkeypatch.setattr(cold_start, "load_sms_splits", lambda seed: _splits())
+    monkeypatch.setattr(cold_start, "load_benign_splits", lambda cache, names, seed: _benign())
+    assert cold_start.bootstrap_text_splits([], Path("unused")) == _splits()
+    settings.TEXT_BENIGN_CORPORA = ["headlines"]
+    rows = {row["text"]: row["label"] for row in bootstrap_replay_rows(10_000)}
+    assert rows["The council met on Tuesday to discuss the budget."] == "ham"
+    assert rows["Shares fell sharply in early trading."] == "ham"  # validation side too
+    assert "The minister resigned after the vote." not in rows  # held out: never replayed
+    assert any(
+        label == "spam" and "WIN a prize now call 0800" in text and text != "WIN a prize now call 0800"
+        for text, label in rows.items()
+    )
