@@ -1,21 +1,28 @@
 """Campaigns at scoring time: near-copies of one text posted within one source by different
 accounts, from different domains and IPs, grouped so a moderator decides them once.
 
-For each batch, per source:
+For each batch, per source, in a fixed number of statements whatever the batch holds:
 1. Each post long enough to compare (CAMPAIGN_MIN_CHARS normalized characters) gets its
    shingles, MinHash and LSH band buckets (scoring.features.near_duplicates).
-2. Under the source's campaign lock (a PostgreSQL advisory lock for the transaction), its
-   buckets are stored (CampaignBucket) and the posts of the same source sharing a bucket are
-   read back: the candidates, at most CAMPAIGN_MAX_CANDIDATES per post, most shared buckets
-   first. The lock makes "look, then join or create" one step, so two workers scoring two
-   copies at once do not open two campaigns.
+2. Its buckets are stored (CampaignBucket, one INSERT, committed at once) and then the newest
+   CANDIDATES_PER_BUCKET stored posts of each bucket are read back (one statement), with the
+   batch's own posts sharing a bucket: the candidates, at most CAMPAIGN_MAX_CANDIDATES per post,
+   most shared buckets first.
 3. A candidate is a near-copy when the exact Jaccard similarity of the two shingle sets reaches
-   CAMPAIGN_JACCARD (LSH alone is approximate both ways).
-4. `campaign_plan` (pure) decides: a post joins the oldest campaign among its near-copies; with
-   none in a campaign, the post and its near-copies open one when they come from at least
-   CAMPAIGN_MIN_AUTHORS authors. Copies by one author alone are that author's cluster, not a
-   campaign; once a campaign exists, that author's further copies join it. Campaigns are
-   never merged: a post near two joins the older.
+   CAMPAIGN_JACCARD (LSH alone is approximate both ways). A post stops at its first near-copy
+   already in a campaign.
+4. In one transaction, the posts with near-copies and those near-copies are row-locked in id
+   order and their campaigns read; `campaign_plan` (pure) decides: a post joins the oldest
+   campaign among its near-copies; with none in a campaign, the post and its near-copies open
+   one when they come from at least CAMPAIGN_MIN_AUTHORS authors. Copies by one author alone
+   are that author's cluster, not a campaign; once a campaign exists, that author's further
+   copies join it. Campaigns are never merged: a post near two joins the older.
+
+Why no merge is lost between two workers scoring copies of one text at once: each stores its
+buckets before it reads, so the one that reads second sees the other's posts (at least one of
+the two does). Opening or joining then needs the row locks of every post involved, so when both
+saw the same post the second waits for the first's commit and reads the campaign it made. Only
+batches that share a post wait for each other; the source's other batches do not.
 
 Tenancy: buckets, candidates and members are all filtered by the post's own source.
 
@@ -203,17 +210,15 @@ def _detect_in_source(
         if taken:
             campaigns = Campaign.objects.in_bulk(sorted(set(taken.values())))
             found |= {pk: campaigns[cid] for pk, cid in taken.items()}
-    for group in plan:
-        campaign = found.get(group.post_ids[0])
-        if campaign is not None:
-            logger.info(
-                "scoring.campaign_joined campaign_id=%s source_id=%s posts=%s members=%s authors=%s",
-                campaign.pk,
-                source_id,
-                len(group.post_ids),
-                campaign.member_count,
-                campaign.author_count,
-            )
+    # One line per batch: a line per campaign was most of the batch's log volume (a batch of a
+    # repeated corpus joins dozens), and the members are on the campaign page.
+    logger.info(
+        "scoring.campaigns_joined source_id=%s posts=%s campaigns=%s opened=%s",
+        source_id,
+        len(found),
+        len({c.pk for c in found.values()}),
+        sum(1 for g in plan if g.campaign_id is None),
+    )
     return found
 
 
@@ -266,10 +271,17 @@ def _buckets_store(source_id: int, rows: Sequence[tuple[int, set[int]]]) -> None
     table = connection.ops.quote_name(CampaignBucket._meta.db_table)
     posts = [pk for pk, keys in rows for _ in keys]
     values = [b for _, keys in rows for b in keys]
+    # Its own transaction (see the module docstring), committed without waiting for the disk:
+    # the campaign transaction that follows waits for its own commit, whose WAL flush carries
+    # these rows; a crash before that loses the whole step, which the retried task redoes. In
+    # one statement: set_config(..., true) holds for this statement's transaction only. Never
+    # inside a caller's transaction, whose commit it would make asynchronous too.
+    nowait = "" if connection.in_atomic_block else ", (SELECT set_config('synchronous_commit', 'off', true)) AS s"
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {table} (source_id, bucket, post_id) "  # noqa: S608  (a model's table name)
-            "SELECT %s, r.b, r.p FROM unnest(%s::bigint[], %s::bigint[]) AS r(b, p) ON CONFLICT DO NOTHING",
+            f"SELECT %s, r.b, r.p FROM unnest(%s::bigint[], %s::bigint[]) AS r(b, p){nowait} "
+            "ON CONFLICT DO NOTHING",
             [source_id, values, posts],
         )
 
