@@ -26,5 +26,3 @@ WHITENOISE_USE_FINDERS = True
 # Webhook receivers on this machine (loopback, plain http) are allowed here, never in production.
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=True)
 
-# The tests exercise campaign detection, which deployments switch on (off by default).
-CAMPAIGN_DETECTION = env.bool("CAMPAIGN_DETECTION", default=True)
