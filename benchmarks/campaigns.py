@@ -93,6 +93,24 @@ def _backend_cpu_s() -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _grouped(posts: list[tuple[str, int, int]], campaign_of: dict[int, int | None], rows: list) -> dict[str, float]:
+    """What the campaigns formed in the database recovered: copies in their original's campaign,
+    families (original and copies, every round) all in one campaign."""
+    families: dict[int, list[int | None]] = defaultdict(list)
+    for (_, family, _), row in zip(posts, rows, strict=True):
+        if family >= 0:
+            families[family].append(campaign_of[row.pk])
+    copies = joined = whole = 0
+    for members in families.values():
+        whole += members[0] is not None and len(set(members)) == 1
+        copies += len(members) - 1
+        joined += sum(1 for c in members[1:] if c is not None and c == members[0])
+    return {
+        "db_copy_recall": round(joined / max(copies, 1), 4),
+        "db_family_recall": round(whole / max(len(families), 1), 4),
+    }
+
+
 def db_cost(posts: list[tuple[str, int, int]], *, rounds: int = 1, authors: int = 0) -> dict[str, object]:
     """campaigns_detect over the posts in scoring batches, against the configured database."""
     import uuid
@@ -143,12 +161,14 @@ def db_cost(posts: list[tuple[str, int, int]], *, rounds: int = 1, authors: int 
             "campaigns": campaigns.count(),
             "posts_in_campaigns": Post.objects.filter(source=source, campaign__isnull=False).count(),
             "bucket_rows_per_post": round(CampaignBucket.objects.filter(source=source).count() / len(rows), 2),
+            **_grouped(posts, dict(Post.objects.filter(source=source).values_list("pk", "campaign_id")), rows),
         }
         # The pre-publish check's case: one new post at a time, against everything indexed above.
         singles = []
         for i, (text, _, _) in enumerate(posts[:: max(1, len(posts) // SINGLES)][:SINGLES]):
+            author = authors[i % len(authors)]
             post = Post.objects.create(
-                source=source, author=authors[i % len(authors)], external_id=f"single{i}", text=text + " again", created_at=now
+                source=source, author=author, external_id=f"single{i}", text=text + " again", created_at=now
             )
             started_wall = time.perf_counter()
             campaigns_detect(posts=[post])
