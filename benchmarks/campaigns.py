@@ -135,13 +135,13 @@ def db_cost(posts: list[tuple[str, int, int]], *, rounds: int = 1, authors: int 
 
     try:
         posts = posts * rounds
-        authors = Author.objects.bulk_create(
+        people = Author.objects.bulk_create(
             [Author(source=source, external_id=f"a{i}") for i in range(authors or len(posts))], batch_size=2000
         )
         now = timezone.now()
         rows = Post.objects.bulk_create(
             [
-                Post(source=source, author=authors[i % len(authors)], external_id=f"p{i}", text=t, created_at=now)
+                Post(source=source, author=people[i % len(people)], external_id=f"p{i}", text=t, created_at=now)
                 for i, (t, _, _) in enumerate(posts)
             ],
             batch_size=2000,
@@ -166,7 +166,7 @@ def db_cost(posts: list[tuple[str, int, int]], *, rounds: int = 1, authors: int 
         # The pre-publish check's case: one new post at a time, against everything indexed above.
         singles = []
         for i, (text, _, _) in enumerate(posts[:: max(1, len(posts) // SINGLES)][:SINGLES]):
-            author = authors[i % len(authors)]
+            author = people[i % len(people)]
             post = Post.objects.create(
                 source=source, author=author, external_id=f"single{i}", text=text + " again", created_at=now
             )
@@ -177,7 +177,7 @@ def db_cost(posts: list[tuple[str, int, int]], *, rounds: int = 1, authors: int 
         return {
             "posts": len(rows),
             "rounds": rounds,
-            "authors": len(authors),
+            "authors": len(people),
             "cpu_ms_per_post": round(cpu * 1000.0 / len(rows), 3),
             "postgresql_cpu_ms_per_post": round(pg_cpu * 1000.0 / len(rows), 3),
             "statements_per_batch": round(statements / -(-len(rows) // BATCH), 1),

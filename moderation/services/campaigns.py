@@ -7,7 +7,7 @@ ids the caller passes."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from django.db import connection
@@ -99,7 +99,7 @@ def _counters_add(joined: dict[int, list[tuple[int, int, datetime]]]) -> None:
         .distinct()
     )
 
-    def case(values: dict[int, object], field: IntegerField | DateTimeField) -> Case:
+    def case(values: Mapping[int, object], field: IntegerField | DateTimeField) -> Case:
         return Case(*[When(pk=cid, then=Value(v)) for cid, v in values.items()], output_field=field)
 
     members = {cid: len(m) for cid, m in joined.items()}
