@@ -25,4 +25,3 @@ WHITENOISE_USE_FINDERS = True
 
 # Webhook receivers on this machine (loopback, plain http) are allowed here, never in production.
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=True)
-
