@@ -229,8 +229,8 @@ def _commit_without_waiting() -> None:
     """This transaction's commit does not wait for the disk. Safe for what campaign detection
     writes: the scoring transaction that follows (settle) commits synchronously, and its WAL
     flush carries these rows too; a crash before that loses the whole pass, which the retried
-    task redoes. A second flush per batch doubled the pre-publish check's latency on a busy
-    disk (benchmarks/e2e_load.py, wait_ms=50)."""
+    task redoes. A flush of its own would be one more wait on the disk per batch, which the
+    pre-publish check (wait_ms) pays in its latency."""
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL synchronous_commit TO OFF")
 
