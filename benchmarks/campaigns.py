@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import random
 import re
 import sys
@@ -81,11 +82,41 @@ def _root(parent: list[int], x: int) -> int:
     return x
 
 
-def db_cost(posts: list[tuple[str, int, int]]) -> dict[str, object]:
+def _backend_cpu_s() -> float:
+    """CPU seconds of this connection's PostgreSQL backend so far (same machine: /proc)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (pid,) = cursor.fetchone()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _grouped(posts: list[tuple[str, int, int]], campaign_of: dict[int, int | None], rows: list) -> dict[str, float]:
+    """What the campaigns formed in the database recovered: copies in their original's campaign,
+    families (original and copies, every round) all in one campaign."""
+    families: dict[int, list[int | None]] = defaultdict(list)
+    for (_, family, _), row in zip(posts, rows, strict=True):
+        if family >= 0:
+            families[family].append(campaign_of[row.pk])
+    copies = joined = whole = 0
+    for members in families.values():
+        whole += members[0] is not None and len(set(members)) == 1
+        copies += len(members) - 1
+        joined += sum(1 for c in members[1:] if c is not None and c == members[0])
+    return {
+        "db_copy_recall": round(joined / max(copies, 1), 4),
+        "db_family_recall": round(whole / max(len(families), 1), 4),
+    }
+
+
+def db_cost(posts: list[tuple[str, int, int]], *, rounds: int = 1, authors: int = 0) -> dict[str, object]:
     """campaigns_detect over the posts in scoring batches, against the configured database."""
     import uuid
 
     from django.core.management import call_command
+    from django.db import connection
     from django.utils import timezone
 
     from moderation.models import Author, Campaign, Post, Source
@@ -95,36 +126,49 @@ def db_cost(posts: list[tuple[str, int, int]]) -> dict[str, object]:
     call_command("migrate", verbosity=0)
     tag = uuid.uuid4().hex[:10]
     source = Source.objects.create(name=f"bench-campaigns-{tag}", slug=f"bench-campaigns-{tag}")
+    statements = 0
+
+    def count(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        nonlocal statements
+        statements += 1
+        return execute(sql, params, many, context)
+
     try:
-        authors = Author.objects.bulk_create(
-            [Author(source=source, external_id=f"a{i}") for i in range(len(posts))], batch_size=2000
+        posts = posts * rounds
+        people = Author.objects.bulk_create(
+            [Author(source=source, external_id=f"a{i}") for i in range(authors or len(posts))], batch_size=2000
         )
         now = timezone.now()
         rows = Post.objects.bulk_create(
             [
-                Post(source=source, author=a, external_id=f"p{i}", text=t, created_at=now)
-                for i, ((t, _, _), a) in enumerate(zip(posts, authors, strict=True))
+                Post(source=source, author=people[i % len(people)], external_id=f"p{i}", text=t, created_at=now)
+                for i, (t, _, _) in enumerate(posts)
             ],
             batch_size=2000,
         )
-        cpu = wall = 0.0
+        cpu = wall = pg_cpu = 0.0
         for i in range(0, len(rows), BATCH):
             batch = list(Post.objects.filter(pk__in=[p.pk for p in rows[i : i + BATCH]]).order_by("pk"))
+            started_pg = _backend_cpu_s()
             started_cpu, started_wall = time.process_time(), time.perf_counter()
-            campaigns_detect(posts=batch)
+            with connection.execute_wrapper(count):
+                campaigns_detect(posts=batch)
             cpu += time.process_time() - started_cpu
             wall += time.perf_counter() - started_wall
+            pg_cpu += _backend_cpu_s() - started_pg
         campaigns = Campaign.objects.filter(source=source)
         formed = {
             "campaigns": campaigns.count(),
             "posts_in_campaigns": Post.objects.filter(source=source, campaign__isnull=False).count(),
             "bucket_rows_per_post": round(CampaignBucket.objects.filter(source=source).count() / len(rows), 2),
+            **_grouped(posts, dict(Post.objects.filter(source=source).values_list("pk", "campaign_id")), rows),
         }
         # The pre-publish check's case: one new post at a time, against everything indexed above.
         singles = []
         for i, (text, _, _) in enumerate(posts[:: max(1, len(posts) // SINGLES)][:SINGLES]):
+            author = people[i % len(people)]
             post = Post.objects.create(
-                source=source, author=authors[i], external_id=f"single{i}", text=text + " again", created_at=now
+                source=source, author=author, external_id=f"single{i}", text=text + " again", created_at=now
             )
             started_wall = time.perf_counter()
             campaigns_detect(posts=[post])
@@ -132,7 +176,11 @@ def db_cost(posts: list[tuple[str, int, int]]) -> dict[str, object]:
         singles.sort()
         return {
             "posts": len(rows),
+            "rounds": rounds,
+            "authors": len(people),
             "cpu_ms_per_post": round(cpu * 1000.0 / len(rows), 3),
+            "postgresql_cpu_ms_per_post": round(pg_cpu * 1000.0 / len(rows), 3),
+            "statements_per_batch": round(statements / -(-len(rows) // BATCH), 1),
             "wall_ms_per_post": round(wall * 1000.0 / len(rows), 3),
             **formed,
             "single_post_wall_ms_p50_p95": [
@@ -155,6 +203,13 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", action="store_true", help="also time campaigns_detect against DATABASE_URL")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="--db: post the corpus this many times over (a long campaign's buckets)"
+    )
+    parser.add_argument(
+        "--authors", type=int, default=0, help="--db: rotate the posts over this many authors (0: one each)"
+    )
+    parser.add_argument("--skip-recall", action="store_true", help="only the --db step")
     args = parser.parse_args()
     django.setup()
     from django.conf import settings
@@ -189,7 +244,7 @@ def main() -> None:
     }
     sets = [shingles(t) for t, _, _ in posts]
     rows = []
-    for threshold in THRESHOLDS:
+    for threshold in () if args.skip_recall else THRESHOLDS:
         started = time.process_time()
         keys: list[list[int]] = []
         for i in range(0, len(posts), BATCH):
@@ -241,7 +296,7 @@ def main() -> None:
         )
     report["rows"] = rows
     if args.db:
-        report["scoring_step_with_postgresql"] = db_cost(posts)
+        report["scoring_step_with_postgresql"] = db_cost(posts, rounds=args.rounds, authors=args.authors)
     print(json.dumps(report, indent=2))
 
 

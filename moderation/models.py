@@ -608,7 +608,7 @@ class BulkAction(models.Model):
 class Campaign(models.Model):
     """Near-copies of one text within one source, whatever accounts, domains and IPs posted them
     (found at scoring time: scoring.services.campaigns). A campaign never spans sources. The
-    counters are recounted from the member posts whenever members join."""
+    counters move by the members that join (moderation.services.campaigns)."""
 
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="campaigns", db_index=False)
     first_seen_at = models.DateTimeField(default=timezone.now)

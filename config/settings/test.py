@@ -26,8 +26,6 @@ WHITENOISE_USE_FINDERS = True
 # Webhook receivers on this machine (loopback, plain http) are allowed here, never in production.
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=True)
 
-# The tests exercise campaign detection, which deployments switch on (off by default).
-CAMPAIGN_DETECTION = env.bool("CAMPAIGN_DETECTION", default=True)
 
 # The tests train tiny text models on the SMS collection alone; the benign corpora have their
 # own tests (tests/modelops/test_benign_corpora.py).

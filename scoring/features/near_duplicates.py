@@ -59,9 +59,21 @@ def jaccard(a: set[bytes], b: set[bytes]) -> float:
 def signature(items: set[bytes], *, num_perm: int) -> MinHash:
     from datasketch import MinHash
 
-    minhash = MinHash(num_perm=num_perm, seed=MINHASH_SEED)
+    template = _template(num_perm)
+    minhash = MinHash(num_perm=num_perm, seed=MINHASH_SEED, permutations=template.permutations, scheme=template.scheme)
     minhash.update_batch(list(items))
     return minhash
+
+
+@functools.lru_cache(maxsize=4)
+def _template(num_perm: int) -> MinHash:
+    """A MinHash of the seed, for its permutations: datasketch draws them from the seed for
+    every new MinHash, which was a third of campaign detection's CPU (cProfile,
+    benchmarks/campaigns.py --db). The same seed gives the same permutations, so passing them
+    changes no signature."""
+    from datasketch import MinHash
+
+    return MinHash(num_perm=num_perm, seed=MINHASH_SEED)
 
 
 @functools.lru_cache(maxsize=8)

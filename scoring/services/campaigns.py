@@ -1,21 +1,28 @@
 """Campaigns at scoring time: near-copies of one text posted within one source by different
 accounts, from different domains and IPs, grouped so a moderator decides them once.
 
-For each batch, per source:
+For each batch, per source, in a fixed number of statements whatever the batch holds:
 1. Each post long enough to compare (CAMPAIGN_MIN_CHARS normalized characters) gets its
    shingles, MinHash and LSH band buckets (scoring.features.near_duplicates).
-2. Under the source's campaign lock (a PostgreSQL advisory lock for the transaction), its
-   buckets are stored (CampaignBucket) and the posts of the same source sharing a bucket are
-   read back: the candidates, at most CAMPAIGN_MAX_CANDIDATES per post, most shared buckets
-   first. The lock makes "look, then join or create" one step, so two workers scoring two
-   copies at once do not open two campaigns.
+2. Its buckets are stored (CampaignBucket, one INSERT, committed at once) and then the newest
+   CANDIDATES_PER_BUCKET stored posts of each bucket are read back (one statement), with the
+   batch's own posts sharing a bucket: the candidates, at most CAMPAIGN_MAX_CANDIDATES per post,
+   most shared buckets first.
 3. A candidate is a near-copy when the exact Jaccard similarity of the two shingle sets reaches
-   CAMPAIGN_JACCARD (LSH alone is approximate both ways).
-4. `campaign_plan` (pure) decides: a post joins the oldest campaign among its near-copies; with
-   none in a campaign, the post and its near-copies open one when they come from at least
-   CAMPAIGN_MIN_AUTHORS authors. Copies by one author alone are that author's cluster, not a
-   campaign; once a campaign exists, that author's further copies join it. Campaigns are
-   never merged: a post near two joins the older.
+   CAMPAIGN_JACCARD (LSH alone is approximate both ways). A post stops at its first near-copy
+   already in a campaign.
+4. In one transaction, the posts with near-copies and those near-copies are row-locked in id
+   order and their campaigns read; `campaign_plan` (pure) decides: a post joins the oldest
+   campaign among its near-copies; with none in a campaign, the post and its near-copies open
+   one when they come from at least CAMPAIGN_MIN_AUTHORS authors. Copies by one author alone
+   are that author's cluster, not a campaign; once a campaign exists, that author's further
+   copies join it. Campaigns are never merged: a post near two joins the older.
+
+Why no merge is lost between two workers scoring copies of one text at once: each stores its
+buckets before it reads, so the one that reads second sees the other's posts (at least one of
+the two does). Opening or joining then needs the row locks of every post involved, so when both
+saw the same post the second waits for the first's commit and reads the campaign it made. Only
+batches that share a post wait for each other; the source's other batches do not.
 
 Tenancy: buckets, candidates and members are all filtered by the post's own source.
 
@@ -39,15 +46,15 @@ from django.utils import timezone
 
 from moderation.enforcement_state import author_allowlisted
 from moderation.models import Campaign, Label, Post
-from moderation.services.campaigns import campaign_members_add
+from moderation.services.campaigns import campaigns_members_add
 from scoring.features.near_duplicates import buckets, jaccard, normalized, shingles, signature
 from scoring.models import Action, CampaignBucket
 
 logger = logging.getLogger(__name__)
 
-# pg_advisory_xact_lock(class, source id): the class keeps these locks apart from any other
-# advisory lock keyed by a source id.
-CAMPAIGN_LOCK_CLASS = 0x43414D50  # "CAMP"
+# Stored posts read back per bucket, newest first (the batch's own posts are known without a
+# read). A bucket of a common text holds thousands of posts; its newest few find its campaign.
+CANDIDATES_PER_BUCKET = 4
 CAMPAIGN_SPAM_REASON = "campaign decided as spam"
 
 
@@ -133,12 +140,9 @@ def campaigns_detect(*, posts: Sequence[Post], config: CampaignSettings | None =
             continue
         if len(normalized(post.text)) >= config.min_chars:
             by_source[post.source_id].append((post, shingles(post.text)))
-    if not by_source:
-        return found
     now = timezone.now()
-    with transaction.atomic():
-        for source_id in sorted(by_source):
-            found.update(_detect_in_source(source_id, by_source[source_id], config=config, now=now))
+    for source_id in sorted(by_source):
+        found.update(_detect_in_source(source_id, by_source[source_id], config=config, now=now))
     by_id = {p.pk: p for p in posts}
     for post_id, campaign in found.items():
         if post_id in by_id:
@@ -149,66 +153,122 @@ def campaigns_detect(*, posts: Sequence[Post], config: CampaignSettings | None =
 def _detect_in_source(
     source_id: int, items: list[tuple[Post, set[bytes]]], *, config: CampaignSettings, now: datetime
 ) -> dict[int, Campaign]:
-    keys = buckets(
-        [signature(s, num_perm=config.num_perm) for _, s in items], threshold=config.jaccard, num_perm=config.num_perm
-    )
-    _source_lock(source_id)
-    _buckets_store(source_id, [(post.pk, set(post_keys)) for (post, _), post_keys in zip(items, keys, strict=True)])
-    posts_in_bucket: dict[int, list[int]] = defaultdict(list)
-    for bucket, post_id in _bucket_members(source_id, sorted({b for k in keys for b in k}), config.max_candidates + 1):
-        posts_in_bucket[bucket].append(post_id)
+    signatures = [signature(s, num_perm=config.num_perm) for _, s in items]
+    keys = [set(k) for k in buckets(signatures, threshold=config.jaccard, num_perm=config.num_perm)]
+    own = {post.pk: s for post, s in items}
+    # Stored (and committed) before the candidates are read: of two batches racing with copies
+    # of one text, the one that reads second sees the other's posts.
+    _buckets_store(source_id, [(post.pk, k) for (post, _), k in zip(items, keys, strict=True)])
+    in_batch: dict[int, list[int]] = defaultdict(list)
+    for (post, _), post_keys in zip(items, keys, strict=True):
+        for b in post_keys:
+            in_batch[b].append(post.pk)
+    stored: dict[int, list[int]] = defaultdict(list)
+    for bucket, post_id in _bucket_members(source_id, sorted(in_batch), CANDIDATES_PER_BUCKET, exclude=sorted(own)):
+        stored[bucket].append(post_id)
     candidates: dict[int, list[int]] = {}
     for (post, _), post_keys in zip(items, keys, strict=True):
-        shared = Counter(p for b in set(post_keys) for p in posts_in_bucket.get(b, ()) if p != post.pk)
-        candidates[post.pk] = [p for p, _ in shared.most_common(config.max_candidates)]
-    wanted = {p for ids in candidates.values() for p in ids}
-    rows = {
-        pk: (text, author_id, campaign_id)
-        for pk, text, author_id, campaign_id in Post.objects.filter(source_id=source_id, pk__in=wanted).values_list(
-            "pk", "text", "author_id", "campaign_id"
-        )
-    }
-    own = {post.pk: s for post, s in items}
-    other_shingles = {pk: own.get(pk) or shingles(text) for pk, (text, _, _) in rows.items()}
-    matches = {
-        post.pk: [p for p in candidates[post.pk] if p in rows and jaccard(s, other_shingles[p]) >= config.jaccard]
-        for post, s in items
-    }
-    campaign_of: dict[int, int | None] = {pk: c for pk, (_, _, c) in rows.items()}
-    author_of = {pk: a for pk, (_, a, _) in rows.items()}
-    for post, _ in items:
-        campaign_of[post.pk] = post.campaign_id
-        author_of[post.pk] = post.author_id
-    plan = campaign_plan(
-        new_post_ids=[post.pk for post, _ in items],
-        matches=matches,
-        campaign_of=campaign_of,
-        author_of=author_of,
-        min_authors=config.min_authors,
+        shared = Counter(p for b in post_keys for p in (*in_batch[b], *stored.get(b, ())) if p != post.pk)
+        ranked = sorted(shared.items(), key=lambda kv: (-kv[1], -kv[0]))  # most shared buckets, then newest
+        candidates[post.pk] = [p for p, _ in ranked[: config.max_candidates]]
+    wanted = {p for ids in candidates.values() for p in ids if p not in own}
+    rows = (
+        {
+            pk: (text, author_id, campaign_id)
+            for pk, text, author_id, campaign_id in Post.objects.filter(
+                source_id=source_id, pk__in=sorted(wanted)
+            ).values_list("pk", "text", "author_id", "campaign_id")
+        }
+        if wanted
+        else {}
     )
-    found: dict[int, Campaign] = {}
-    for group in plan:
-        campaign = campaign_members_add(
-            source_id=source_id, campaign_id=group.campaign_id, post_ids=group.post_ids, now=now
+    matches = _verified(items, candidates, rows=rows, threshold=config.jaccard)
+    if not any(matches.values()):
+        return {}
+    author_of = {pk: a for pk, (_, a, _) in rows.items()} | {post.pk: post.author_id for post, _ in items}
+    involved = sorted({pk for pk, near in matches.items() if near} | {p for near in matches.values() for p in near})
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost and connection.vendor == "postgresql":
+            _commit_without_waiting()
+        # The posts' campaigns as they are now, row-locked in id order until the commit: a
+        # concurrent batch joining or opening a campaign with any of these posts waits for this
+        # one and then sees its campaign (no second campaign for one text, no lost member).
+        campaign_of: dict[int, int | None] = dict(
+            Post.objects.select_for_update()
+            .filter(source_id=source_id, pk__in=involved)
+            .order_by("pk")
+            .values_list("pk", "campaign_id")
         )
-        found.update(dict.fromkeys(group.post_ids, campaign))
-        logger.info(
-            "scoring.campaign_joined campaign_id=%s source_id=%s posts=%s members=%s authors=%s",
-            campaign.pk,
-            source_id,
-            len(group.post_ids),
-            campaign.member_count,
-            campaign.author_count,
+        plan = campaign_plan(
+            new_post_ids=[post.pk for post, _ in items if matches[post.pk]],
+            matches=matches,
+            campaign_of=campaign_of,
+            author_of=author_of,
+            min_authors=config.min_authors,
         )
+        found = campaigns_members_add(source_id=source_id, groups=[(g.campaign_id, g.post_ids) for g in plan], now=now)
+        # Posts of this batch a concurrent batch put in a campaign before this one locked them.
+        taken = {pk: cid for pk in own if pk not in found and (cid := campaign_of.get(pk)) is not None}
+        if taken:
+            campaigns = Campaign.objects.in_bulk(sorted(set(taken.values())))
+            found |= {pk: campaigns[cid] for pk, cid in taken.items()}
+    # One line per batch: a line per campaign was most of the batch's log volume (a batch of a
+    # repeated corpus joins dozens), and the members are on the campaign page.
+    logger.info(
+        "scoring.campaigns_joined source_id=%s posts=%s campaigns=%s opened=%s",
+        source_id,
+        len(found),
+        len({c.pk for c in found.values()}),
+        sum(1 for g in plan if g.campaign_id is None),
+    )
     return found
 
 
-def _source_lock(source_id: int) -> None:
-    """The source's campaign lock until the transaction ends. PostgreSQL only: SQLite (the
-    laptop default) lets one transaction write at a time, and the buckets are written first."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [CAMPAIGN_LOCK_CLASS, source_id])
+def _commit_without_waiting() -> None:
+    """This transaction's commit does not wait for the disk. Safe for what campaign detection
+    writes: the scoring transaction that follows (settle) commits synchronously, and its WAL
+    flush carries these rows too; a crash before that loses the whole pass, which the retried
+    task redoes. A flush of its own would be one more wait on the disk per batch, which the
+    pre-publish check (wait_ms) pays in its latency."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
+def _verified(
+    items: Sequence[tuple[Post, set[bytes]]],
+    candidates: Mapping[int, Sequence[int]],
+    *,
+    rows: Mapping[int, tuple[str, int, int | None]],
+    threshold: float,
+) -> dict[int, list[int]]:
+    """Each post's candidates whose exact shingle Jaccard reaches the threshold, best candidates
+    first. A post stops at its first near-copy already in a campaign: it joins that one, and
+    the shingles of its other candidates (most of this step's CPU) are never computed."""
+    own = {post.pk: s for post, s in items}
+    cache: dict[int, set[bytes]] = {}
+
+    def shingles_of(pk: int) -> set[bytes] | None:
+        if pk in own:
+            return own[pk]
+        if pk not in rows:
+            return None
+        if pk not in cache:
+            cache[pk] = shingles(rows[pk][0])
+        return cache[pk]
+
+    matches: dict[int, list[int]] = {}
+    for post, s in items:
+        near: list[int] = []
+        for pk in candidates[post.pk]:
+            other = shingles_of(pk)
+            if other is None or jaccard(s, other) < threshold:
+                continue
+            near.append(pk)
+            if pk in rows and rows[pk][2] is not None:
+                break
+        matches[post.pk] = near
+    return matches
 
 
 def _buckets_store(source_id: int, rows: Sequence[tuple[int, set[int]]]) -> None:
@@ -224,21 +284,32 @@ def _buckets_store(source_id: int, rows: Sequence[tuple[int, set[int]]]) -> None
     table = connection.ops.quote_name(CampaignBucket._meta.db_table)
     posts = [pk for pk, keys in rows for _ in keys]
     values = [b for _, keys in rows for b in keys]
+    # Its own transaction (see the module docstring), committed without waiting for the disk:
+    # the campaign transaction that follows waits for its own commit, whose WAL flush carries
+    # these rows; a crash before that loses the whole step, which the retried task redoes. In
+    # one statement: set_config(..., true) holds for this statement's transaction only. Never
+    # inside a caller's transaction, whose commit it would make asynchronous too.
+    nowait = "" if connection.in_atomic_block else ", (SELECT set_config('synchronous_commit', 'off', true)) AS s"
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {table} (source_id, bucket, post_id) "  # noqa: S608  (a model's table name)
-            "SELECT %s, r.b, r.p FROM unnest(%s::bigint[], %s::bigint[]) AS r(b, p) ON CONFLICT DO NOTHING",
+            f"SELECT %s, r.b, r.p FROM unnest(%s::bigint[], %s::bigint[]) AS r(b, p){nowait} "
+            "ON CONFLICT DO NOTHING",
             [source_id, values, posts],
         )
 
 
-def _bucket_members(source_id: int, keys: Sequence[int], per_bucket: int) -> list[tuple[int, int]]:
-    """(bucket, post id) for the newest `per_bucket` posts of each bucket: a long campaign's
-    buckets hold thousands of members and the newest few are near-copies enough to find it. On
-    PostgreSQL a LATERAL LIMIT per bucket reads only those index entries, backwards."""
+def _bucket_members(
+    source_id: int, keys: Sequence[int], per_bucket: int, *, exclude: Sequence[int]
+) -> list[tuple[int, int]]:
+    """(bucket, post id) for the newest `per_bucket` posts of each bucket outside `exclude`
+    (the batch, whose own buckets are known): a long campaign's buckets hold thousands of
+    members and its newest few are near-copies enough to find it. On PostgreSQL a LATERAL
+    LIMIT per bucket reads only those index entries, backwards."""
     if connection.vendor != "postgresql":
         return list(
             CampaignBucket.objects.filter(source_id=source_id, bucket__in=keys)
+            .exclude(post_id__in=list(exclude))
             .annotate(rank=Window(RowNumber(), partition_by=[F("bucket")], order_by=F("post_id").desc()))
             .filter(rank__lte=per_bucket)
             .values_list("bucket", "post_id")
@@ -247,9 +318,9 @@ def _bucket_members(source_id: int, keys: Sequence[int], per_bucket: int) -> lis
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT k.b, c.post_id FROM unnest(%s::bigint[]) AS k(b) CROSS JOIN LATERAL ("  # noqa: S608
-            f"SELECT post_id FROM {table} WHERE source_id = %s AND bucket = k.b "
+            f"SELECT post_id FROM {table} WHERE source_id = %s AND bucket = k.b AND post_id <> ALL(%s::bigint[]) "
             "ORDER BY post_id DESC LIMIT %s) AS c",
-            [list(keys), source_id, per_bucket],
+            [list(keys), source_id, list(exclude), per_bucket],
         )
         return [(int(b), int(p)) for b, p in cursor.fetchall()]
 

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from moderation.models import Campaign, PostStatus
-from moderation.services.campaigns import campaign_members_add
+from moderation.services.campaigns import campaigns_members_add
 from tests.dashboard.dashboard_factories import AuthorFactory, LinkFactory, PostFactory
 from tests.dashboard.dashboard_fixtures import *  # noqa: F403
 from tests.factories import ReasonCodeFactory
@@ -25,9 +25,9 @@ def _campaign(size: int = 3) -> tuple[Campaign, list]:
         )
         for _ in range(size - 1)
     ]
-    campaign = campaign_members_add(
-        source_id=first.source_id, campaign_id=None, post_ids=[p.pk for p in posts], now=first.received_at
-    )
+    campaign = campaigns_members_add(
+        source_id=first.source_id, groups=[(None, [p.pk for p in posts])], now=first.received_at
+    )[first.pk]
     return campaign, posts
 
 

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from moderation.models import AuditLog, BulkAction, Decision, PostStatus
 from moderation.services.bulk import bulk_decide
-from moderation.services.campaigns import campaign_members_add
+from moderation.services.campaigns import campaigns_members_add
 from moderation.services.decisions import decision_record
 from tests.dashboard.dashboard_factories import AuthorFactory, PostFactory, ReportFactory, ScoreFactory, UserFactory
 from tests.dashboard.dashboard_fixtures import *  # noqa: F403
@@ -35,7 +35,7 @@ def users(db):
 def world(db):
     post = PostFactory(final_score=0.9)
     ScoreFactory(post=post)
-    campaign_members_add(source_id=post.source_id, campaign_id=None, post_ids=[post.pk], now=post.received_at)
+    campaigns_members_add(source_id=post.source_id, groups=[(None, [post.pk])], now=post.received_at)
     post.refresh_from_db()
     other = UserFactory(username="u-other", role="moderator")
     bulk_post = PostFactory()

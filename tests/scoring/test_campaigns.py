@@ -244,3 +244,48 @@ def test_detection_costs_the_same_queries_for_two_or_twelve_copies() -> None:
         return len(ctx)
 
     assert queries_for(2) == queries_for(12)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_batches_of_copies_detected_at_once_open_one_campaign(monkeypatch) -> None:
+    """Two workers, each with copies of one text from new authors, store their buckets before
+    either reads: each sees the other's posts, both try to open a campaign, and the row locks
+    make the second join the first's."""
+    import threading
+
+    from django.db import connection
+
+    from scoring.services import campaigns
+
+    source = make_source()
+    earlier = _copies_from_new_authors(source, COPIES[:1])
+    campaigns.campaigns_detect(posts=earlier)  # stored, alone: in no campaign yet
+    batches = [_copies_from_new_authors(source, COPIES[1:3]), _copies_from_new_authors(source, COPIES[3:5])]
+    both_stored = threading.Barrier(2, timeout=30)
+    store = campaigns._buckets_store
+
+    def store_then_wait(*args, **kwargs) -> None:
+        store(*args, **kwargs)
+        both_stored.wait()
+
+    monkeypatch.setattr(campaigns, "_buckets_store", store_then_wait)
+    errors: list[BaseException] = []
+
+    def detect(posts: list[Post]) -> None:
+        try:
+            campaigns.campaigns_detect(posts=posts)
+        except BaseException as exc:  # reported by the test thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=detect, args=(batch,)) for batch in batches]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors
+    members = [*earlier, *batches[0], *batches[1]]
+    (campaign,) = Campaign.objects.filter(source=source)
+    assert _campaign_ids(members) == [campaign.pk] * 5
+    assert (campaign.member_count, campaign.author_count) == (5, 5)

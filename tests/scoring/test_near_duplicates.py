@@ -120,3 +120,15 @@ def test_campaign_action_table(decided: str, member_action: str, trusted: bool, 
 def test_a_post_in_no_campaign_keeps_its_action() -> None:
     post = Post(source=Source(campaign_member_action="remove"), author=Author())
     assert campaign_action(post=post, action=Action.APPROVE, now=timezone.now()) == (Action.APPROVE, "")
+
+
+def test_a_signature_equals_datasketchs_own_for_the_seed() -> None:
+    from datasketch import MinHash
+
+    from scoring.features.near_duplicates import MINHASH_SEED
+
+    items = shingles("Claim your free prize now at www.example.com, call 0800 123")
+    reference = MinHash(num_perm=64, seed=MINHASH_SEED)
+    reference.update_batch(list(items))
+    assert list(signature(items, num_perm=64).hashvalues) == list(reference.hashvalues)
+    assert list(signature(shingles("another text entirely"), num_perm=64).hashvalues) != list(reference.hashvalues)
