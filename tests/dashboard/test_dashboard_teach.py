@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from moderation.models import PostStatus
-from moderation.services.campaigns import campaign_members_add
+from moderation.services.campaigns import campaigns_members_add
 from tests.dashboard.dashboard_factories import AuthorFactory, PostFactory, ScoreFactory, SourceFactory
 from tests.dashboard.dashboard_fixtures import *  # noqa: F403
 
@@ -47,9 +47,7 @@ def test_the_teach_tab_puts_unfamiliar_and_uncertain_before_confident(mod_client
 def test_one_campaign_takes_one_place_near_the_top(mod_client) -> None:
     first = _post(0.6)
     copies = [first] + [_post(0.6, author=AuthorFactory(source=first.source), text=first.text) for _ in range(5)]
-    campaign_members_add(
-        source_id=first.source_id, campaign_id=None, post_ids=[p.pk for p in copies], now=first.received_at
-    )
+    campaigns_members_add(source_id=first.source_id, groups=[(None, [p.pk for p in copies])], now=first.received_at)
     lone = [_post(0.4 + 0.02 * i, author=AuthorFactory(source=first.source)) for i in range(4)]
     order = _order(mod_client.get(reverse("dashboard:teach")).content.decode())
     members = {p.pk for p in copies}
