@@ -334,6 +334,17 @@ def candidate_from_served(*, clf_dir: Path, tok_dir: Path, out_dir: Path) -> dic
     return serving
 
 
+def _refit_cascade(out_dir: Path, validation_texts: list[str]) -> float:
+    """Fit the cascade's bounds for the candidate in out_dir; seconds taken. The bounds hold for
+    the lexical half they were fitted with: a refitted one gets its own, on the same validation
+    texts, or a skipped text could be decided differently from what the full blend decides."""
+    from modelops.text.cascade import fit_for_model, write_bounds
+
+    tick = time.monotonic()
+    write_bounds(out_dir, fit_for_model(out_dir, validation_texts))
+    return round(time.monotonic() - tick, 1)
+
+
 def _sms_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     """The whole bootstrap SMS train and validation splits as rows, and the test split's texts
     (the familiarity thresholds' held-out set, as when the bootstrap reference was fitted)."""
@@ -422,6 +433,8 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
         }
     )
     (out_dir / "serving.json").write_text(json.dumps(serving, indent=2, sort_keys=True) + "\n")
+    if "cascade" in serving:
+        seconds["cascade"] = _refit_cascade(out_dir, [str(r["text"]) for r in validation])
 
     run_progress(run.pk, 0.4, "scoring candidate and production on every evaluation suite")
     tick = time.monotonic()
