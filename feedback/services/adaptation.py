@@ -196,23 +196,33 @@ def _round_locked(*, trigger: str, force: bool, config: AdaptationConfig) -> dic
     if reason is not None:
         return {"status": "skipped", "reason": reason, "trigger": trigger, "new_labels": new_labels}
     started = time.monotonic()
+    # The latest spam-model snapshot (an abuse model's snapshot labels abuse removals "spam").
     dataset = dataset_snapshot_if_changed(name="adaptation") or (
-        DatasetVersion.objects.filter(origin=DatasetOrigin.SNAPSHOT).order_by("-version").first()
+        DatasetVersion.objects.filter(origin=DatasetOrigin.SNAPSHOT)
+        .exclude(manifest__has_key="model")
+        .order_by("-version")
+        .first()
     )
     if dataset is None:
         return {"status": "skipped", "reason": "no labelled examples yet", "trigger": trigger, "new_labels": 0}
     last_example_id = (
         LabelledExample.objects.filter(category__in=SPAM_MODEL_CATEGORIES).order_by("-pk").values_list("pk", flat=True)
     ).first() or 0
-    run = TrainingRun.objects.create(
-        dataset=dataset,
-        scope=TrainingScope.TEXT,
-        kind=RunKind.ADAPTATION,
-        training_data=TrainingData.CUMULATIVE,
-        auto_promote=True,
-        status=RunStatus.RUNNING,
-        started_at=timezone.now(),
-    )
+    with transaction.atomic():
+        # The same check an admin's run start makes, under the same row locks, so a retraining
+        # started meanwhile and this round never both run (and both promote).
+        busy = TrainingRun.objects.select_for_update().filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
+        if busy.exists():
+            return {"status": "skipped", "reason": "a retraining run is queued or running", "trigger": trigger}
+        run = TrainingRun.objects.create(
+            dataset=dataset,
+            scope=TrainingScope.TEXT,
+            kind=RunKind.ADAPTATION,
+            training_data=TrainingData.CUMULATIVE,
+            auto_promote=True,
+            status=RunStatus.RUNNING,
+            started_at=timezone.now(),
+        )
     run_progress(run.pk, 0.01, f"adaptation ({trigger}): {new_labels} new labels, dataset v{dataset.version}")
     try:
         outcome = adaptation_execute(run=run)
@@ -362,7 +372,6 @@ def _sms_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
 def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
     """Fit the candidate's lexical half and familiarity reference, score candidate and
     production on every suite, and return what a retraining run stores."""
-    from feedback.selectors import effective_examples
     from feedback.services.datasets import artifacts_dir
     from feedback.services.evaluation import current_thresholds
     from feedback.services.gate import evaluate_suites, gate_evaluate
@@ -414,9 +423,16 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
     seconds["lexical"] = round(time.monotonic() - tick, 1)
 
     tick = time.monotonic()
+    # The run's dataset snapshot, every split (familiarity is not a classifier, and a labelled
+    # text is familiar content): the snapshot is what erasure tracks, so a version whose
+    # reference holds an erased author's text is listed for retraining like any other.
+    from feedback.services.datasets import dataset_load
+
     labelled = [
-        e.text for e in effective_examples() if e.text and normalized_text(e.text) not in held_out
-    ]  # every split: familiarity is not a classifier, and a labelled text is familiar content
+        str(r["text"])
+        for r in dataset_load(dataset=run.dataset)
+        if r.get("text") and normalized_text(str(r["text"])) not in held_out
+    ]
     familiarity = fit_familiarity([r["text"] for r in sms_train] + labelled, sms_test_texts)
     save_familiarity(familiarity, out_dir)
     seconds["familiarity"] = round(time.monotonic() - tick, 1)
@@ -433,7 +449,7 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
         }
     )
     (out_dir / "serving.json").write_text(json.dumps(serving, indent=2, sort_keys=True) + "\n")
-    if "cascade" in serving:
+    if settings.TEXT_CASCADE:
         seconds["cascade"] = _refit_cascade(out_dir, [str(r["text"]) for r in validation])
 
     run_progress(run.pk, 0.4, "scoring candidate and production on every evaluation suite")

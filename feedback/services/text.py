@@ -118,6 +118,13 @@ def train_text_candidate(
         reason=f"feedback retraining run {run_id}: fp32 export (int8 via the export_text_model command)",
         pad_token_id=int(trained.tokenizer.pad_token_id or 0),
     )
+    if settings.TEXT_CASCADE:
+        # The cascade's bounds belong to this lexical half and this transformer: fitted afresh,
+        # or the published candidate would skip nothing (or skip by another model's bounds).
+        from modelops.text.cascade import fit_for_model, write_bounds
+
+        progress(0.85, "text: fitting the cascade's bounds on the validation texts")
+        write_bounds(out_dir, fit_for_model(out_dir, _texts(validation) or _texts(train)))
     progress(0.9, "text: scoring the test texts with the exported candidate")
     probs = OnnxTextClassifier(out_dir).predict_proba(_texts(test))
     metrics = classification_metrics(

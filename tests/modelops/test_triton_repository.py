@@ -220,3 +220,27 @@ def test_publish_into_the_gpu_profile_keeps_its_configs(tmp_path: Path, tiny: Ar
     assert model_repository.stale_code(repository=repo) == []
     # The engine is built on the GPU host from the fp32 ONNX published next to where it goes.
     assert (repo / "text_classifier" / "1" / "model.onnx").exists()
+
+
+def test_bootstrap_checks_each_step_when_its_turn_comes(monkeypatch, settings, tmp_path: Path):
+    """A fresh bootstrap fits the cascade: its check runs after training wrote the lexical model."""
+    from modelops.management.commands import bootstrap_models as command
+
+    settings.TRITON_MODEL_REPOSITORY = tmp_path / "repo"
+    trained = {"text": False}
+    for check in ("base_checkpoint_exists", "text_exported", "abuse_trained", "tabular_trained"):
+        monkeypatch.setattr(command, check, lambda: True)
+    monkeypatch.setattr(command, "text_trained", lambda: trained["text"])
+    # Before training there is no lexical model, so nothing to fit ("done"); after it, not done.
+    monkeypatch.setattr(command, "text_cascade_fitted", lambda: not trained["text"])
+    monkeypatch.setattr(command, "repository_current", lambda: True)
+    monkeypatch.setattr(command.model_repository, "stale_code", lambda repository: [])
+    ran: list[str] = []
+
+    def run(self, name: str, *args: str) -> None:
+        ran.append(name)
+        trained["text"] = trained["text"] or name == "train_text_model"
+
+    monkeypatch.setattr(command.Command, "_run", run)
+    call_command("bootstrap_models", stdout=StringIO())
+    assert ran == ["train_text_model", "fit_text_cascade"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -103,16 +104,18 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         force = options["force"]
-        steps: list[tuple[str, bool]] = [
-            ("build_base_checkpoint", base_checkpoint_exists()),
-            ("train_text_model", text_trained()),
-            ("export_text_model", text_exported()),
-            ("fit_text_cascade", text_cascade_fitted()),
-            ("train_abuse_model", abuse_trained()),
-            ("train_feature_models", tabular_trained()),
+        # Each step's check runs when its turn comes: a step's output depends on the steps
+        # before it (the cascade's bounds need the lexical model that training writes).
+        steps: list[tuple[str, Callable[[], bool]]] = [
+            ("build_base_checkpoint", base_checkpoint_exists),
+            ("train_text_model", text_trained),
+            ("export_text_model", text_exported),
+            ("fit_text_cascade", text_cascade_fitted),
+            ("train_abuse_model", abuse_trained),
+            ("train_feature_models", tabular_trained),
         ]
         for command, done in steps:
-            if done and not force:
+            if not force and done():
                 self.stdout.write(f"skip {command}: output exists")
                 continue
             self._run(command)
