@@ -9,6 +9,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from dashboard.queue_rows import render_queue_rows
+from dashboard.selectors.assignment import assign_target_choices, assignable_moderators, specialist_queues
 from dashboard.selectors.queue import QueueFilters, queue_tab_counts
 from dashboard.selectors.teach import teach_filters, teach_page
 from dashboard.selectors.thresholds import live_thresholds
@@ -40,7 +41,7 @@ def teach_note(pick: TeachPick) -> SafeString:
 
 @role_required(CAN_MODERATE)
 def teach(request: HttpRequest) -> HttpResponse:
-    filters = teach_filters(QueueFilters.from_query(request.GET))
+    filters = teach_filters(QueueFilters.from_query(request.GET, user_id=request.user.pk))
     page = teach_page(filters=filters)
     notes = {post_id: teach_note(pick) for post_id, pick in page.picks.items()}
     reason_codes = list(ReasonCode.objects.filter(is_active=True))
@@ -55,5 +56,6 @@ def teach(request: HttpRequest) -> HttpResponse:
         "key_reasons": {label: key_reason(label=label, reason_codes=reason_codes) for label in ("spam", "ham")},
         "sla_label": duration_s(sla_seconds()),
         "tab_counts": queue_tab_counts(),
+        "assign_choices": assign_target_choices(moderators=assignable_moderators(), queues=specialist_queues()),
     }
     return render(request, "dashboard/teach.html", context, status=400 if filters.errors else 200)

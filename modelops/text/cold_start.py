@@ -5,7 +5,8 @@ training and validation splits, and the same number of SMS spam messages placed 
 writing (`benign_corpora.in_context`). The test split stays the SMS test split, so the served
 F1 is comparable with every earlier model.
 
-`benign_report` measures what the issue of style is about, per held-out corpus and per scorer
+`benign_report` measures whether a model learned the style of its corpora instead of spam, per
+held-out corpus and per scorer
 (transformer, lexical half, served blend): the share of legitimate texts at or above 0.5 and
 at or above the remove threshold, and the recall of SMS test spam placed inside held-out writing
 of each kind. A model that learned "prose is legitimate" instead of "this is an offer" shows

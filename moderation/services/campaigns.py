@@ -40,6 +40,18 @@ def campaigns_members_add(
     by_group: dict[int, list[tuple[int, int, datetime]]] = defaultdict(list)
     for pk, author_id, received_at in rows:
         by_group[wanted[pk]].append((pk, author_id, received_at))
+    existing = sorted({cid for i in by_group if (cid := groups[i][0]) is not None})
+    if existing:
+        # Lock the campaigns being joined, in id order, before their counters are read and
+        # moved: two batches joining one campaign with posts of one new author would otherwise
+        # both count that author. Only this source's campaigns can be joined.
+        mine = set(
+            Campaign.objects.select_for_update()
+            .filter(pk__in=existing, source_id=source_id)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        by_group = {i: m for i, m in by_group.items() if groups[i][0] is None or groups[i][0] in mine}
     if not by_group:
         return {}
     fresh = [i for i in sorted(by_group) if groups[i][0] is None]
