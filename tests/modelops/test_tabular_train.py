@@ -102,7 +102,6 @@ def test_fusion_model_is_monotone_in_sub_model_probabilities() -> None:
         assert (np.diff(scores) >= -1e-9).all(), name
 
 
-@pytest.mark.parametrize("kind", ["link", "behaviour"])
 def test_fusion_model_is_monotone_in_campaign_size_and_authors() -> None:
     rows, y = _fusion_rows(600, 2)
     fusion = train_fusion_model(rows, y)
