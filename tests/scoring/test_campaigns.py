@@ -3,6 +3,8 @@ campaign within their source, a decided campaign decides its new members."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import pytest
 
 from contracts.feature_schema import BEHAVIOUR_FEATURES
@@ -52,8 +54,13 @@ def test_five_copies_from_five_authors_share_one_campaign_across_batches() -> No
 
 def _model_saw(client: FakeClient, name: str) -> list[float]:
     """`name` of the behaviour vectors the model was sent, in call order."""
-    at = BEHAVIOUR_FEATURES.index(name)
-    return [item.behaviour[at] for call in client.calls for item in call]
+    return [_by_name(item.behaviour)[name] for call in client.calls for item in call]
+
+
+def _by_name(behaviour: Sequence[float] | Mapping[str, float]) -> Mapping[str, float]:
+    if isinstance(behaviour, Mapping):
+        return behaviour
+    return dict(zip(BEHAVIOUR_FEATURES, behaviour, strict=True))
 
 
 def test_a_post_joining_a_campaign_of_five_authors_is_scored_with_its_size() -> None:
