@@ -56,6 +56,10 @@ BEHAVIOUR_FEATURES: tuple[str, ...] = (
     "report_count",
     "report_distinct_reporters",
     "report_spam_reason_count",
+    # Near-copies of the post's text across accounts (its campaign; 0 when in none). Counted
+    # after campaign detection has put the post in one, so the post itself is a member.
+    "campaign_size",  # posts in the campaign
+    "campaign_authors",  # distinct authors in the campaign
 )
 
 # The fusion tree sees the sub-model probabilities plus a few raw signals.
@@ -68,6 +72,8 @@ FUSION_FEATURES: tuple[str, ...] = (
     "report_count",
     "user_age_days",
     "domain_report_count",
+    "campaign_size",
+    "campaign_authors",
 )
 
 
@@ -116,6 +122,8 @@ FEATURE_DISPLAY_NAMES: Mapping[str, str] = {
     "report_count": "Reports",
     "report_distinct_reporters": "Distinct reporters",
     "report_spam_reason_count": "Reports giving spam as the reason",
+    "campaign_size": "Near-copies in its campaign",
+    "campaign_authors": "Accounts in its campaign",
     "text_prob": "Text model score",
     "preview_prob": "Linked page model score",
     "link_prob": "Link model score",

@@ -76,6 +76,8 @@ def fusion_matrix(
             "report_count": flat.get("report_count", 0.0),
             "user_age_days": flat.get("user_age_days", 0.0),
             "domain_report_count": flat.get("domain_report_count", 0.0),
+            "campaign_size": flat.get("campaign_size", 0.0),
+            "campaign_authors": flat.get("campaign_authors", 0.0),
         }
         out[i] = [values[n] for n in FUSION_FEATURES]
     return out

@@ -88,6 +88,8 @@ def fusion_frame(
             "report_count": frame["report_count"].to_numpy(),
             "user_age_days": frame["user_age_days"].to_numpy(),
             "domain_report_count": frame["domain_report_count"].to_numpy(),
+            "campaign_size": frame["campaign_size"].to_numpy(),
+            "campaign_authors": frame["campaign_authors"].to_numpy(),
         },
         index=frame.index,
     )

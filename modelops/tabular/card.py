@@ -90,8 +90,8 @@ def render_card(metrics: dict[str, Any], distributions: dict[str, Any]) -> str:
     parts.append(
         "\nAll: XGBoost `binary:logistic`, `hist`, subsample/colsample 0.9, early stopping on validation "
         "aucpr (link, behaviour) or 5-fold CV on the fusion training rows. The fusion tree is monotone "
-        "increasing in text_prob, link_prob, behaviour_prob, report_count and domain_report_count, and "
-        "decreasing in user_age_days. Feature lists: "
+        "increasing in text_prob, link_prob, behaviour_prob, report_count, domain_report_count, "
+        "campaign_size and campaign_authors, and decreasing in user_age_days. Feature lists: "
         "`contracts/feature_schema.py`; per-file names in `feature_names.json`.\n"
     )
     parts.append("## Evaluation on the SMS test split (threshold 0.5, spam = positive class)\n")

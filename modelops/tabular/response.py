@@ -45,6 +45,8 @@ def neutral_fusion_rows(text_scores: Sequence[float], *, link_prob: float, behav
         "report_count": 0.0,
         "user_age_days": 0.0,
         "domain_report_count": 0.0,
+        "campaign_size": 0.0,
+        "campaign_authors": 0.0,
     }
     return np.array([[t if n == "text_prob" else fixed[n] for n in FUSION_FEATURES] for t in text_scores], np.float32)
 

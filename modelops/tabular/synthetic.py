@@ -39,6 +39,12 @@ How a row is drawn
    text model on text it never trained on.
 5. Post: shares and comments at scoring time, reports on the post (count, distinct reporters,
    spam reasons), IP history (post count, spam rate).
+6. Campaign (``CAMPAIGN``): near-copies of the text across accounts. The assumption: most spam
+   is in no campaign (a one-off, or copies too few or too far apart to be found), and a quarter
+   of it is a blast whose campaign holds 2-50 posts (log-uniform) from 2 to all of those posts'
+   authors; ham is in a campaign only as a canned reply ("thanks!", "happy birthday") in 3 % of
+   rows, of 2-4 posts from as many authors. Drawn from a stream of its own (seeded from the same
+   seed), so the other columns are what they were before the campaign columns existed.
 
 Every number below is in ``ARCHETYPES`` or ``LINK_KINDS`` and is copied into the model card by
 ``describe_distributions()``. Generation is deterministic for a given seed and input.
@@ -67,6 +73,7 @@ from scoring.features.url import url_lexical_features
 
 __all__ = [
     "ARCHETYPES",
+    "CAMPAIGN",
     "CROSSOVER_P",
     "FEATURE_COLUMNS",
     "LINK_KINDS",
@@ -83,6 +90,8 @@ CROSSOVER_P = 0.05
 NO_JOURNEY_P = 0.20
 PREVIEW_P = 0.60
 PREVIEW_SAME_LABEL_P = {1: 0.90, 0: 0.97}
+# label -> (share of rows in a campaign, (smallest, largest) campaign size); see step 6 above.
+CAMPAIGN: dict[int, tuple[float, tuple[int, int]]] = {1: (0.25, (2, 50)), 0: (0.03, (2, 4))}
 _T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -428,6 +437,16 @@ def _row(d: _Draw, text: str, label: int, at: datetime) -> dict[str, Any]:
     return row
 
 
+def _campaign_values(d: _Draw, label: int) -> dict[str, float]:
+    share, (smallest, largest) = CAMPAIGN[label]
+    if not d.bernoulli(share):
+        return {"campaign_size": 0.0, "campaign_authors": 0.0}
+    size = int(np.clip(round(np.exp(d.rng.uniform(np.log(smallest), np.log(largest)))), smallest, largest))
+    # Spam blasts spread over some or all of their posts' accounts; a canned reply is one per person.
+    authors = int(d.rng.integers(2, size + 1)) if label else size
+    return {"campaign_size": float(size), "campaign_authors": float(authors)}
+
+
 def generate(
     texts: Sequence[str],
     labels: Sequence[int],
@@ -442,6 +461,7 @@ def generate(
     if len(texts) != len(labels):
         raise ValueError("texts and labels differ in length")
     d = _Draw(np.random.default_rng(seed))
+    campaigns = _Draw(np.random.default_rng([seed, 6]))  # step 6's own stream (module docstring)
     by_label = {lab: [i for i, y in enumerate(labels) if int(y) == lab] for lab in (0, 1)}
     rows: list[dict[str, Any]] = []
     for context in range(contexts_per_text):
@@ -449,6 +469,7 @@ def generate(
             label = int(label)
             at = _T0 + timedelta(seconds=float(d.rng.uniform(0, 30 * 86400)))
             row = _row(d, text, label, at)
+            row.update(_campaign_values(campaigns, label))
             preview = -1
             if row["url_present"] and d.bernoulli(PREVIEW_P):
                 preview_label = label if d.bernoulli(PREVIEW_SAME_LABEL_P[label]) else 1 - label
@@ -468,6 +489,7 @@ def describe_distributions() -> dict[str, Any]:
         "no_journey_p": NO_JOURNEY_P,
         "preview_p": PREVIEW_P,
         "preview_same_label_p": {str(k): v for k, v in PREVIEW_SAME_LABEL_P.items()},
+        "campaign": {str(k): {"share": p, "size": list(size)} for k, (p, size) in CAMPAIGN.items()},
         "archetypes": [asdict(a) for a in ARCHETYPES],
         "link_kinds": [asdict(k) for k in LINK_KINDS],
     }

@@ -89,6 +89,9 @@ MONOTONE: dict[str, dict[str, int]] = {
         # Reports on the post and on its link's domain are evidence of spam, never of ham.
         "report_count": 1,
         "domain_report_count": 1,
+        # A near-copy blast across more posts and more accounts is evidence of spam, never of ham.
+        "campaign_size": 1,
+        "campaign_authors": 1,
         # An older account is trust, and a missing or new one is no evidence of ham: the score
         # may only fall as the account ages (a platform that sends no account data gives 0).
         "user_age_days": -1,

@@ -4,7 +4,7 @@
 out by contracts.feature_schema, plus the texts for the text model. The number of queries is
 fixed whatever the batch size (asserted in tests/scoring/test_pipeline_extract.py):
 
-1. the posts with author, link, domain and IP joined (select_related);
+1. the posts with author, link, domain, IP and campaign joined (select_related);
 2. the reports on those posts, aggregated per post;
 3. how often each author shared each link (user_link_count), grouped;
 4. how often each author posted each text (user_post_count), grouped;
@@ -41,6 +41,7 @@ from core.urls import InvalidUrl
 from moderation.models import (
     Author,
     BlockKind,
+    Campaign,
     Domain,
     IpAddress,
     Link,
@@ -101,7 +102,7 @@ def posts_for_scoring(post_ids: Iterable[int]) -> dict[int, Post]:
 
 
 def _scoring_queryset(posts: QuerySet[Post]) -> QuerySet[Post]:
-    return posts.select_related("source", "author", "link__domain", "ip")
+    return posts.select_related("source", "author", "link__domain", "ip", "campaign")
 
 
 # posts_for_scoring, features_for_posts and features_for_loaded_posts are the ORM reading of
@@ -183,7 +184,7 @@ class _Table(NamedTuple):
     relation: str  # that foreign key's field name
 
 
-# What posts_for_scoring's select_related("source", "author", "link__domain", "ip") joins.
+# What posts_for_scoring's select_related("source", "author", "link__domain", "ip", "campaign") joins.
 _TABLES = (
     _Table("p", Post, "", ""),
     _Table("s", Source, "p", "source"),
@@ -191,6 +192,7 @@ _TABLES = (
     _Table("l", Link, "p", "link"),
     _Table("d", Domain, "l", "domain"),
     _Table("i", IpAddress, "p", "ip"),
+    _Table("c", Campaign, "p", "campaign"),
 )
 # The post's own source's counters: (alias, model, the joined row's alias, its foreign key on
 # the counter row). Joined on (source_id, that key): the counters' unique index.
@@ -456,7 +458,23 @@ def _behaviour_values(
     }
     values.update(email_features(author.email_domain))
     values.update(_journey_features(post.journey))
+    values.update(campaign_features(post))
     return {name: float(values[name]) for name in BEHAVIOUR_FEATURES}
+
+
+def with_campaign_features(post: Post, features: PostFeatures) -> PostFeatures:
+    """`features` with the campaign features of the post's campaign as it is now: campaign
+    detection runs after the features are read and may have put the post in one."""
+    return features._replace(behaviour={**features.behaviour, **campaign_features(post)})
+
+
+def campaign_features(post: Post) -> dict[str, float]:
+    """``campaign_size`` and ``campaign_authors`` of the post's campaign (0 when in none), read
+    from the campaign joined with the post or set on it by campaign detection: no query."""
+    campaign = post.campaign if post.campaign_id is not None else None
+    if campaign is None:
+        return {"campaign_size": 0.0, "campaign_authors": 0.0}
+    return {"campaign_size": float(campaign.member_count), "campaign_authors": float(campaign.author_count)}
 
 
 def _url_features(url: str) -> dict[str, float]:

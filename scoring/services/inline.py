@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from moderation.models import Post
-from scoring.features.extract import post_with_features
+from scoring.features.extract import post_with_features, with_campaign_features
 from scoring.models import Score
 from scoring.services.batching import publish_post
 from scoring.services.campaigns import campaigns_detect
@@ -143,13 +143,16 @@ def _score_inline(*, post: Post, budget_ms: float, held: bool, client: ScoringCl
         if loaded.status not in INITIAL_FROM:
             _copy_score_fields(loaded, to=post)
             return _latest(post)
+        if settings.CAMPAIGN_DETECTION:
+            # As a worker batch does, before the model that reads the campaign's counters; a
+            # decided campaign then holds the post.
+            campaigns_detect(posts=[loaded])
+        features = with_campaign_features(loaded, features)
         (item,) = prepare([loaded], features={loaded.pk: features})
         if not _model_answered(item, left_s=remaining_s(), client=client):
             return None
         # Written even when the call overran the budget: the work is done, and the async task
         # then finds the post scored. The caller still gets None (it already answered 202).
-        if settings.CAMPAIGN_DETECTION:
-            campaigns_detect(posts=[loaded])  # as a worker batch does: a decided campaign holds it
         overran = remaining_s() < 0
         (result,) = settle([item], allowed_from=INITIAL_FROM, started=started)
         if result.score is not None:

@@ -30,7 +30,7 @@ from moderation.services.assignment import posts_route_to_specialists
 from moderation.services.audit import audit_record
 from moderation.services.priority import posts_priority_refresh
 from moderation.services.score_rows import posts_lock_for_scoring, posts_score_fields_write, spam_counters_add
-from scoring.features.extract import PostFeatures, posts_with_features
+from scoring.features.extract import PostFeatures, posts_with_features, with_campaign_features
 from scoring.models import Action, DecisionPolicy, Score
 from scoring.services.campaigns import campaigns_detect
 from scoring.services.decide import MODEL_ERROR, Decision, Item, decide
@@ -135,10 +135,14 @@ def score_posts(
     ]
     if not pending:
         return results
-    items = prepare(pending, features={p.id: loaded[p.id][1] for p in pending})
-    infer(items, client=client or get_client())
     if settings.CAMPAIGN_DETECTION:
-        campaigns_detect(posts=pending)  # writes the buckets; a decided campaign then holds its members
+        # Before the model: campaign_size and campaign_authors are model inputs, and the post
+        # is a member of the campaign it joins. It also writes the buckets; a decided campaign
+        # then holds its members.
+        campaigns_detect(posts=pending)
+    features = {p.id: with_campaign_features(p, loaded[p.id][1]) for p in pending}
+    items = prepare(pending, features=features)
+    infer(items, client=client or get_client())
     return results + settle(items, allowed_from=INITIAL_FROM, started=started)
 
 

@@ -3,8 +3,11 @@ campaign within their source, a decided campaign decides its new members."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import pytest
 
+from contracts.feature_schema import BEHAVIOUR_FEATURES
 from moderation.models import AuditLog, Campaign, Label, Post, PostStatus
 from moderation.services.bulk import Cluster, bulk_decide, bulk_undo
 from scoring.models import Action, CampaignBucket, Score
@@ -47,6 +50,38 @@ def test_five_copies_from_five_authors_share_one_campaign_across_batches() -> No
     assert (campaign.source_id, campaign.member_count, campaign.author_count) == (source.pk, 5, 5)
     assert campaign.first_seen_at <= campaign.last_seen_at
     assert Score.objects.get(post=posts[4]).features["campaign_id"] == campaign.pk
+
+
+def _model_saw(client: FakeClient, name: str) -> list[float]:
+    """`name` of the behaviour vectors the model was sent, in call order."""
+    return [_by_name(item.behaviour)[name] for call in client.calls for item in call]
+
+
+def _by_name(behaviour: Sequence[float] | Mapping[str, float]) -> Mapping[str, float]:
+    if isinstance(behaviour, Mapping):
+        return behaviour
+    return dict(zip(BEHAVIOUR_FEATURES, behaviour, strict=True))
+
+
+def test_a_post_joining_a_campaign_of_five_authors_is_scored_with_its_size() -> None:
+    source = make_source()
+    posts = _copies_from_new_authors(source)
+    score_posts(post_ids=[p.pk for p in posts[:4]], client=FakeClient())
+    client = FakeClient()
+    score_posts(post_ids=[posts[4].pk], client=client)
+    features = Score.objects.get(post=posts[4]).features["behaviour"]
+    assert (features["campaign_size"], features["campaign_authors"]) == (5.0, 5.0)
+    # Detection ran before the model: the model read the campaign the post had just joined.
+    assert (_model_saw(client, "campaign_size"), _model_saw(client, "campaign_authors")) == ([5.0], [5.0])
+    first = Score.objects.get(post=posts[0]).features["behaviour"]
+    assert (first["campaign_size"], first["campaign_authors"]) == (4.0, 4.0)  # as its batch found it
+
+
+def test_a_post_in_no_campaign_has_campaign_features_of_zero() -> None:
+    (post,) = _copies_from_new_authors(make_source(), [OTHER])
+    score_posts(post_ids=[post.pk], client=FakeClient())
+    features = Score.objects.get(post=post).features["behaviour"]
+    assert (features["campaign_size"], features["campaign_authors"]) == (0.0, 0.0)
 
 
 def test_detection_switched_off_groups_nothing_and_stores_no_buckets(settings) -> None:
@@ -224,8 +259,12 @@ def test_the_pre_publish_check_holds_a_member_of_a_campaign_decided_as_spam() ->
     Post.objects.filter(campaign=campaign).update(status=PostStatus.QUEUED)
     _decide_campaign_as_spam(campaign.pk)
     (newcomer,) = _copies_from_new_authors(source, COPIES[2:3])
-    score = score_inline(post=newcomer, budget_ms=2000, client=FakeClient())
+    client = FakeClient()
+    score = score_inline(post=newcomer, budget_ms=2000, client=client)
     assert score is not None and score.routing_reason == CAMPAIGN_SPAM_REASON
+    # The inline check, too, detects before the model call, which sees the post as a member.
+    assert (_model_saw(client, "campaign_size"), _model_saw(client, "campaign_authors")) == ([3.0], [3.0])
+    assert score.features["behaviour"]["campaign_size"] == 3.0
     assert (newcomer.status, Post.objects.get(pk=newcomer.pk).campaign_id) == (PostStatus.QUEUED, campaign.pk)
 
 
