@@ -25,6 +25,7 @@ a dataset marked as a suite) are dropped.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ from feedback.selectors import effective_examples
 from feedback.services.datasets import dataset_load, example_row
 from feedback.services.suites import BOOTSTRAP_SOURCE, INSULTS_SOURCE, held_out_texts, normalized_text
 from moderation.categories import ABUSE, MODEL_CATEGORIES, SPAM
+
+logger = logging.getLogger(__name__)
 
 ORIGINS = ("dataset", "earlier_datasets", "labels", "bootstrap")
 REPLAY_SEED = 42
@@ -94,7 +97,10 @@ def bootstrap_replay_rows(limit: int, *, model: str = SPAM) -> list[dict[str, An
         # The bootstrap's own mix: SMS plus the benign writing it learned from, so that a
         # retrained model does not forget other kinds of legitimate writing.
         corpora, cache = settings.TEXT_BENIGN_CORPORA, Path(settings.BENIGN_DATA_CACHE)
-        splits, source, prefix = bootstrap_text_splits(corpora, cache), BOOTSTRAP_SOURCE, "sms"
+        splits, missing = bootstrap_text_splits(corpora, cache, download=False)
+        for name, why in missing.items():
+            logger.warning("feedback.replay_corpus_missing", extra={"corpus": name, "why": why})
+        source, prefix = BOOTSTRAP_SOURCE, "sms"
     rows: list[dict[str, Any]] = []
     for name, part in (("train", splits.train), ("validation", splits.validation)):
         for i, (text, label) in enumerate(zip(part.texts, part.labels, strict=True)):

