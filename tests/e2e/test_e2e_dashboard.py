@@ -92,7 +92,7 @@ def test_moderator_flow(page, live_server, screenshot_dir):
     # decide with the form: s picks spam and focuses the reason; Ctrl+Enter submits
     page.keyboard.press("s")
     page.get_by_label("Reason").select_option("commercial-spam")
-    page.get_by_label("Note").fill("watch spam ring")
+    page.locator("#id_note").fill("watch spam ring")  # the decision's note, not a moderator note
     page.keyboard.press("Control+Enter")
     page.wait_for_selector(".flash-undo")
     decision = Decision.objects.get(post_id=target)

@@ -8,6 +8,7 @@ from typing import Any, cast
 
 import pytest
 
+from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
 from scoring.serving import (
     ScoringInput,
     TritonError,
@@ -123,6 +124,15 @@ def test_grpc_round_robin_over_a_dns_name(triton_settings, triton_server):
     reset_clients()
     client = get_client()
     assert isinstance(client, TritonScoringClient)
-    [out] = client.score([ScoringInput(text="win a prize", preview_text="", link=[0.0] * 21, behaviour=[0.0] * 21)])
+    [out] = client.score(
+        [
+            ScoringInput(
+                text="win a prize",
+                preview_text="",
+                link=[0.0] * len(LINK_FEATURES),
+                behaviour=[0.0] * len(BEHAVIOUR_FEATURES),
+            )
+        ]
+    )
     assert 0.0 <= out.final_prob <= 1.0
     assert client.ready_with(None)
