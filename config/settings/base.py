@@ -288,9 +288,11 @@ DASHBOARD_KEY_REASONS = {
 # moderator, "remove" removes them. A source may choose otherwise (Source.suspended_author_posts).
 SUSPENDED_AUTHOR_POSTS = env.str("SUSPENDED_AUTHOR_POSTS", default="queue")
 # Campaign detection in the scoring worker and the pre-publish check (scoring.services.campaigns):
-# a fixed number of statements per batch, about 14 % of saturated end-to-end throughput
-# (benchmarks/RESULTS.md, Campaigns). Off where peak throughput matters more than campaigns.
-CAMPAIGN_DETECTION = env.bool("CAMPAIGN_DETECTION", default=True)
+# a fixed number of statements per batch, but at saturation it doubled the worker's and
+# PostgreSQL's CPU per post and cost about a quarter of end-to-end throughput
+# (benchmarks/RESULTS.md, Campaigns). Off by default; a deployment that wants campaigns (and the
+# campaign size and author count the fusion model reads) switches it on and sizes for it.
+CAMPAIGN_DETECTION = env.bool("CAMPAIGN_DETECTION", default=False)
 # Campaigns (scoring.services.campaigns): near-copies within a source whose normalized character
 # shingles reach this Jaccard similarity: at 0.5, 99.8 % of families of edited SMS spam copies
 # end up whole, against 97.8 % at 0.6 (benchmarks/campaigns.py, benchmarks/RESULTS.md).

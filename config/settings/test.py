@@ -27,6 +27,9 @@ WHITENOISE_USE_FINDERS = True
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=True)
 
 
+# The tests exercise campaign detection, which deployments switch on (off by default).
+CAMPAIGN_DETECTION = env.bool("CAMPAIGN_DETECTION", default=True)
+
 # The tests train tiny text models on the SMS collection alone; the benign corpora have their
 # own tests (tests/modelops/test_benign_corpora.py).
 TEXT_BENIGN_CORPORA = env.list("TEXT_BENIGN_CORPORA", default=[])
