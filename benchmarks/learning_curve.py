@@ -346,23 +346,29 @@ def load_data(args: argparse.Namespace) -> tuple[list[tuple[str, int]], list[tup
 
 
 def run_offline(args: argparse.Namespace, order: str) -> dict[str, Any]:
-    """The same curve for the text score's lexical half and the familiarity measure alone, in
-    process: no Triton, worker, web or database. The bootstrap is the lexical model and the
-    familiarity reference fitted on the SMS train split (modelops.text.baseline/familiarity);
-    each round refits both on the SMS train split plus every label so far (replay of the whole
-    bootstrap corpus). Every post is scored once, on arrival, by the bootstrap, and the queue
-    is what the policy's rule (scoring.services.policy.policy_actions, default thresholds)
-    queues; the held-out part is scored by each round's model. A proxy of the served path, which
-    blends this lexical model with the transformer: cheap enough to compare the orders here."""
+    """The same curve for the text score and the familiarity measure alone, in process: no
+    Triton, worker, web or database. The bootstrap is the served text model of --text (its
+    transformer, lexical half, blend weight and familiarity reference); each round does what an
+    adaptation round does to them (feedback.services.adaptation): the labels split as a dataset
+    snapshot splits them, the lexical half and blend weight chosen by
+    modelops.text.adapt.fit_adapted_text on the SMS train split plus the labels, the familiarity
+    reference refitted on both. The transformer is the served one throughout: its scores are
+    computed once per text. Every post is scored once, on arrival, by the bootstrap, and the queue
+    is what the policy's rule (scoring.services.policy.policy_actions, default thresholds) queues
+    on the text score; the held-out part is scored by each round's model. Not the final score:
+    the fusion tree and the abuse model are left out (the stack mode has them)."""
     import django
 
     django.setup()
     import numpy as np
 
     from dashboard.teach import Call, TeachItem, teach_order
-    from modelops.text.baseline import train_baseline
+    from feedback.services.datasets import split_for
+    from modelops.text.adapt import Example, TransformerRows, fit_adapted_text, served_blend
+    from modelops.text.baseline import DEFAULT_LEXICAL_WEIGHT
     from modelops.text.data import load_sms_splits
-    from modelops.text.familiarity import fit_familiarity
+    from modelops.text.familiarity import fit_familiarity, load_familiarity
+    from modelops.text.inference import OnnxTextClassifier
     from moderation.models import PostStatus
     from scoring.models import Action, DecisionPolicy
     from scoring.services.policy import DEFAULT_APPROVE_THRESHOLD, DEFAULT_REMOVE_THRESHOLD, policy_actions
@@ -377,20 +383,63 @@ def run_offline(args: argparse.Namespace, order: str) -> dict[str, Any]:
     }
     sms = load_sms_splits()
     pool, held = load_data(args)
+    served = OnnxTextClassifier(args.text)
+    everything = list(
+        dict.fromkeys([t for t, _ in pool] + [t for t, _ in held] + list(sms.validation.texts) + list(sms.test.texts))
+    )
+    print(f"[{order}] transformer scores of {len(everything)} texts (once)", flush=True)
+    rows_all = served.transformer_rows(everything)
+    per_text: dict[str, list[int]] = {}
+    for row, owner in enumerate(rows_all.owners):
+        per_text.setdefault(everything[int(owner)], []).append(row)
 
-    def fit(extra: Sequence[tuple[str, int]]) -> tuple[Any, Any]:
-        texts = [*sms.train.texts, *(t for t, _ in extra)]
-        labels = [*sms.train.labels, *(y for _, y in extra)]
-        lexical = train_baseline(texts, labels, sms.validation.texts, sms.validation.labels)
-        return lexical, fit_familiarity(texts, sms.validation.texts)
+    def transformer(texts: Sequence[str]) -> TransformerRows:
+        picked = [(t, r) for t, text in enumerate(texts) for r in per_text[text]]
+        return TransformerRows(
+            owners=np.asarray([t for t, _ in picked], dtype=np.int64),
+            probs=rows_all.probs[[r for _, r in picked]] if picked else np.zeros(0),
+            texts=[rows_all.texts[r] for _, r in picked],
+            count=len(texts),
+        )
 
-    def statuses(lexical: Any, familiarity: Any, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        scores, odd = lexical.predict_proba(texts), familiarity.unfamiliarity(texts)
+    replay = [Example(t, int(y)) for t, y in zip(sms.train.texts, sms.train.labels, strict=True)]
+    replay_validation = list(zip(sms.validation.texts, map(int, sms.validation.labels), strict=True))
+    state = {"lexical": served.lexical, "weight": served.lexical_weight, "familiarity": load_familiarity(args.text)}
+    if state["familiarity"] is None:
+        state["familiarity"] = fit_familiarity(list(sms.train.texts), list(sms.test.texts))
+
+    def fit(labelled_ids: Sequence[int]) -> dict[str, Any]:
+        split = {
+            i: split_for(source="learning-curve", author_external_id=f"author-{i}", text=pool[i][0])
+            for i in labelled_ids
+        }
+        adapted = fit_adapted_text(
+            train=replay
+            + [Example(pool[i][0], pool[i][1], is_label=True) for i in labelled_ids if split[i] == "train"],
+            replay_validation=replay_validation,
+            label_validation=[pool[i] for i in labelled_ids if split[i] == "validation"],
+            transformer=transformer,
+            served_lexical=served.lexical,
+            served_weight=served.lexical_weight or DEFAULT_LEXICAL_WEIGHT,
+        )
+        familiarity = fit_familiarity([*sms.train.texts, *(pool[i][0] for i in labelled_ids)], list(sms.test.texts))
+        return {
+            "lexical": adapted.lexical.pipeline,
+            "weight": adapted.lexical_weight,
+            "familiarity": familiarity,
+            "chosen": adapted.report["chosen"],
+        }
+
+    def text_scores(texts: Sequence[str]) -> np.ndarray:
+        rows = transformer(texts)
+        return served_blend(rows, np.asarray(state["lexical"].predict_proba(rows.texts)[:, 1]), float(state["weight"]))
+
+    def statuses(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        scores, odd = text_scores(texts), state["familiarity"].unfamiliarity(texts)
         actions = policy_actions(policy=policy, final_scores=scores, unfamiliar=odd >= 1.0)
         return scores, odd, [as_status[str(a)] for a in actions]
 
-    lexical, familiarity = fit([])
-    scores, odd, arrived = statuses(lexical, familiarity, [t for t, _ in pool])
+    scores, odd, arrived = statuses([t for t, _ in pool])
     queued = [i for i, status in enumerate(arrived) if status == PostStatus.QUEUED]
 
     def next_batch(waiting: list[int], n: int) -> list[int]:
@@ -402,7 +451,7 @@ def run_offline(args: argparse.Namespace, order: str) -> dict[str, Any]:
         now_odd: dict[int, float] = {i: float(odd[i]) for i in waiting}
         if args.rescore_queue:
             texts = [pool[i][0] for i in waiting]
-            fresh, fresh_odd = lexical.predict_proba(texts), familiarity.unfamiliarity(texts)
+            fresh, fresh_odd = text_scores(texts), state["familiarity"].unfamiliarity(texts)
             now_scores = {i: float(v) for i, v in zip(waiting, fresh, strict=True)}
             now_odd = {i: float(v) for i, v in zip(waiting, fresh_odd, strict=True)}
         items = [
@@ -424,25 +473,27 @@ def run_offline(args: argparse.Namespace, order: str) -> dict[str, Any]:
             labelled_ids += batch
             taken = set(batch)
             waiting = [i for i in waiting if i not in taken]
-        labelled = [pool[i] for i in labelled_ids]
         started = time.perf_counter()
-        if labelled:
-            lexical, familiarity = fit(labelled)
-        held_scores, _, held_status = statuses(lexical, familiarity, [t for t, _ in held])
-        sms_scores = lexical.predict_proba(sms.test.texts)
+        chosen: dict[str, Any] = {}
+        if labelled_ids:
+            fitted = fit(labelled_ids)
+            chosen = fitted.pop("chosen")
+            state.update(fitted)
+        held_scores, _, held_status = statuses([t for t, _ in held])
+        sms_scores = text_scores(list(sms.test.texts))
         rows.append(
             {
                 "order": order,
-                "labels": len(labelled),
-                "insults_among_labels": sum(y for _, y in labelled),
+                "labels": len(labelled_ids),
+                "insults_among_labels": sum(pool[i][1] for i in labelled_ids),
                 **held_out_metrics(
                     [(y, float(p), st) for (_, y), p, st in zip(held, held_scores, held_status, strict=True)]
                 ),
                 "sms_suite_f1": f1(list(sms.test.labels), [int(p >= 0.5) for p in sms_scores]),
-                "adaptation": {"via": "offline refit", "seconds": round(time.perf_counter() - started, 1)},
+                "adaptation": {"via": "offline round", "seconds": round(time.perf_counter() - started, 1), **chosen},
             }
         )
-        print(json.dumps({k: v for k, v in rows[-1].items() if k != "adaptation"}), flush=True)
+        print(json.dumps({k: v for k, v in rows[-1].items()}), flush=True)
     return {"order": order, "posts": len(pool), "held_out": len(held), "queued_at_start": len(queued), "rows": rows}
 
 

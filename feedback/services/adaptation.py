@@ -7,6 +7,10 @@ read from files beside the tokenizer:
   regression, blended with the transformer as served) on the bootstrap SMS train split (the
   replay: what the first model learned) plus every effective spam-model label of the train
   split (cumulative), weighted by origin as a retraining run is (FEEDBACK_REPLAY_WEIGHTS);
+- how much a label weighs against the replay and the blend weight of the two halves, chosen on
+  the labels' validation split against the served transformer's scores, so that where the
+  transformer does not know a platform's content the labels can carry the score
+  (modelops.text.adapt says how and why);
 - the familiarity reference (modelops.text.familiarity) on the SMS train split plus every
   effective labelled text, so content becomes familiar once moderators have labelled it.
 
@@ -41,10 +45,10 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import shared_task
 from django.conf import settings
@@ -66,6 +70,9 @@ from feedback.models import (
 from feedback.services.training import run_progress
 from moderation.categories import SPAM_MODEL_CATEGORIES
 from moderation.services.audit import audit_record
+
+if TYPE_CHECKING:
+    from modelops.text.adapt import AdaptedText, Example
 
 logger = logging.getLogger(__name__)
 
@@ -369,6 +376,37 @@ def _sms_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     )
 
 
+def _violation(row: Mapping[str, Any]) -> int:
+    return 1 if row["label"] == "spam" else 0
+
+
+def _fit_lexical_half(
+    out_dir: Path,
+    train: Sequence[Example],
+    *,
+    replay_validation: Sequence[tuple[str, int]],
+    labels: Sequence[tuple[str, int]],
+) -> AdaptedText:
+    """Refit the lexical half in out_dir (a copy of the served model) and choose its blend
+    weight: the served model (its transformer, lexical half and weight) scores the validation
+    texts once and both are chosen against it (modelops.text.adapt)."""
+    from modelops.text.adapt import fit_adapted_text
+    from modelops.text.baseline import DEFAULT_LEXICAL_WEIGHT, save_lexical
+    from modelops.text.inference import OnnxTextClassifier
+
+    served_model = OnnxTextClassifier(out_dir)
+    adapted = fit_adapted_text(
+        train=train,
+        replay_validation=replay_validation,
+        label_validation=labels,
+        transformer=served_model.transformer_rows,
+        served_lexical=served_model.lexical,
+        served_weight=served_model.lexical_weight or DEFAULT_LEXICAL_WEIGHT,
+    )
+    save_lexical(adapted.lexical, out_dir)
+    return adapted
+
+
 def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
     """Fit the candidate's lexical half and familiarity reference, score candidate and
     production on every suite, and return what a retraining run stores."""
@@ -379,7 +417,7 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
     from feedback.services.replay import replay_weights, training_rows
     from feedback.services.suites import held_out_texts, normalized_text, suite_bootstrap_ensure, suite_for_dataset_test
     from feedback.services.text import candidate_text_predictor, production_text_predictor
-    from modelops.text.baseline import DEFAULT_LEXICAL_WEIGHT, save_lexical, train_baseline
+    from modelops.text.adapt import Example
     from modelops.text.familiarity import fit_familiarity, save_familiarity
 
     seconds: dict[str, float] = {}
@@ -400,10 +438,11 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
     label_val = [r for r in data.validation if r["origin_of_row"] != "bootstrap"]
     sms_train, sms_val, sms_test_texts = _sms_rows()
     sms_train = [r for r in sms_train if normalized_text(r["text"]) not in held_out]
-    train = [(r, weights["bootstrap"]) for r in sms_train if weights["bootstrap"] > 0] + [
-        (r, w) for r, w in label_train if r.get("text")
-    ]
-    validation = sms_val + [r for r in label_val if r.get("text")]
+    train = [
+        Example(str(r["text"]), _violation(r), weights["bootstrap"]) for r in sms_train if weights["bootstrap"] > 0
+    ] + [Example(str(r["text"]), _violation(r), w, is_label=True) for r, w in label_train if r.get("text")]
+    label_validation = [(str(r["text"]), _violation(r)) for r in label_val if r.get("text")]
+    validation = [str(r["text"]) for r in sms_val] + [t for t, _ in label_validation]
     seconds["data"] = round(time.monotonic() - tick, 1)
     run_progress(
         run.pk, 0.1, f"lexical: fitting on {len(train)} texts ({len(label_train)} labels, {len(sms_train)} SMS replay)"
@@ -412,14 +451,10 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
     tick = time.monotonic()
     out_dir = artifacts_dir() / "runs" / str(run.pk) / "text"
     serving = candidate_from_served(clf_dir=served[0], tok_dir=served[1], out_dir=out_dir)
-    lexical = train_baseline(
-        [str(r["text"]) for r, _ in train],
-        [1 if r["label"] == "spam" else 0 for r, _ in train],
-        [str(r["text"]) for r in validation],
-        [1 if r["label"] == "spam" else 0 for r in validation],
-        train_weights=[w for _, w in train],
+    adapted = _fit_lexical_half(
+        out_dir, train, replay_validation=[(str(r["text"]), _violation(r)) for r in sms_val], labels=label_validation
     )
-    save_lexical(lexical, out_dir)
+    lexical = adapted.lexical
     seconds["lexical"] = round(time.monotonic() - tick, 1)
 
     tick = time.monotonic()
@@ -439,18 +474,17 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
 
     import json
 
-    served_weight = float(serving.get("lexical_weight") or 0.0)
     serving.update(
         {
-            # A served model without a lexical half gets the default blend with the new one.
-            "lexical_weight": served_weight if served_weight > 0 else DEFAULT_LEXICAL_WEIGHT,
-            "reason": f"adaptation run {run.pk}: lexical half and familiarity refitted, transformer unchanged",
+            "lexical_weight": adapted.lexical_weight,
+            "reason": f"adaptation run {run.pk}: lexical half, blend weight and familiarity refitted, "
+            "transformer unchanged",
             "adapted_from": {"text_classifier": served[0].name, "tokenizer": served[1].name},
         }
     )
     (out_dir / "serving.json").write_text(json.dumps(serving, indent=2, sort_keys=True) + "\n")
     if settings.TEXT_CASCADE:
-        seconds["cascade"] = _refit_cascade(out_dir, [str(r["text"]) for r in validation])
+        seconds["cascade"] = _refit_cascade(out_dir, validation)
 
     run_progress(run.pk, 0.4, "scoring candidate and production on every evaluation suite")
     tick = time.monotonic()
@@ -467,7 +501,12 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
     f1 = {e["name"]: (e.get("candidate") or {}).get("f1") for e in suites["text"]}
     sms = next((e for e in suites["text"] if e.get("kind") == "bootstrap" and e.get("candidate")), None)
     candidate_metrics = dict(sms["candidate"]) if sms else {}
-    candidate_metrics["lexical"] = {"model": lexical.describe(), "validation_f1": lexical.validation["f1"]}
+    candidate_metrics["lexical"] = {
+        "model": lexical.describe(),
+        "validation_f1": lexical.validation["f1"],
+        "lexical_weight": adapted.lexical_weight,
+        "label_multiplier": adapted.label_multiplier,
+    }
     candidate_metrics["familiarity"] = familiarity.describe()
     candidate_metrics["suite_f1"] = f1
     report = {
@@ -484,7 +523,11 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
         },
         "suites": suites,
         "gate": gate_evaluate(suites),
-        "adaptation": {"seconds": seconds, "transformer": "unchanged (served version's ONNX file)"},
+        "adaptation": {
+            "seconds": seconds,
+            "transformer": "unchanged (served version's ONNX file)",
+            "blend": adapted.report,
+        },
     }
     return {
         "artifacts": {"text": str(out_dir.relative_to(artifacts_dir()))},

@@ -47,7 +47,7 @@ class BaselineResult:
 
     def describe(self) -> str:
         return (
-            f"hashed TF-IDF word 1-2 grams (2^18 columns, sublinear tf, lowercase) + "
+            f"hashed TF-IDF word 1-2 grams (2^{N_FEATURES.bit_length() - 1} columns, sublinear tf, lowercase) + "
             f"LogisticRegression(C={self.c:g}, liblinear)"
         )
 
@@ -80,6 +80,18 @@ def _without_unseen_columns(pipe: Pipeline, train_texts: Sequence[str]) -> Pipel
     return pipe
 
 
+def fit_lexical(
+    train_texts: Sequence[str],
+    train_labels: Sequence[int],
+    *,
+    c: float,
+    train_weights: Sequence[float] | None = None,
+) -> Pipeline:
+    """One fitted lexical pipeline at regularisation C (None weights: all 1)."""
+    fit_kw = {} if train_weights is None else {"lr__sample_weight": np.asarray(train_weights, dtype=np.float64)}
+    return _without_unseen_columns(_pipeline(c).fit(list(train_texts), list(train_labels), **fit_kw), train_texts)
+
+
 def train_baseline(
     train_texts: Sequence[str],
     train_labels: Sequence[int],
@@ -91,9 +103,8 @@ def train_baseline(
     """C is chosen on validation F1, as the transformer's epoch is. `train_weights`: one
     sample weight per training text (a retraining's replay weights), None: all 1."""
     best: BaselineResult | None = None
-    fit_kw = {} if train_weights is None else {"lr__sample_weight": np.asarray(train_weights, dtype=np.float64)}
     for c in C_GRID:
-        pipe = _without_unseen_columns(_pipeline(c).fit(list(train_texts), list(train_labels), **fit_kw), train_texts)
+        pipe = fit_lexical(train_texts, train_labels, c=c, train_weights=train_weights)
         metrics = spam_metrics(val_labels, pipe.predict_proba(list(val_texts))[:, 1])
         if best is None or metrics["f1"] > best.validation["f1"]:
             best = BaselineResult(pipeline=pipe, c=c, validation=metrics)

@@ -20,6 +20,7 @@ import numpy as np
 import onnxruntime as ort
 from transformers import AutoTokenizer
 
+from modelops.text.adapt import TransformerRows
 from modelops.text.baseline import DEFAULT_LEXICAL_WEIGHT, blend, load_lexical
 from modelops.triton_configs import TEXT_DISABLED_OPTIMIZERS
 
@@ -151,11 +152,9 @@ class OnnxTextClassifier:
         out = self.session.run([OUTPUT_NAME], pad_ids(ids, self.pad_id))[0]
         return np.asarray(out)
 
-    def row_scores(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """Per model input of `texts`: (the text it belongs to, the transformer's spam
-        probability, the lexical model's on the input's own words; None without a lexical
-        model). predict_proba blends and takes the maximum; the cascade (modelops.text.cascade)
-        decides from the two halves."""
+    def transformer_rows(self, texts: Sequence[str]) -> TransformerRows:
+        """Per model input of `texts`: the text it belongs to, the transformer's spam
+        probability and what the lexical half reads for it (the input's own words)."""
         per_text = self._windows(texts)
         ids = [row for rows, _ in per_text for row in rows]
         owners = np.asarray([t for t, (rows, _) in enumerate(per_text) for _ in rows], dtype=np.int64)
@@ -164,11 +163,19 @@ class OnnxTextClassifier:
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
             row_probs[batch] = softmax_spam(self.logits_for_ids([ids[i] for i in batch]))
+        row_texts = [w for t, (rows, fits) in enumerate(per_text) for w in self._window_texts(texts[t], rows, fits)]
+        return TransformerRows(owners=owners, probs=row_probs, texts=row_texts, count=len(texts))
+
+    def row_scores(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Per model input of `texts`: (the text it belongs to, the transformer's spam
+        probability, the lexical model's on the input's own words; None without a lexical
+        model). predict_proba blends and takes the maximum; the cascade (modelops.text.cascade)
+        decides from the two halves."""
+        rows = self.transformer_rows(texts)
         lexical = None
         if self.lexical is not None and self.lexical_weight > 0:
-            row_texts = [w for t, (rows, fits) in enumerate(per_text) for w in self._window_texts(texts[t], rows, fits)]
-            lexical = np.asarray(self.lexical.predict_proba(row_texts)[:, 1], dtype=np.float64)
-        return owners, row_probs, lexical
+            lexical = np.asarray(self.lexical.predict_proba(rows.texts)[:, 1], dtype=np.float64)
+        return rows.owners, rows.probs, lexical
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         """Spam probability per text, in input order."""
