@@ -2,8 +2,9 @@
 
 The round's fitting and evaluation steps (feedback.services.adaptation) on a real text model
 artifact, without a database or Triton: the candidate is assembled from the artifact as the
-round assembles it from the served version, the lexical half is refitted on the SMS train split
-(replay) plus `--labels` reviewer-like labels of a kind the SMS corpus lacks (classifieds), the
+round assembles it from the served version, the lexical half and its blend weight are chosen
+(modelops.text.adapt) on the SMS train split (replay) plus `--labels` reviewer-like labels of a
+kind the SMS corpus lacks (classifieds), the
 familiarity reference on the SMS train texts plus those labels, and production and candidate
 are scored on the SMS test split (the bootstrap suite) with ONNX Runtime, as the round does.
 
@@ -42,7 +43,8 @@ def main() -> None:
     args = parser.parse_args()
     django.setup()
     from feedback.services.adaptation import candidate_from_served
-    from modelops.text.baseline import save_lexical, train_baseline
+    from modelops.text.adapt import Example, fit_adapted_text
+    from modelops.text.baseline import DEFAULT_LEXICAL_WEIGHT, save_lexical
     from modelops.text.data import load_sms_splits
     from modelops.text.familiarity import fit_familiarity, save_familiarity
     from modelops.text.inference import OnnxTextClassifier
@@ -62,13 +64,19 @@ def main() -> None:
         candidate_from_served(clf_dir=args.model_dir, tok_dir=args.model_dir, out_dir=out)
         seconds["assemble"] = time.monotonic() - tick
         tick = time.monotonic()
-        lexical = train_baseline(
-            [*splits.train.texts, *(t for t, _ in labels[:cut])],
-            [*splits.train.labels, *(y for _, y in labels[:cut])],
-            [*splits.validation.texts, *(t for t, _ in labels[cut:])],
-            [*splits.validation.labels, *(y for _, y in labels[cut:])],
+        served = OnnxTextClassifier(out)
+        adapted = fit_adapted_text(
+            train=[Example(t, int(y)) for t, y in zip(splits.train.texts, splits.train.labels, strict=True)]
+            + [Example(t, y, is_label=True) for t, y in labels[:cut]],
+            replay_validation=list(zip(splits.validation.texts, map(int, splits.validation.labels), strict=True)),
+            label_validation=labels[cut:],
+            transformer=served.transformer_rows,
+            served_lexical=served.lexical,
+            served_weight=served.lexical_weight or DEFAULT_LEXICAL_WEIGHT,
         )
-        save_lexical(lexical, out)
+        save_lexical(adapted.lexical, out)
+        serving = json.loads((out / "serving.json").read_text())
+        (out / "serving.json").write_text(json.dumps(serving | {"lexical_weight": adapted.lexical_weight}))
         seconds["lexical"] = time.monotonic() - tick
         tick = time.monotonic()
         save_familiarity(fit_familiarity([*splits.train.texts, *(t for t, _ in labels)], splits.test.texts), out)
@@ -87,6 +95,7 @@ def main() -> None:
             {
                 "labels": args.labels,
                 "sms_test_f1": {k: round(v, 4) for k, v in f1.items()},
+                "chosen": adapted.report["chosen"],
                 "seconds": {k: round(v, 1) for k, v in seconds.items()} | {"total": round(sum(seconds.values()), 1)},
                 "labelled_unfamiliar_share": {
                     "sms_reference": round(float((fam >= 1).mean()), 3),
