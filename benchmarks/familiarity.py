@@ -103,9 +103,10 @@ def served_familiarity(familiarity: Familiarity) -> Callable[[list[bytes]], np.n
     """spam_pipeline's BundledFamiliarity over `familiarity`, compiled from the model's source
     (the module itself needs Triton's stub)."""
     source = (REPO / "triton_repository" / "spam_pipeline" / "model.py").read_text()
-    (node,) = [n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "BundledFamiliarity"]
+    wanted = {"BundledFamiliarity", "_hashed_columns"}
+    nodes = [n for n in ast.parse(source).body if getattr(n, "name", None) in wanted]
     namespace: dict[str, Any] = {"np": np, "Counter": Counter, "math": math}
-    exec(compile(ast.Module(body=[node], type_ignores=[]), "spam_pipeline/model.py", "exec"), namespace)  # noqa: S102
+    exec(compile(ast.Module(body=nodes, type_ignores=[]), "spam_pipeline/model.py", "exec"), namespace)  # noqa: S102
     folder = Path(tempfile.mkdtemp())
     save_familiarity(familiarity, folder)
     return cast(Callable[[list[bytes]], np.ndarray], namespace["BundledFamiliarity"](folder))

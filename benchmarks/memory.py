@@ -128,9 +128,7 @@ def tree_memory(pid: int) -> dict[str, Any]:
     processes = [root, *root.children(recursive=True)]
     rows = []
     for proc in processes:
-        paths = {m.path for m in proc.memory_maps(grouped=True)}
-        libs = sorted(name for name, fragment in ML_LIBRARIES.items() if any(fragment in p for p in paths))
-        rows.append({"pid": proc.pid, "rss_mb": proc.memory_info().rss / 2**20, "ml_libraries": libs})
+        rows.append({"pid": proc.pid, "rss_mb": proc.memory_info().rss / 2**20, "ml_libraries": ml_libraries(proc)})
     return {"rss_mb": sum(r["rss_mb"] for r in rows), "processes": rows}
 
 
@@ -274,17 +272,24 @@ def stack_processes(supervisor: int, triton_pid: int | None) -> list[tuple[str, 
     return rows
 
 
-def stack_memory(supervisor: int, triton_pid: int | None) -> dict[str, Any]:
+def ml_libraries(proc: psutil.Process) -> list[str]:
+    """The ML_LIBRARIES the process has mapped (none when its maps cannot be read)."""
+    try:
+        paths = {m.path for m in proc.memory_maps(grouped=True)}
+    except psutil.Error:
+        paths = set()
+    return sorted(lib for lib, fragment in ML_LIBRARIES.items() if any(fragment in p for p in paths))
+
+
+def components_memory(rows: list[tuple[str, psutil.Process]], *, per_process: bool = False) -> dict[str, Any]:
+    """RSS and PSS (smaps) of named processes, summed per name and in all; per_process: also each
+    process's own row with the ML libraries it has mapped."""
     components: dict[str, dict[str, float]] = {}
     processes = []
-    for name, proc in stack_processes(supervisor, triton_pid):
+    for name, proc in rows:
         mem = read_smaps(proc.pid)
-        try:
-            paths = {m.path for m in proc.memory_maps(grouped=True)}
-        except psutil.Error:
-            paths = set()
-        libs = sorted(lib for lib, fragment in ML_LIBRARIES.items() if any(fragment in p for p in paths))
-        processes.append({"component": name, "pid": proc.pid, **mem, "ml_libraries": libs})
+        if per_process:
+            processes.append({"component": name, "pid": proc.pid, **mem, "ml_libraries": ml_libraries(proc)})
         row = components.setdefault(name, {"rss_mb": 0.0, "pss_mb": 0.0, "processes": 0})
         row["rss_mb"] += mem["rss_mb"]
         row["pss_mb"] += mem["pss_mb"]
@@ -293,8 +298,12 @@ def stack_memory(supervisor: int, triton_pid: int | None) -> dict[str, Any]:
         "rss_mb": sum(r["rss_mb"] for r in components.values()),
         "pss_mb": sum(r["pss_mb"] for r in components.values()),
         "components": components,
-        "processes": processes,
+        **({"processes": processes} if per_process else {}),
     }
+
+
+def stack_memory(supervisor: int, triton_pid: int | None) -> dict[str, Any]:
+    return components_memory(stack_processes(supervisor, triton_pid), per_process=True)
 
 
 def _post_payload(i: int, tag: str) -> dict[str, Any]:
@@ -461,19 +470,9 @@ def print_stack(results: list[dict[str, Any]]) -> None:
 
 
 def triton_components(pid: int) -> dict[str, Any]:
-    rows = [(name, proc) for name, proc in stack_processes(os.getpid(), pid) if name.startswith("triton")]
-    components: dict[str, dict[str, float]] = {}
-    for name, proc in rows:
-        mem = read_smaps(proc.pid)
-        row = components.setdefault(name, {"rss_mb": 0.0, "pss_mb": 0.0, "processes": 0})
-        row["rss_mb"] += mem["rss_mb"]
-        row["pss_mb"] += mem["pss_mb"]
-        row["processes"] += 1
-    return {
-        "rss_mb": sum(r["rss_mb"] for r in components.values()),
-        "pss_mb": sum(r["pss_mb"] for r in components.values()),
-        "components": components,
-    }
+    return components_memory(
+        [(name, proc) for name, proc in stack_processes(os.getpid(), pid) if name.startswith("triton")]
+    )
 
 
 def _layout_changes(client: Any, text: tuple[int, int], pipeline: int) -> None:

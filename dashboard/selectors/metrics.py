@@ -281,22 +281,13 @@ class TextModelSkips:
 
 def text_model_skips(*, since: datetime) -> TextModelSkips:
     """How many model-scored posts skipped the transformer (Score.features' text_model_skipped,
-    written by scoring from spam_pipeline's TEXT_MODEL_SKIPPED): one aggregate query on
-    PostgreSQL; elsewhere (the laptop's SQLite) the features are read and counted here."""
+    written by scoring from spam_pipeline's TEXT_MODEL_SKIPPED): one aggregate query."""
     from scoring.api import Score
 
-    if connection.vendor != "postgresql":
-        rows = Score.objects.filter(created_at__gte=since, short_circuit_reason="").values_list("features", flat=True)
-        flags = [bool((f or {}).get("text_model_skipped")) for f in rows.iterator(chunk_size=5000)]
-        return TextModelSkips(scored=len(flags), skipped=sum(flags))
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT count(*), count(*) FILTER (WHERE (features->>'text_model_skipped')::boolean)"
-            " FROM scoring_score WHERE created_at >= %s AND short_circuit_reason = ''",
-            [since],
-        )
-        scored, skipped = cur.fetchone()
-    return TextModelSkips(scored=int(scored), skipped=int(skipped))
+    agg = Score.objects.filter(created_at__gte=since, short_circuit_reason="").aggregate(
+        scored=Count("id"), skipped=Count("id", filter=Q(features__text_model_skipped=True))
+    )
+    return TextModelSkips(scored=agg["scored"], skipped=agg["skipped"])
 
 
 def latency_percentiles(

@@ -3,6 +3,8 @@ specialist queue, one post or a selection (moderation.services.assignment)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404
@@ -37,26 +39,26 @@ def _failed(request: HttpRequest, post_id: int, exc: ApplicationError) -> HttpRe
     return redirect_next(request, reverse("dashboard:post_detail", args=[post_id]))
 
 
+def _claim_or_give_back(request: HttpRequest, post_id: int, service: Callable[..., Post], message: str) -> HttpResponse:
+    """One body for claim and unclaim: the service and the message ("{pk}": the post) are the mode."""
+    post = get_object_or_404(Post, pk=post_id)
+    try:
+        post = service(post=post, user=request.user)
+    except ApplicationError as exc:
+        return _failed(request, post_id, exc)
+    return _done(request, post, message.format(pk=post.pk))
+
+
 @require_POST
 @role_required(CAN_MODERATE)
 def claim(request: HttpRequest, post_id: int) -> HttpResponse:
-    post = get_object_or_404(Post, pk=post_id)
-    try:
-        post = post_claim(post=post, user=request.user)
-    except ApplicationError as exc:
-        return _failed(request, post_id, exc)
-    return _done(request, post, f"Post #{post.pk} is assigned to you.")
+    return _claim_or_give_back(request, post_id, post_claim, "Post #{pk} is assigned to you.")
 
 
 @require_POST
 @role_required(CAN_MODERATE)
 def unclaim(request: HttpRequest, post_id: int) -> HttpResponse:
-    post = get_object_or_404(Post, pk=post_id)
-    try:
-        post = post_unclaim(post=post, user=request.user)
-    except ApplicationError as exc:
-        return _failed(request, post_id, exc)
-    return _done(request, post, f"Post #{post.pk} given back.")
+    return _claim_or_give_back(request, post_id, post_unclaim, "Post #{pk} given back.")
 
 
 @require_POST

