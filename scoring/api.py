@@ -1,6 +1,7 @@
 """The public door of the runtime scoring path, for the rooms above it (the API, the
-dashboard, config): the pre-publish check of ``POST /api/v1/posts?wait_ms``, the score rows the
-dashboard and the API read, the active policy and Triton's metrics page. Everything behind it
+dashboard, feedback, config): the pre-publish check of ``POST /api/v1/posts?wait_ms``, the score
+rows the dashboard and the API read, the active policy, Triton's metrics page, and the waiting
+queue's re-score a promotion asks for. Everything behind it
 may change without them noticing. moderation, below, imports nothing of scoring: it announces
 what happened (moderation.signals) and scoring listens (scoring.receivers).
 
@@ -33,6 +34,7 @@ __all__ = [
     "prepublish_hold",
     "score_inline",
     "triton_metrics_text",
+    "waiting_rescore_on_commit",
     "warm_up",
 ]
 
@@ -60,6 +62,16 @@ def policy_active() -> DecisionPolicy:
     from scoring.services.policy import policy_active as active
 
     return active()
+
+
+def waiting_rescore_on_commit(*, reason: str) -> None:
+    """The served models changed (a promotion or rollback, committed with the current
+    transaction): once it commits, re-score the posts waiting for a moderator with them
+    (scoring.services.queue_rescore; QUEUE_RESCORE_AFTER_PROMOTION). Never raises and never
+    scores inside the caller's transaction."""
+    from scoring.services.queue_rescore import waiting_rescore_publish
+
+    waiting_rescore_publish(reason=reason)
 
 
 def triton_metrics_text() -> str:

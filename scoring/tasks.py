@@ -5,8 +5,10 @@ scoring.services.batching (the service publishes it too) and exported here. Inge
 (scoring.receivers) publish it per batch-ingest chunk (its post ids) or as a kick (no ids: the
 oldest waiting posts); an inline check that did not decide, a new report and the sweeper publish
 it for one post. The work queue it leases from, with its Redis keys and the state diagram of a
-post, is scoring/workqueue.py. rescore_post re-scores a scored post after a new report; the
-webhook task is scoring.services.webhooks.deliver_webhook.
+post, is scoring/workqueue.py. rescore_post re-scores a scored post after a new report;
+rescore_waiting (scoring.services.queue_rescore) re-scores the posts waiting for a moderator
+after a promotion or rollback changed the served models; the webhook task is
+scoring.services.webhooks.deliver_webhook.
 
 Retry policy (scoring.services.batching.RETRY_OPTIONS): Triton being down (TritonUnavailable)
 or the database dropping a connection (OperationalError, InterfaceError) retries with
@@ -43,6 +45,7 @@ from django.utils import timezone
 from scoring import sweeper
 from scoring.services import retention, scoring
 from scoring.services.batching import RETRY_OPTIONS, publish_batch, score_batch_task
+from scoring.services.queue_rescore import rescore_waiting_task
 from scoring.services.removal_statements import record_removal_statements
 from scoring.services.webhooks import deliver_webhook
 
@@ -53,11 +56,13 @@ __all__ = [
     "deliver_webhook",
     "record_removal_statements",
     "rescore_post",
+    "rescore_waiting",
     "score_batch",
     "sweep_stuck_posts",
 ]
 
 score_batch = score_batch_task
+rescore_waiting = rescore_waiting_task
 
 
 # The three scoring tasks of the previous version, kept by name: a worker discards a message

@@ -361,6 +361,13 @@ SCORING_RETRY_BACKOFF_MAX = env.int("SCORING_RETRY_BACKOFF_MAX", default=60)
 SCORING_MAX_RETRIES = env.int("SCORING_MAX_RETRIES", default=200)
 SCORING_TASK_SOFT_TIME_LIMIT_S = env.int("SCORING_TASK_SOFT_TIME_LIMIT_S", default=60)
 SCORING_TASK_TIME_LIMIT_S = env.int("SCORING_TASK_TIME_LIMIT_S", default=75)
+# After a promotion or rollback commits, the posts waiting for a moderator are re-scored with the
+# models serving now (scoring.services.queue_rescore): at most QUEUE_RESCORE_MAX_POSTS, highest
+# priority first, QUEUE_RESCORE_BATCH per Triton call and transaction. False: they keep their
+# score until a report re-scores them.
+QUEUE_RESCORE_AFTER_PROMOTION = env.bool("QUEUE_RESCORE_AFTER_PROMOTION", default=True)
+QUEUE_RESCORE_BATCH = env.int("QUEUE_RESCORE_BATCH", default=64)
+QUEUE_RESCORE_MAX_POSTS = env.int("QUEUE_RESCORE_MAX_POSTS", default=2000)
 WEBHOOK_CONNECT_TIMEOUT_S = env.float("WEBHOOK_CONNECT_TIMEOUT_S", default=2.0)
 WEBHOOK_READ_TIMEOUT_S = env.float("WEBHOOK_READ_TIMEOUT_S", default=5.0)
 WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=10)

@@ -36,3 +36,7 @@ TEXT_BENIGN_CORPORA = env.list("TEXT_BENIGN_CORPORA", default=[])
 
 # Automatic adaptation rounds stay out of reach of other tests' labels; its own tests lower it.
 ADAPTATION_MIN_NEW_LABELS = env.int("ADAPTATION_MIN_NEW_LABELS", default=100_000)
+
+# A promotion's re-score of the waiting queue would publish a task to this suite's broker from
+# every promotion test; its own tests switch it on (tests/scoring/test_queue_rescore.py).
+QUEUE_RESCORE_AFTER_PROMOTION = env.bool("QUEUE_RESCORE_AFTER_PROMOTION", default=False)

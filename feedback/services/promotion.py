@@ -29,6 +29,11 @@ version folders are removed and every replica reloads, so each serves again what
 before (a replica that cannot be reached then loads the same older versions when it next
 starts, as the folders are gone), the registry keeps its production version, and the error,
 naming the replicas that failed, is raised to the caller.
+
+Every promotion and rollback changes what scores posts (each publishes a new spam_pipeline
+version), so once it commits the posts waiting for a moderator are re-scored with the new
+models (scoring.services.queue_rescore, through scoring.api; QUEUE_RESCORE_AFTER_PROMOTION).
+That runs on a scoring worker: a Triton failure there never fails the promotion.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from feedback.models import ModelBundle, ModelVersion, RunStatus, TrainingRun
 from feedback.permissions import check_ml_admin
 from feedback.services.datasets import artifacts_dir
 from moderation.services.audit import audit_record
+from scoring.api import waiting_rescore_on_commit
 from scoring.triton_replicas import load_everywhere
 
 logger = logging.getLogger(__name__)
@@ -354,6 +360,8 @@ def promote_run(
                 before={"gate": (run.report or {}).get("gate"), "held_because": held},
                 after={"reason": override_reason, "versions": {mv.name: mv.version for mv in out}},
             )
+        # The waiting posts' scores came from the models just replaced: re-scored after the commit.
+        waiting_rescore_on_commit(reason="model.promote " + ", ".join(f"{mv.name} v{mv.version}" for mv in out))
     logger.info("feedback.promoted", extra={"run_id": run.pk, "published": published})
     return out
 
@@ -450,7 +458,7 @@ def rollback_to(*, target: ModelVersion, user: Any) -> ModelVersion:
             _record_text_carried(
                 published=published, user=user, note=f"unchanged; serves the abuse model v{target.version} again"
             )
-        return _record(
+        restored = _record(
             bundle=target.name,
             published=published,
             user=user,
@@ -458,6 +466,8 @@ def rollback_to(*, target: ModelVersion, user: Any) -> ModelVersion:
             restored_from=target,
             note=f"rollback to v{target.version}",
         )
+        waiting_rescore_on_commit(reason=f"model.rollback {restored.name} v{restored.version}")
+        return restored
 
 
 def promotion_plan(*, run: TrainingRun) -> dict[str, Any]:

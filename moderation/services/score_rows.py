@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
@@ -21,23 +22,43 @@ from moderation.models import Author, Domain, IpAddress, Post
 from moderation.services.source_stats import source_stats_spam_adds
 
 
-def posts_lock_for_scoring(*, post_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+def posts_lock_for_scoring(*, post_ids: Sequence[int], owned_at: datetime | None = None) -> dict[int, dict[str, Any]]:
     """id -> {id, status, report_count} of the posts, row-locked in id order (no deadlock
     between overlapping batches). Plain SQL: the ORM compiling this select_for_update().values()
-    on every scoring transaction cost more than running it (?wait_ms path, cProfile)."""
+    on every scoring transaction cost more than running it (?wait_ms path, cProfile).
+
+    With `owned_at`, each row also has "owned": a moderator holds the post at that moment (a
+    claim not yet expired, moderation.services.claims) or it is assigned to a moderator
+    (moderation.services.assignment). Read under the same lock, so a claim taken after this
+    waits for the scoring transaction, and one taken before is seen."""
     if not post_ids:
         return {}
     qn = connection.ops.quote_name
     table = qn(Post._meta.db_table)
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    params: list[Any] = []
+    owned = ""
+    if owned_at is not None:
+        claimed_by, until, assigned = (
+            qn(str(f.column)) for f in column_fields(Post, ["claimed_by", "claimed_until", "assigned_to"])
+        )
+        owned = f", ({assigned} IS NOT NULL OR ({claimed_by} IS NOT NULL AND {until} > %s))"
+        params.append(owned_at)
     # Identifiers come from model metadata and every value is a parameter: no injection.
     sql = (
-        f"SELECT id, status, report_count FROM {table} "  # noqa: S608
+        f"SELECT id, status, report_count{owned} FROM {table} "  # noqa: S608
         f"WHERE id IN ({', '.join(['%s'] * len(post_ids))}) ORDER BY id{lock}"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, list(post_ids))
-        return {pk: {"id": pk, "status": status, "report_count": reports} for pk, status, reports in cursor.fetchall()}
+        cursor.execute(sql, [*params, *post_ids])
+        if owned_at is None:
+            return {
+                pk: {"id": pk, "status": status, "report_count": reports} for pk, status, reports in cursor.fetchall()
+            }
+        return {
+            pk: {"id": pk, "status": status, "report_count": reports, "owned": bool(held)}
+            for pk, status, reports, held in cursor.fetchall()
+        }
 
 
 def posts_score_fields_write(*, posts: Sequence[Post], fields: Sequence[str]) -> None:

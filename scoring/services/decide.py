@@ -51,6 +51,9 @@ ACTION_STATUS: dict[str, str] = {
 NOT_PENDING = "not_pending"  # gone, or no longer in a status this pass may change
 MODEL_ERROR = "model_error"  # the model failed on this post alone: queued for a human, no score
 ALREADY_SCORED = "already_scored"  # this (model set, revision) was written before
+# A moderator holds the post (a live claim, or assigned to them): a re-score of the waiting
+# queue leaves it to them (the row says so only when the pass asked, settle's leave_owned).
+OWNED = "owned"
 
 
 @dataclass
@@ -124,15 +127,18 @@ def decide(
     existing: Set[tuple[int, str, int]] = frozenset(),
 ) -> list[Decision]:
     """One Decision per item, in order. `rows`: post id -> {"status", "report_count"} as
-    locked for the write (a missing post is gone); `allowed_from`: the statuses this pass may
-    change (a first score: received; a re-score: the rescorable ones); `existing`: the (post,
-    model set, revision) keys already written (a re-score's duplicate)."""
+    locked for the write (a missing post is gone), and "owned" when a moderator holds the post
+    (only a pass that leaves such posts alone reads it); `allowed_from`: the statuses this pass
+    may change (a first score: received; a re-score: the rescorable ones); `existing`: the
+    (post, model set, revision) keys already written (a re-score's duplicate)."""
     decided: dict[int, Decision] = {}
     to_score: list[tuple[int, Item, str, int]] = []  # index, item, current status, reports
     for index, item in enumerate(items):
         row = rows.get(item.post.id)
         if row is None or row["status"] not in allowed_from:
             decided[index] = Decision(item=item, status=row["status"] if row else "", skipped=NOT_PENDING)
+        elif row.get("owned"):
+            decided[index] = Decision(item=item, status=row["status"], skipped=OWNED)
         elif item.model_error:
             # Fail towards a human: queued without a score rather than retried forever.
             decided[index] = Decision(item=item, status=PostStatus.QUEUED, skipped=MODEL_ERROR, status_changed=True)

@@ -165,13 +165,34 @@ def rescore_post(*, post_id: int, client: ScoringClient | None = None) -> ScoreR
     infer([item], client=client or get_client())
     if item.model_error:
         return ScoreResult(post_id=post_id, status=post.status, skipped="model_error")
-    last_revision = Score.objects.filter(post_id=post_id, model_set=item.model_set).aggregate(r=Max("revision"))["r"]
-    item.revision = 0 if last_revision is None else last_revision + 1
+    revisions_assign([item])
     (result,) = settle([item], allowed_from=RESCORE_FROM, started=started)
     if result.skipped == "already_scored":
         # A concurrent re-score took this revision, possibly without the newest report.
         raise RescoreConflict(f"post {post_id} revision {item.revision} written concurrently")
     return result
+
+
+def revisions_assign(items: Sequence[Item]) -> None:
+    """Give each item the next revision of its post under its model set: the latest revision
+    written for that (post, model set) + 1, or 0 for a model set the post was never scored by.
+    One query for the pass. Read before settle's lock: a concurrent re-score that writes the
+    same key first makes settle skip the item as decide.ALREADY_SCORED."""
+    if not items:
+        return
+    latest = {
+        (post_id, model_set): revision
+        for post_id, model_set, revision in Score.objects.filter(
+            post_id__in=[i.post.id for i in items], model_set__in={i.model_set for i in items}
+        )
+        .values("post_id", "model_set")
+        .annotate(r=Max("revision"))
+        .values_list("post_id", "model_set", "r")
+        .order_by()
+    }
+    for item in items:
+        last = latest.get((item.post.id, item.model_set))
+        item.revision = 0 if last is None else last + 1
 
 
 def _score_row(decision: Decision, *, policy: DecisionPolicy, latency_ms: float) -> Score:
@@ -215,16 +236,19 @@ def _score_row(decision: Decision, *, policy: DecisionPolicy, latency_ms: float)
     )
 
 
-def settle(items: Sequence[Item], *, allowed_from: frozenset[str], started: float) -> list[ScoreResult]:
+def settle(
+    items: Sequence[Item], *, allowed_from: frozenset[str], started: float, leave_owned: bool = False
+) -> list[ScoreResult]:
     """Decide and write a pass's items in one transaction: lock the posts (id order), load the
     policy (and, for a re-score, the Score keys written), decide (pure: decide.decide), persist
     the decisions. The worker's batches, the inline check and re-scores all end here. The query
-    count is fixed for any batch size."""
+    count is fixed for any batch size. `leave_owned`: a post a moderator holds under the lock
+    (claimed, or assigned to them) is skipped as decide.OWNED (the waiting queue's re-score)."""
     now = timezone.now()
     with transaction.atomic():
         policy = policy_active()
         ids = [i.post.id for i in items]
-        rows = posts_lock_for_scoring(post_ids=ids)
+        rows = posts_lock_for_scoring(post_ids=ids, owned_at=now if leave_owned else None)
         # A post still in `received` has no Score: the one transaction that writes a post's first
         # Score also moves it out of `received`, and the row lock above orders us after it. So
         # only a re-score needs to look (the unique key on Score stays the backstop).

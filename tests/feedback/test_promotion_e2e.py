@@ -21,8 +21,9 @@ from feedback.services.promotion import (
     served_version,
 )
 from feedback.services.training import training_run_execute
-from moderation.models import AuditLog
+from moderation.models import AuditLog, Post, PostStatus
 from scoring.models import Score
+from scoring.services.queue_rescore import waiting_rescore
 from scoring.services.scoring import score_posts
 from scoring.serving import TritonScoringClient, get_client, reset_clients
 from tests.feedback.conftest import make_post
@@ -81,6 +82,8 @@ def test_labels_to_retrain_to_promote_to_score_with_new_version(served, source, 
     before = _served()
     old = ModelVersion.objects.get(name="tabular", is_production=True)
     assert str(old.version) == before["fusion_model"]
+    waiting = _score_new_post(source).post
+    Post.objects.filter(pk=waiting.pk).update(status=PostStatus.QUEUED)  # waits for a moderator
 
     run = _trained_run(source, moderator, admin_user, authors=220, seed=11, auto=True)
 
@@ -100,6 +103,11 @@ def test_labels_to_retrain_to_promote_to_score_with_new_version(served, source, 
     score = _score_new_post(source)
     assert score.model_versions["fusion_model"] == after["fusion_model"]
     assert AuditLog.objects.filter(action="model.promote.auto", target_id=str(new.pk)).exists()
+    # The post waiting since before the promotion is re-scored by the new version (the task the
+    # promotion publishes on commit; run in place here, the test's transaction never commits).
+    waiting_rescore()
+    rescored = Score.objects.filter(post=waiting).order_by("-created_at", "-id").first()
+    assert rescored is not None and rescored.model_versions["fusion_model"] == after["fusion_model"]
 
 
 def test_rollback_to_an_earlier_version_in_one_action(served, source, moderator, admin_user):

@@ -65,9 +65,16 @@ def make_ip(address: str = "", **kwargs: Any) -> IpAddress:
     return IpAddress.objects.create(address=address or f"10.{n // 65536 % 256}.{n // 256 % 256}.{n % 256}", **kwargs)
 
 
+def model_versions(version: str) -> dict[str, str]:
+    """What Triton reports once every model serves `version` (a promotion bumps each number the
+    pipeline reports: the new spam_pipeline bundle and the models it bundles)."""
+    return {name: version for name in ALL_MODELS}
+
+
 class FakeClient:
     """Scores by a rule over the input (default: "spam" in the text -> 0.95, "maybe" -> 0.5,
-    else 0.05) and records each call's batch."""
+    else 0.05) and records each call's batch. `versions`: the model versions every output
+    reports (default MODEL_VERSIONS; model_versions("2") after a promotion)."""
 
     def __init__(
         self,
@@ -75,10 +82,12 @@ class FakeClient:
         *,
         fail: Exception | None = None,
         reject: Callable[[Sequence[ScoringInput]], Exception | None] | None = None,
+        versions: dict[str, str] | None = None,
     ) -> None:
         self.rule = rule or self.default_rule
         self.fail = fail
         self.reject = reject
+        self.versions = dict(versions or MODEL_VERSIONS)
         self.calls: list[list[ScoringInput]] = []
 
     @staticmethod
@@ -109,7 +118,7 @@ class FakeClient:
                     behaviour_prob=p,
                     final_prob=p,
                     contributions=fake_contributions(p),
-                    model_versions=dict(MODEL_VERSIONS),
+                    model_versions=dict(self.versions),
                 )
             )
         return outputs

@@ -15,7 +15,7 @@ from moderation.models import Author, Campaign, Domain, Label, Link, ListStatus,
 from scoring.features.extract import PostFeatures
 from scoring.models import Action, DecisionPolicy
 from scoring.services.campaigns import CAMPAIGN_SPAM_REASON
-from scoring.services.decide import ALREADY_SCORED, MODEL_ERROR, NOT_PENDING, Item, decide
+from scoring.services.decide import ALREADY_SCORED, MODEL_ERROR, NOT_PENDING, OWNED, Item, decide
 from scoring.triton_types import ScoringOutput
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -24,6 +24,7 @@ EARLIER = NOW - timedelta(days=1)
 POLICY = DecisionPolicy(version=1, remove_threshold=0.9, approve_threshold=0.2, escalate_threshold=0.9)
 RECEIVED = frozenset({PostStatus.RECEIVED})
 RESCORE = frozenset({PostStatus.QUEUED, PostStatus.AUTO_APPROVED})
+Q_ONLY = frozenset({PostStatus.QUEUED})  # the waiting queue's re-score
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Case:
     allowed: frozenset[str] = RECEIVED
     model_error: str = ""
     written_before: bool = False
+    owned: bool | None = None  # a moderator holds the row; None: the pass did not ask
     policy: DecisionPolicy = POLICY
     unfamiliarity: float | None = None  # the pipeline's familiarity measure; None: none
     unfamiliar_action: str = "queue"  # the source's unfamiliar_text_action
@@ -90,7 +92,11 @@ def item_of(case: Case) -> Item:
 
 def decided(case: Case) -> tuple[str, Action | None, str, bool, bool, str, str]:
     item = item_of(case)
-    rows = {} if case.current is None else {7: {"status": case.current, "report_count": case.reports}}
+    rows: dict[int, dict[str, Any]] = (
+        {} if case.current is None else {7: {"status": case.current, "report_count": case.reports}}
+    )
+    if case.owned is not None and 7 in rows:
+        rows[7]["owned"] = case.owned
     existing = {(7, item.model_set, 0)} if case.written_before else set()
     (decision,) = decide([item], case.policy, NOW, rows=rows, allowed_from=case.allowed, existing=existing)
     return (
@@ -215,6 +221,32 @@ TABLE = [
         "a written revision is not written again",
         Case(current=Q, allowed=RESCORE, written_before=True),
         (Q, None, ALREADY_SCORED, False, False, "", ""),
+    ),
+    # The waiting queue's re-score leaves a post a moderator holds to them, whatever its score.
+    (
+        "a held post is not decided away",
+        Case(final=0.95, current=Q, allowed=Q_ONLY, owned=True),
+        (Q, None, OWNED, False, False, "", ""),
+    ),
+    (
+        "a held post's model error changes nothing",
+        Case(current=Q, allowed=Q_ONLY, owned=True, model_error="bad input"),
+        (Q, None, OWNED, False, False, "", ""),
+    ),
+    (
+        "a queued post nobody holds is removed over remove_threshold",
+        Case(final=0.95, current=Q, allowed=Q_ONLY, owned=False),
+        (R, Action.REMOVE, "", True, True, "", ""),
+    ),
+    (
+        "a queued post is never approved by a re-score",
+        Case(final=0.05, current=Q, allowed=Q_ONLY, owned=False),
+        (Q, Action.APPROVE, "", False, False, "", ""),
+    ),
+    (
+        "a human decision is not a waiting post",
+        Case(final=0.95, current=PostStatus.APPROVED, allowed=Q_ONLY, owned=False),
+        (PostStatus.APPROVED, None, NOT_PENDING, False, False, "", ""),
     ),
 ]
 

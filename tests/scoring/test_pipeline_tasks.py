@@ -22,7 +22,14 @@ pytestmark = pytest.mark.usefixtures("clean_cache")
 
 
 def test_task_options():
-    for task in (tasks.score_batch, tasks.rescore_post, tasks.score_post, tasks.score_posts, tasks.score_waiting):
+    for task in (
+        tasks.score_batch,
+        tasks.rescore_post,
+        tasks.rescore_waiting,
+        tasks.score_post,
+        tasks.score_posts,
+        tasks.score_waiting,
+    ):
         assert task.acks_late is True
         assert TritonUnavailable in task.autoretry_for
         assert OperationalError in task.autoretry_for
