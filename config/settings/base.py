@@ -517,6 +517,12 @@ FEEDBACK_REPLAY_BOOTSTRAP_MAX = env.int("FEEDBACK_REPLAY_BOOTSTRAP_MAX", default
 ADAPTATION_ENABLED = env.bool("ADAPTATION_ENABLED", default=True)
 # A round is started once this many labels arrived since the last round ...
 ADAPTATION_MIN_NEW_LABELS = env.int("ADAPTATION_MIN_NEW_LABELS", default=200)
+# A round also fine-tunes the transformer (warm start from the bootstrap checkpoint, the labels
+# plus the replay, int8 export) once this many labels arrived since the last round that did;
+# 0: never (lexical half, blend weight and familiarity only).
+ADAPTATION_FINETUNE_MIN_LABELS = env.int("ADAPTATION_FINETUNE_MIN_LABELS", default=200)
+ADAPTATION_FINETUNE_EPOCHS = env.int("ADAPTATION_FINETUNE_EPOCHS", default=2)
+ADAPTATION_FINETUNE_BUDGET_S = env.float("ADAPTATION_FINETUNE_BUDGET_S", default=600.0)
 # ... and by beat every this many seconds when at least one did (0: no scheduled round).
 ADAPTATION_SCHEDULE_S = env.int("ADAPTATION_SCHEDULE_S", default=24 * 3600)
 if ADAPTATION_ENABLED and ADAPTATION_SCHEDULE_S > 0:

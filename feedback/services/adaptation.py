@@ -376,6 +376,100 @@ def _sms_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     )
 
 
+def last_finetuned_example_id() -> int:
+    """The newest label the last fine-tuning round saw (0: no round fine-tuned yet)."""
+    for report in (
+        TrainingRun.objects.filter(kind=RunKind.ADAPTATION, status=RunStatus.SUCCEEDED)
+        .order_by("-created_at")
+        .values_list("report", flat=True)
+    ):
+        adaptation = (report or {}).get("adaptation") or {}
+        if adaptation.get("finetuned"):
+            return int(adaptation.get("last_example_id") or 0)
+    return 0
+
+
+def finetune_due() -> bool:
+    """Whether this round fine-tunes the transformer: ADAPTATION_FINETUNE_MIN_LABELS spam-model
+    labels (0: never) arrived since the last round that did. Between those rounds the lexical
+    half carries what the labels teach, in seconds."""
+    needed = int(getattr(settings, "ADAPTATION_FINETUNE_MIN_LABELS", 0))
+    if needed <= 0:
+        return False
+    since = LabelledExample.objects.filter(pk__gt=last_finetuned_example_id(), category__in=SPAM_MODEL_CATEGORIES)
+    return since.count() >= needed
+
+
+def _finetuned_candidate(
+    *, run: TrainingRun, data: Any, out_dir: Path, thresholds: Mapping[str, Any], sms_test: Any
+) -> dict[str, Any]:
+    """Fine-tune the transformer on the round's rows (the labels plus the replay sample a
+    retraining run takes) from the bootstrap checkpoint, as a retraining run does but with the
+    round's budget, then export it to int8 with the bootstrap's parity and F1 checks (fp32 when
+    int8 loses more than the export allows). Returns the serving.json to amend."""
+    import json
+    import random
+
+    from feedback.services.text import train_text_candidate
+    from modelops.text.export import run_export
+
+    keep = [i for i, r in enumerate(data.train) if r.get("text")]
+    train_text_candidate(
+        run_id=run.pk,
+        train=[data.train[i] for i in keep],
+        validation=[r for r in data.validation if r.get("text")],
+        # The candidate's own report (calibration, test metrics): the SMS test split; the gate
+        # scores it on every suite afterwards.
+        test=[
+            {"text": t, "label": "spam" if y else "ham"} for t, y in zip(sms_test.texts, sms_test.labels, strict=True)
+        ],
+        out_dir=out_dir,
+        thresholds=thresholds,
+        progress=lambda fraction, message: run_progress(run.pk, 0.05 + 0.3 * fraction, message),
+        train_weights=[data.train_weights[i] for i in keep],
+        epochs=int(getattr(settings, "ADAPTATION_FINETUNE_EPOCHS", 2)),
+        time_budget_s=float(getattr(settings, "ADAPTATION_FINETUNE_BUDGET_S", 600.0)),
+    )
+    texts = [str(r["text"]) for r in data.train if r.get("text")]
+    try:
+        run_export(
+            out_dir,
+            calibration_texts=random.Random(0).sample(texts, min(200, len(texts))),
+            eval_texts=list(sms_test.texts),
+            eval_labels=list(sms_test.labels),
+            max_length=int(getattr(settings, "TEXT_MAX_LENGTH", 128)),
+            latency_runs=10,
+            measure_optimizer=False,
+            latency_threads=(1,),
+        )
+    except Exception:  # the fp32 file train_text_candidate wrote is served instead
+        logger.exception("feedback.adaptation_int8_export_failed", extra={"run_id": run.pk})
+    serving: dict[str, Any] = json.loads((out_dir / "serving.json").read_text())
+    return serving
+
+
+def _assemble_candidate(
+    *, run: TrainingRun, data: Any, served: tuple[Path, Path], out_dir: Path, thresholds: Mapping[str, Any]
+) -> tuple[dict[str, Any], bool]:
+    """The candidate's transformer in out_dir: fine-tuned when one is due (finetune_due), else
+    the served version's files. Returns its serving.json and whether it was fine-tuned."""
+    from modelops.text.data import load_sms_splits
+
+    if finetune_due():
+        sms_test = load_sms_splits().test
+        return _finetuned_candidate(run=run, data=data, out_dir=out_dir, thresholds=thresholds, sms_test=sms_test), True
+    return candidate_from_served(clf_dir=served[0], tok_dir=served[1], out_dir=out_dir), False
+
+
+def _write_serving(
+    out_dir: Path, serving: dict[str, Any], *, lexical_weight: float, reason: str, adapted_from: dict[str, str]
+) -> None:
+    import json
+
+    serving.update({"lexical_weight": lexical_weight, "reason": reason, "adapted_from": adapted_from})
+    (out_dir / "serving.json").write_text(json.dumps(serving, indent=2, sort_keys=True) + "\n")
+
+
 def _violation(row: Mapping[str, Any]) -> int:
     return 1 if row["label"] == "spam" else 0
 
@@ -450,7 +544,10 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
 
     tick = time.monotonic()
     out_dir = artifacts_dir() / "runs" / str(run.pk) / "text"
-    serving = candidate_from_served(clf_dir=served[0], tok_dir=served[1], out_dir=out_dir)
+    serving, finetuned = _assemble_candidate(run=run, data=data, served=served, out_dir=out_dir, thresholds=thresholds)
+    if finetuned:
+        seconds["finetune"] = round(time.monotonic() - tick, 1)
+        tick = time.monotonic()
     adapted = _fit_lexical_half(
         out_dir, train, replay_validation=[(str(r["text"]), _violation(r)) for r in sms_val], labels=label_validation
     )
@@ -472,17 +569,15 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
     save_familiarity(familiarity, out_dir)
     seconds["familiarity"] = round(time.monotonic() - tick, 1)
 
-    import json
-
-    serving.update(
-        {
-            "lexical_weight": adapted.lexical_weight,
-            "reason": f"adaptation run {run.pk}: lexical half, blend weight and familiarity refitted, "
-            "transformer unchanged",
-            "adapted_from": {"text_classifier": served[0].name, "tokenizer": served[1].name},
-        }
+    _write_serving(
+        out_dir,
+        serving,
+        lexical_weight=adapted.lexical_weight,
+        reason=f"adaptation run {run.pk}: "
+        + ("transformer fine-tuned, " if finetuned else "transformer unchanged, ")
+        + "lexical half, blend weight and familiarity refitted",
+        adapted_from={"text_classifier": served[0].name, "tokenizer": served[1].name},
     )
-    (out_dir / "serving.json").write_text(json.dumps(serving, indent=2, sort_keys=True) + "\n")
     if settings.TEXT_CASCADE:
         seconds["cascade"] = _refit_cascade(out_dir, validation)
 
@@ -525,7 +620,10 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
         "gate": gate_evaluate(suites),
         "adaptation": {
             "seconds": seconds,
-            "transformer": "unchanged (served version's ONNX file)",
+            "finetuned": finetuned,
+            "transformer": "fine-tuned on the labels and the replay"
+            if finetuned
+            else "unchanged (served version's ONNX file)",
             "blend": adapted.report,
         },
     }

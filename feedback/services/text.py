@@ -58,6 +58,8 @@ def train_text_candidate(
     thresholds: Mapping[str, Any],
     progress: Callable[[float, str], None],
     train_weights: Sequence[float] | None = None,
+    epochs: int | None = None,
+    time_budget_s: float | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     from feedback.services.promotion import served_text_dir
     from modelops.text.abuse import abuse_carry
@@ -73,9 +75,9 @@ def train_text_candidate(
     config = TrainConfig(
         base=base,
         max_length=max_length,
-        epochs=int(getattr(settings, "FEEDBACK_TEXT_EPOCHS", 2)),
+        epochs=epochs or int(getattr(settings, "FEEDBACK_TEXT_EPOCHS", 2)),
         max_steps=getattr(settings, "FEEDBACK_TEXT_MAX_STEPS", None),
-        time_budget_s=float(getattr(settings, "FEEDBACK_TEXT_TIME_BUDGET_S", 15 * 60)),
+        time_budget_s=time_budget_s or float(getattr(settings, "FEEDBACK_TEXT_TIME_BUDGET_S", 15 * 60)),
     )
     progress(0.0, f"text: fine-tuning from {base} on {len(train)} texts (max_length {max_length})")
     y_train = [int(v) for v in labels_of(train)]

@@ -378,3 +378,42 @@ def test_n_labels_start_a_round_on_the_training_worker_that_serves_the_new_versi
     assert "feedback.adapt_text_model" in adaptation_worker.read_text()
     assert version.version == before + 1
     assert get_client().model_versions()["text_classifier"] == str(before + 1)
+
+
+@pytest.mark.integration
+@pytest.mark.django_db
+def test_a_round_fine_tunes_the_transformer_once_enough_labels_arrived(served, source, moderator, settings, tmp_path):
+    """Past ADAPTATION_FINETUNE_MIN_LABELS labels a round fine-tunes the transformer (a tiny one,
+    a few steps) instead of copying the served file; the next round, with fewer new labels than
+    that, refits the lexical half only."""
+    from feedback.services.datasets import artifacts_dir
+    from modelops.text.tiny import build_tiny_checkpoint
+
+    settings.FEEDBACK_TEXT_BASE = str(build_tiny_checkpoint(tmp_path / "base"))
+    settings.FEEDBACK_TEXT_MAX_STEPS = 4
+    settings.TEXT_MAX_LENGTH = 32
+    settings.ADAPTATION_FINETUNE_MIN_LABELS = 40
+    registry_sync()
+    bootstrap = ModelVersion.objects.get(name="text", is_production=True)
+    served_onnx = (served.repository / "text_classifier" / str(bootstrap.version) / "model.onnx").read_bytes()
+
+    label(source, moderator, classifieds(30, seed=3), tag="few")
+    assert adaptation.finetune_due() is False
+    label(source, moderator, classifieds(20, seed=4), tag="more")
+    assert adaptation.finetune_due() is True
+    first = _adapt()
+    assert first["status"] in {"promoted", "held"}, first
+    run = TrainingRun.objects.get(pk=first["run"])
+    assert run.report["adaptation"]["finetuned"] is True
+    assert "finetune" in run.report["adaptation"]["seconds"]
+    candidate = artifacts_dir() / run.candidate_artifacts["text"]
+    assert (candidate / "model.onnx").read_bytes() != served_onnx
+    assert "transformer fine-tuned" in json.loads((candidate / "serving.json").read_text())["reason"]
+    # The gate judged it like any round, and the labels it saw no longer count towards the next.
+    assert run.report["auto_promotion"]["promoted"] is (first["status"] == "promoted")
+    assert adaptation.finetune_due() is False
+
+    label(source, moderator, classifieds(5, seed=5), tag="later")
+    second = _adapt()
+    later = TrainingRun.objects.get(pk=second["run"])
+    assert later.report["adaptation"]["finetuned"] is False
