@@ -33,6 +33,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--labels", default="250,500", help="label counts, comma-separated")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--replay", type=int, default=0, help="replayed SMS texts (0: FEEDBACK_REPLAY_BOOTSTRAP_MAX)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     import django
@@ -57,7 +58,7 @@ def main() -> None:
     sms = load_sms_splits()
     replay = list(zip(sms.train.texts, sms.train.labels, strict=True))
     random.Random(args.seed + 1).shuffle(replay)
-    replay = replay[: int(settings.FEEDBACK_REPLAY_BOOTSTRAP_MAX)]
+    replay = replay[: args.replay or int(settings.FEEDBACK_REPLAY_BOOTSTRAP_MAX)]
     y_insults = np.asarray(insults.test.labels)
 
     def measure(model: Any, tokenizer: Any) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from sklearn.pipeline import Pipeline
 
 from modelops.text.adapt import (
     LEXICAL_WEIGHTS,
@@ -54,7 +55,7 @@ def data() -> dict[str, list[tuple[str, int]]]:
     }
 
 
-def _served_lexical(replay: Sequence[tuple[str, int]]):  # noqa: ANN202 - a fitted sklearn pipeline
+def _served_lexical(replay: Sequence[tuple[str, int]]) -> Pipeline:
     return fit_lexical([t for t, _ in replay], [y for _, y in replay], c=10.0)
 
 
