@@ -493,7 +493,7 @@ def run_offline(args: argparse.Namespace, order: str) -> dict[str, Any]:
                 "adaptation": {"via": "offline round", "seconds": round(time.perf_counter() - started, 1), **chosen},
             }
         )
-        print(json.dumps({k: v for k, v in rows[-1].items()}), flush=True)
+        print(json.dumps(rows[-1]), flush=True)
     return {"order": order, "posts": len(pool), "held_out": len(held), "queued_at_start": len(queued), "rows": rows}
 
 

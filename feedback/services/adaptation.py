@@ -14,10 +14,15 @@ read from files beside the tokenizer:
 - the familiarity reference (modelops.text.familiarity) on the SMS train split plus every
   effective labelled text, so content becomes familiar once moderators have labelled it.
 
-The transformer's ONNX file, tokenizer, serving.json and the abuse model are the served
-version's, copied unchanged. The round is a TrainingRun of kind "adaptation" on a dataset
-snapshot of the labels: the candidate is scored beside production on every evaluation suite,
-the promotion gate decides (feedback.services.gate), a passing candidate is promoted by
+The transformer's ONNX file, tokenizer and the abuse model are the served version's, copied
+unchanged (serving.json with the chosen blend weight), except in a round that fine-tunes: once
+ADAPTATION_FINETUNE_MIN_LABELS labels arrived since the last round that fine-tuned or tried to,
+the transformer is fine-tuned on the labels plus the replay as a retraining run does and
+exported to int8 (finetune_due, _finetuned_candidate; docs/design.md says why).
+
+The round is a TrainingRun of kind "adaptation" on a dataset snapshot of the labels: the
+candidate is scored beside production on every evaluation suite, the promotion gate decides
+(feedback.services.gate), a passing candidate is promoted by
 feedback.services.promotion.promote_run as any other run, and every outcome is audited.
 Unlike an admin's auto-promoting retraining run, the test split of the labels does not have to
 be large or strictly better: labels arrive in small batches and their test split is one of the
@@ -51,6 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
@@ -348,6 +354,11 @@ def candidate_from_served(*, clf_dir: Path, tok_dir: Path, out_dir: Path) -> dic
             if item.is_file() and item.name not in _NOT_MODEL_FILES:
                 _link_or_copy(item, out_dir / item.name)
     serving: dict[str, Any] = json.loads((clf_dir / "serving.json").read_text())
+    # Publish stores the served file as model.onnx whichever file it was (int8 included), while
+    # serving.json keeps the artifact's name for it: the candidate names the file it holds.
+    if not (out_dir / str(serving.get("model_file", "model.onnx"))).is_file():
+        serving["model_file"] = "model.onnx"
+    (out_dir / "serving.json").write_text(json.dumps(serving, indent=2, sort_keys=True) + "\n")
     return serving
 
 
@@ -384,15 +395,17 @@ def last_finetuned_example_id() -> int:
         .values_list("report", flat=True)
     ):
         adaptation = (report or {}).get("adaptation") or {}
-        if adaptation.get("finetuned"):
+        # A failed attempt counts too: it is retried after as many labels again, not every round.
+        if adaptation.get("finetuned") or adaptation.get("finetune_error"):
             return int(adaptation.get("last_example_id") or 0)
     return 0
 
 
 def finetune_due() -> bool:
     """Whether this round fine-tunes the transformer: ADAPTATION_FINETUNE_MIN_LABELS spam-model
-    labels (0: never) arrived since the last round that did. Between those rounds the lexical
-    half carries what the labels teach, in seconds."""
+    labels (0: never) arrived since the last round that did or tried to, promoted or held (a
+    held fine-tune is not retried on every round; the next one waits for as many labels again).
+    Between those rounds the lexical half carries what the labels teach, in seconds."""
     needed = int(getattr(settings, "ADAPTATION_FINETUNE_MIN_LABELS", 0))
     if needed <= 0:
         return False
@@ -431,6 +444,7 @@ def _finetuned_candidate(
         time_budget_s=float(getattr(settings, "ADAPTATION_FINETUNE_BUDGET_S", 600.0)),
     )
     texts = [str(r["text"]) for r in data.train if r.get("text")]
+    export: dict[str, Any] = {}
     try:
         run_export(
             out_dir,
@@ -440,24 +454,53 @@ def _finetuned_candidate(
             max_length=int(getattr(settings, "TEXT_MAX_LENGTH", 128)),
             latency_runs=10,
             measure_optimizer=False,
+            threads=1,
             latency_threads=(1,),
         )
-    except Exception:  # the fp32 file train_text_candidate wrote is served instead
+    except SoftTimeLimitExceeded:
+        raise
+    except Exception as exc:  # the fp32 file train_text_candidate wrote is served instead
         logger.exception("feedback.adaptation_int8_export_failed", extra={"run_id": run.pk})
+        export["error"] = f"{type(exc).__name__}: {exc}"
     serving: dict[str, Any] = json.loads((out_dir / "serving.json").read_text())
+    export["serves"] = serving.get("model_file")
+    serving["export"] = export
     return serving
 
 
 def _assemble_candidate(
     *, run: TrainingRun, data: Any, served: tuple[Path, Path], out_dir: Path, thresholds: Mapping[str, Any]
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[dict[str, Any], bool, dict[str, Any]]:
     """The candidate's transformer in out_dir: fine-tuned when one is due (finetune_due), else
-    the served version's files. Returns its serving.json and whether it was fine-tuned."""
+    the served version's files. Returns its serving.json, whether it was fine-tuned, and what
+    the report records of the attempt (the export's outcome, a fine-tune's error)."""
+    serving, finetuned = _candidate_files(run=run, data=data, served=served, out_dir=out_dir, thresholds=thresholds)
+    outcome: dict[str, Any] = {k: serving.pop(k) for k in ("export", "finetune_error") if k in serving}
+    return serving, finetuned, outcome
+
+
+def _candidate_files(
+    *, run: TrainingRun, data: Any, served: tuple[Path, Path], out_dir: Path, thresholds: Mapping[str, Any]
+) -> tuple[dict[str, Any], bool]:
     from modelops.text.data import load_sms_splits
 
     if finetune_due():
         sms_test = load_sms_splits().test
-        return _finetuned_candidate(run=run, data=data, out_dir=out_dir, thresholds=thresholds, sms_test=sms_test), True
+        try:
+            serving = _finetuned_candidate(
+                run=run, data=data, out_dir=out_dir, thresholds=thresholds, sms_test=sms_test
+            )
+            return serving, True
+        except SoftTimeLimitExceeded:
+            raise
+        except Exception as exc:
+            # The round goes on with the served transformer: a fine-tune that keeps failing
+            # (a missing checkpoint, a full disk) must not stop the lexical refit with it.
+            logger.exception("feedback.adaptation_finetune_failed", extra={"run_id": run.pk})
+            shutil.rmtree(out_dir, ignore_errors=True)
+            serving = candidate_from_served(clf_dir=served[0], tok_dir=served[1], out_dir=out_dir)
+            serving["finetune_error"] = f"{type(exc).__name__}: {exc}"
+            return serving, False
     return candidate_from_served(clf_dir=served[0], tok_dir=served[1], out_dir=out_dir), False
 
 
@@ -502,8 +545,9 @@ def _fit_lexical_half(
 
 
 def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
-    """Fit the candidate's lexical half and familiarity reference, score candidate and
-    production on every suite, and return what a retraining run stores."""
+    """Fine-tune the transformer when one is due, fit the candidate's lexical half, blend weight
+    and familiarity reference, score candidate and production on every suite, and return what a
+    retraining run stores."""
     from feedback.services.datasets import artifacts_dir
     from feedback.services.evaluation import current_thresholds
     from feedback.services.gate import evaluate_suites, gate_evaluate
@@ -544,7 +588,9 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
 
     tick = time.monotonic()
     out_dir = artifacts_dir() / "runs" / str(run.pk) / "text"
-    serving, finetuned = _assemble_candidate(run=run, data=data, served=served, out_dir=out_dir, thresholds=thresholds)
+    serving, finetuned, outcome = _assemble_candidate(
+        run=run, data=data, served=served, out_dir=out_dir, thresholds=thresholds
+    )
     if finetuned:
         seconds["finetune"] = round(time.monotonic() - tick, 1)
         tick = time.monotonic()
@@ -621,6 +667,7 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
         "adaptation": {
             "seconds": seconds,
             "finetuned": finetuned,
+            **outcome,
             "transformer": "fine-tuned on the labels and the replay"
             if finetuned
             else "unchanged (served version's ONNX file)",

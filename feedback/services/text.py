@@ -75,9 +75,11 @@ def train_text_candidate(
     config = TrainConfig(
         base=base,
         max_length=max_length,
-        epochs=epochs or int(getattr(settings, "FEEDBACK_TEXT_EPOCHS", 2)),
+        epochs=epochs if epochs is not None else int(getattr(settings, "FEEDBACK_TEXT_EPOCHS", 2)),
         max_steps=getattr(settings, "FEEDBACK_TEXT_MAX_STEPS", None),
-        time_budget_s=time_budget_s or float(getattr(settings, "FEEDBACK_TEXT_TIME_BUDGET_S", 15 * 60)),
+        time_budget_s=time_budget_s
+        if time_budget_s is not None
+        else float(getattr(settings, "FEEDBACK_TEXT_TIME_BUDGET_S", 15 * 60)),
     )
     progress(0.0, f"text: fine-tuning from {base} on {len(train)} texts (max_length {max_length})")
     y_train = [int(v) for v in labels_of(train)]

@@ -155,6 +155,8 @@ class OnnxTextClassifier:
     def transformer_rows(self, texts: Sequence[str]) -> TransformerRows:
         """Per model input of `texts`: the text it belongs to, the transformer's spam
         probability and what the lexical half reads for it (the input's own words)."""
+        if not texts:
+            return TransformerRows(owners=np.zeros(0, dtype=np.int64), probs=np.zeros(0), texts=[], count=0)
         per_text = self._windows(texts)
         ids = [row for rows, _ in per_text for row in rows]
         owners = np.asarray([t for t, (rows, _) in enumerate(per_text) for _ in rows], dtype=np.int64)

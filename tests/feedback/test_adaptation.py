@@ -408,7 +408,12 @@ def test_a_round_fine_tunes_the_transformer_once_enough_labels_arrived(served, s
     assert "finetune" in run.report["adaptation"]["seconds"]
     candidate = artifacts_dir() / run.candidate_artifacts["text"]
     assert (candidate / "model.onnx").read_bytes() != served_onnx
-    assert "transformer fine-tuned" in json.loads((candidate / "serving.json").read_text())["reason"]
+    written = json.loads((candidate / "serving.json").read_text())
+    assert "transformer fine-tuned" in written["reason"]
+    # The export's outcome is recorded, and serving.json names a file the candidate holds.
+    export = run.report["adaptation"]["export"]
+    assert export["serves"] == written["model_file"] and (candidate / written["model_file"]).is_file()
+    assert written["lexical_weight"] == run.candidate_metrics["text"]["lexical"]["lexical_weight"]
     # The gate judged it like any round, and the labels it saw no longer count towards the next.
     assert run.report["auto_promotion"]["promoted"] is (first["status"] == "promoted")
     assert adaptation.finetune_due() is False
@@ -417,3 +422,18 @@ def test_a_round_fine_tunes_the_transformer_once_enough_labels_arrived(served, s
     second = _adapt()
     later = TrainingRun.objects.get(pk=second["run"])
     assert later.report["adaptation"]["finetuned"] is False
+
+
+def test_a_candidate_from_an_int8_served_version_names_the_file_it_holds(tmp_path):
+    """Publish stores the served int8 file as model.onnx while serving.json keeps its artifact
+    name; the round's candidate must name the file it has, or it cannot be scored."""
+    clf, tok, out = tmp_path / "clf", tmp_path / "tok", tmp_path / "out"
+    clf.mkdir()
+    tok.mkdir()
+    (clf / "model.onnx").write_bytes(b"onnx")
+    (clf / "serving.json").write_text(json.dumps({"model_file": "model.int8.onnx", "max_length": 32}))
+    (tok / "tokenizer.json").write_text("{}")
+    serving = adaptation.candidate_from_served(clf_dir=clf, tok_dir=tok, out_dir=out)
+    assert serving["model_file"] == "model.onnx"
+    assert json.loads((out / "serving.json").read_text())["model_file"] == "model.onnx"
+    assert (out / "model.onnx").read_bytes() == b"onnx" and (out / "tokenizer.json").is_file()
