@@ -294,12 +294,14 @@ def run_order(args: argparse.Namespace, order: str) -> dict[str, Any]:
                     "external_id", "final_score", "status"
                 )
             }
-            measured = [(label, *scored[i]) for i, (_, label) in zip(held_ids, held, strict=True)]
+            # A post the API refused (it says why in its response) is left out of the measure.
+            measured = [(label, *scored[i]) for i, (_, label) in zip(held_ids, held, strict=True) if i in scored]
             row = {
                 "order": order,
                 "labels": given,
                 "insults_among_labels": sum(labels[p.external_id] for p in decided_posts(source)),
                 **held_out_metrics(measured),
+                "held_out_not_stored": len(held_ids) - len(measured),
                 "sms_suite_f1": sms_suite_f1(),
                 "adaptation": adaptation,
             }
