@@ -57,10 +57,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from moderation.models import Post, PostStatus
-from scoring.features.extract import posts_with_features
 from scoring.services.batching import RETRY_OPTIONS
 from scoring.services.inference import ScoringClient, get_client
-from scoring.services.scoring import ScoreResult, infer, prepare, revisions_assign, settle
+from scoring.services.scoring import ScoreResult, infer, load_in_statuses, prepare, revisions_assign, settle
 
 logger = logging.getLogger(__name__)
 
@@ -126,14 +125,7 @@ def _rescore_batch(
     would change. Returns the results and the model set Triton answered with (None when no
     post of the batch reached the model)."""
     started = time.perf_counter()
-    loaded = posts_with_features(list(post_ids))
-    results = [ScoreResult(post_id=i, status="", skipped="gone") for i in post_ids if i not in loaded]
-    waiting = [p for p, _ in loaded.values() if p.status in WAITING]
-    results += [
-        ScoreResult(post_id=p.id, status=p.status, skipped="not_waiting")
-        for p, _ in loaded.values()
-        if p.status not in WAITING
-    ]
+    loaded, waiting, results = load_in_statuses(post_ids, statuses=WAITING, skipped="not_waiting")
     items = prepare(waiting, features={p.id: loaded[p.id][1] for p in waiting})
     infer(items, client=client)  # TritonUnavailable propagates: the task retries
     answered = next((i.model_set for i in items if i.output is not None), served)

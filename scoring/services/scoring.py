@@ -119,20 +119,29 @@ def prepare(posts: Iterable[Post], *, features: dict[int, PostFeatures]) -> list
     ]
 
 
+def load_in_statuses(
+    ids: Sequence[int], *, statuses: frozenset[str], skipped: str
+) -> tuple[dict[int, tuple[Post, PostFeatures]], list[Post], list[ScoreResult]]:
+    """The posts of `ids` with their joins and features (one query), those in `statuses`, and a
+    result for each of the others: "gone", or `skipped` with its status."""
+    loaded = posts_with_features(list(ids))
+    results = [ScoreResult(post_id=i, status="", skipped="gone") for i in ids if i not in loaded]
+    eligible = [p for p, _ in loaded.values() if p.status in statuses]
+    results += [
+        ScoreResult(post_id=p.id, status=p.status, skipped=skipped)
+        for p, _ in loaded.values()
+        if p.status not in statuses
+    ]
+    return loaded, eligible, results
+
+
 def score_posts(
     *, post_ids: Iterable[int], client: ScoringClient | None = None, started: float | None = None
 ) -> list[ScoreResult]:
     """Score the posts among `post_ids` still waiting for their first score."""
     started = time.perf_counter() if started is None else started
     ids = list(dict.fromkeys(post_ids))
-    loaded = posts_with_features(ids)  # the posts, their joins and their features: one query
-    results = [ScoreResult(post_id=i, status="", skipped="gone") for i in ids if i not in loaded]
-    pending = [p for p, _ in loaded.values() if p.status in INITIAL_FROM]
-    results += [
-        ScoreResult(post_id=p.id, status=p.status, skipped="not_pending")
-        for p, _ in loaded.values()
-        if p.status not in INITIAL_FROM
-    ]
+    loaded, pending, results = load_in_statuses(ids, statuses=INITIAL_FROM, skipped="not_pending")
     if not pending:
         return results
     if settings.CAMPAIGN_DETECTION:

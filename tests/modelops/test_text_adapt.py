@@ -55,12 +55,16 @@ def data() -> dict[str, list[tuple[str, int]]]:
     }
 
 
+def _train(replay: Sequence[tuple[str, int]], labels: Sequence[tuple[str, int]]) -> list[Example]:
+    return [Example(t, y) for t, y in replay] + [Example(t, y, is_label=True) for t, y in labels]
+
+
 def _served_lexical(replay: Sequence[tuple[str, int]]) -> Pipeline:
     return fit_lexical([t for t, _ in replay], [y for _, y in replay], c=10.0)
 
 
 def test_where_the_transformer_is_blind_the_labels_carry_the_score(data) -> None:
-    train = [Example(t, y) for t, y in data["replay"]] + [Example(t, y, is_label=True) for t, y in data["labels"]]
+    train = _train(data["replay"], data["labels"])
     adapted = fit_adapted_text(
         train=train,
         replay_validation=data["replay_validation"],
@@ -89,7 +93,7 @@ def test_where_the_transformer_is_blind_the_labels_carry_the_score(data) -> None
 
 def test_too_few_validation_labels_keep_the_served_weight(data) -> None:
     few = data["label_validation"][: MIN_LABEL_VALIDATION // 2]
-    train = [Example(t, y) for t, y in data["replay"]] + [Example(t, y, is_label=True) for t, y in data["labels"]]
+    train = _train(data["replay"], data["labels"])
     adapted = fit_adapted_text(
         train=train,
         replay_validation=data["replay_validation"],
@@ -110,7 +114,7 @@ def test_a_candidate_that_forgets_the_replayed_texts_is_not_chosen(data) -> None
     rng = random.Random(3)
     poisoned = [(t, 0) for t in _texts(SPAM, 40, rng)] + [(t, 1) for t in _texts(INSULTS, 40, rng)]
     validation = [(t, 0) for t in _texts(SPAM, 12, rng)] + [(t, 1) for t in _texts(INSULTS, 12, rng)]
-    train = [Example(t, y) for t, y in data["replay"]] + [Example(t, y, is_label=True) for t, y in poisoned]
+    train = _train(data["replay"], poisoned)
     adapted = fit_adapted_text(
         train=train,
         replay_validation=data["replay_validation"],
@@ -138,7 +142,7 @@ def test_served_blend_takes_the_maximum_over_a_texts_inputs() -> None:
 
 def test_no_validation_label_at_all_keeps_the_served_weight(data) -> None:
     """Labels split by author: a round may have none in the validation split."""
-    train = [Example(t, y) for t, y in data["replay"]] + [Example(t, y, is_label=True) for t, y in data["labels"]]
+    train = _train(data["replay"], data["labels"])
     adapted = fit_adapted_text(
         train=train,
         replay_validation=data["replay_validation"],
