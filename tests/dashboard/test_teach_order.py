@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.teach import Call, TeachItem, teach_order, uncertainty
+from dashboard.teach import Call, TeachItem, leans_violation, teach_order, uncertainty
 
 APPROVE, REMOVE = 0.2, 0.9
 
@@ -96,3 +96,36 @@ def test_the_full_order_keeps_every_item_once_and_repeats_go_last() -> None:
 def test_the_order_does_not_depend_on_the_input_order_beyond_ties() -> None:
     items = [_item(i, s, unfamiliarity=f) for i, (s, f) in enumerate([(0.3, None), (0.5, 0.5), (0.8, 1.5), (0.1, 0)])]
     assert _ids(items) == _ids(list(reversed(items)))
+
+
+def test_the_page_balances_what_the_models_lean_to() -> None:
+    # Eight torn posts the models lean to call violations (0.62-0.76, above the 0.6 boundary) and
+    # four they lean to call legitimate, far below it but unfamiliar: uncertainty alone would ask
+    # for all eight first, a label set of one class.
+    torn = [_item(i, 0.62 + 0.02 * i, author_id=f"a{i}") for i in range(8)]
+    quiet = [_item(100 + i, 0.05, author_id=f"b{i}", unfamiliarity=0.4) for i in range(4)]
+    picks = teach_order(torn + quiet, limit=8)
+    sides = [pick.leans_violation for pick in picks]
+    assert picks[0].item.post_id == 0  # the best item still leads
+    # Each side's excess halves its value: the torn posts lead by two at most, never by eight.
+    assert all(0 <= sides[:k].count(True) - sides[:k].count(False) <= 2 for k in range(1, 9))
+    assert sides.count(False) >= 3
+
+
+def test_without_the_other_side_the_order_is_by_value() -> None:
+    torn = [_item(i, 0.9 - 0.02 * i, author_id=f"a{i}") for i in range(5)]
+    assert _ids(torn) == [4, 3, 2, 1, 0]  # closest to the 0.6 boundary first
+
+
+def test_a_post_leans_to_violation_when_any_call_is_past_its_boundary() -> None:
+    assert leans_violation(_item(1, 0.61)) is True
+    assert leans_violation(_item(1, 0.5)) is False
+    assert leans_violation(TeachItem(post_id=1, calls=(Call(0.1, APPROVE, REMOVE), Call(0.75, 0.5, 0.9)))) is True
+    assert leans_violation(_item(1, None)) is None
+
+
+def test_unscored_items_are_not_balanced_against_either_side() -> None:
+    items = [_item(1, None, author_id="x"), _item(2, 0.62, author_id="y"), _item(3, 0.64, author_id="z")]
+    # No score counts as uncertain (1) and sits on neither side; the two violation-leaning posts
+    # follow in value order, the second one damped by the imbalance but with no rival left.
+    assert _ids(items) == [1, 2, 3]
