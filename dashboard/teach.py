@@ -130,61 +130,76 @@ def leans_violation(item: TeachItem) -> bool | None:
     )
 
 
-def teach_order(items: Sequence[TeachItem], *, limit: int | None = None) -> list[TeachPick]:
-    """The items best first (at most `limit`); ties keep the input order."""
-    base: list[tuple[float, float, float]] = []
-    # One heap per side: within a side an item's value only ever falls as items are placed (the
-    # group and author decays), so a lazy greedy per side is exact; the balance factor is the
-    # same for a whole side and is applied when the sides' best are compared.
-    heaps: dict[bool | None, list[tuple[float, int]]] = {True: [], False: [], None: []}
-    for index, item in enumerate(items):
-        u = max((uncertainty(c.score, c.approve, c.remove) for c in item.calls), default=1.0)
-        n = novelty(item.unfamiliarity)
-        value = u + UNFAMILIAR_WEIGHT * n
-        base.append((value, u, n))
-        heaps[leans_violation(item)].append((-value, index))
-    for heap in heaps.values():
-        heapq.heapify(heap)
-    group_seen: Counter[Hashable] = Counter()
-    author_seen: Counter[Hashable] = Counter()
-    side_seen: Counter[bool] = Counter()
-    picks: list[TeachPick] = []
-    want = len(items) if limit is None else min(limit, len(items))
+class _Placement:
+    """What the order has placed so far, and what that does to an item's value: the group and
+    author decays (per item) and the balance factor (per side)."""
 
-    def discounted(index: int) -> float:
-        item = items[index]
-        repeats = max((group_seen[g] for g in item.groups), default=0)
-        authored = author_seen[item.author_id] if item.author_id is not None else 0
-        return base[index][0] * GROUP_DECAY**repeats * AUTHOR_DECAY**authored
+    def __init__(self, items: Sequence[TeachItem], values: list[float]) -> None:
+        self.items = items
+        self.values = values
+        self.groups: Counter[Hashable] = Counter()
+        self.authors: Counter[Hashable] = Counter()
+        self.sides: Counter[bool] = Counter()
 
-    def side_best(heap: list[tuple[float, int]]) -> tuple[float, int] | None:
-        """The side's best item and its current value (lazy greedy: values only fall, so a top
-        whose value has not fallen since it was stored is the best left)."""
+    def discounted(self, index: int) -> float:
+        item = self.items[index]
+        repeats = max((self.groups[g] for g in item.groups), default=0)
+        authored = self.authors[item.author_id] if item.author_id is not None else 0
+        return self.values[index] * GROUP_DECAY**repeats * AUTHOR_DECAY**authored
+
+    def side_factor(self, side: bool | None) -> float:
+        if side is None:
+            return 1.0
+        return BALANCE_DECAY ** max(0, self.sides[side] - self.sides[not side])
+
+    def place(self, index: int, side: bool | None) -> None:
+        item = self.items[index]
+        for g in set(item.groups):
+            self.groups[g] += 1
+        if item.author_id is not None:
+            self.authors[item.author_id] += 1
+        if side is not None:
+            self.sides[side] += 1
+
+    def best_of(self, heap: list[tuple[float, int]]) -> tuple[float, int] | None:
+        """A side's best item and its current value. Within a side values only fall as items
+        are placed, so a top whose value has not fallen since it was stored is the best left
+        (lazy greedy)."""
         while heap:
             stored, index = heap[0]
-            current = discounted(index)
-            if current >= -stored - 1e-12:  # unchanged since stored, so at least every other's
+            current = self.discounted(index)
+            if current >= -stored - 1e-12:
                 return current, index
             heapq.heapreplace(heap, (-current, index))
         return None
 
-    def side_factor(side: bool | None) -> float:
-        if side is None:
-            return 1.0
-        return BALANCE_DECAY ** max(0, side_seen[side] - side_seen[not side])
 
+def teach_order(items: Sequence[TeachItem], *, limit: int | None = None) -> list[TeachPick]:
+    """The items best first (at most `limit`); ties keep the input order."""
+    base: list[tuple[float, float, float]] = []
+    # One heap per side; the balance factor is the same for a whole side, so it is applied when
+    # the sides' best are compared.
+    heaps: dict[bool | None, list[tuple[float, int]]] = {True: [], False: [], None: []}
+    for index, item in enumerate(items):
+        u = max((uncertainty(c.score, c.approve, c.remove) for c in item.calls), default=1.0)
+        n = novelty(item.unfamiliarity)
+        base.append((u + UNFAMILIAR_WEIGHT * n, u, n))
+        heaps[leans_violation(item)].append((-base[-1][0], index))
+    for heap in heaps.values():
+        heapq.heapify(heap)
+    placement = _Placement(items, [b[0] for b in base])
+    picks: list[TeachPick] = []
+    want = len(items) if limit is None else min(limit, len(items))
     while len(picks) < want:
-        best: tuple[float, int, bool | None] | None = None
-        for side, heap in heaps.items():
-            top = side_best(heap)
-            if top is None:
-                continue
-            value = top[0] * side_factor(side)
-            if best is None or value > best[0] + 1e-12 or (abs(value - best[0]) <= 1e-12 and top[1] < best[1]):
-                best = (value, top[1], side)
-        if best is None:
+        tops = [
+            (top[0] * placement.side_factor(side), -top[1], side)
+            for side, heap in heaps.items()
+            if (top := placement.best_of(heap))
+        ]
+        if not tops:
             break
-        value, index, side = best
+        value, negative_index, side = max(tops, key=lambda t: (t[0], t[1]))
+        index = -negative_index
         heapq.heappop(heaps[side])
         item = items[index]
         _, u, n = base[index]
@@ -193,10 +208,5 @@ def teach_order(items: Sequence[TeachItem], *, limit: int | None = None) -> list
                 item=item, value=value, uncertainty=u, novelty=n, reasons=reasons_for(item, u), leans_violation=side
             )
         )
-        for g in set(item.groups):
-            group_seen[g] += 1
-        if item.author_id is not None:
-            author_seen[item.author_id] += 1
-        if side is not None:
-            side_seen[side] += 1
+        placement.place(index, side)
     return picks
