@@ -10,7 +10,13 @@ SMS test split (forgetting): F1 at 0.5, violations under the default approve thr
 what the policy would auto-approve on the text score alone), legitimate comments at or above
 the remove threshold (0.9). The same numbers for the bootstrap model come first.
 
+--violation-share S draws the labels with that share of insults (the Teach order of an
+unbalanced queue asked for mostly violations); --distill W,... repeats each fine-tune with the
+replayed texts' targets mixed with the starting model's probability at weight W
+(ADAPTATION_FINETUNE_DISTILL; 0 is plain replay).
+
     python benchmarks/adaptation_finetune.py --labels 250,500 --json out.json
+    python benchmarks/adaptation_finetune.py --labels 500 --violation-share 0.8 --distill 0,0.5
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ def main() -> None:
     parser.add_argument("--labels", default="250,500", help="label counts, comma-separated")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--replay", type=int, default=0, help="replayed SMS texts (0: FEEDBACK_REPLAY_BOOTSTRAP_MAX)")
+    parser.add_argument("--violation-share", type=float, default=None, help="share of insults among the labels")
+    parser.add_argument("--distill", default="", help="distill weights, comma-separated (default: the setting)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     import django
@@ -55,6 +63,8 @@ def main() -> None:
         *zip(insults.validation.texts, insults.validation.labels, strict=True),
     ]
     random.Random(args.seed).shuffle(pool)
+    violations = [p for p in pool if p[1]]
+    legitimate = [p for p in pool if not p[1]]
     sms = load_sms_splits()
     replay = list(zip(sms.train.texts, sms.train.labels, strict=True))
     random.Random(args.seed + 1).shuffle(replay)
@@ -73,34 +83,45 @@ def main() -> None:
 
     rows = [{"labels": 0, **measure(*load_base(base))}]
     print(json.dumps(rows[-1]), flush=True)
+    weights = [float(v) for v in args.distill.split(",")] if args.distill else [settings.ADAPTATION_FINETUNE_DISTILL]
     for n in [int(v) for v in args.labels.split(",")]:
-        labels = pool[:n]
+        if args.violation_share is None:
+            labels = pool[:n]
+        else:
+            bad = round(n * args.violation_share)
+            labels = violations[:bad] + legitimate[: n - bad]
+            random.Random(args.seed + 2).shuffle(labels)
         cut = int(n * 0.9)
-        config = TrainConfig(
-            base=base,
-            epochs=int(settings.ADAPTATION_FINETUNE_EPOCHS),
-            time_budget_s=float(settings.ADAPTATION_FINETUNE_BUDGET_S),
-        )
-        started = time.perf_counter()
-        trained = train_text_model(
-            [t for t, _ in replay] + [t for t, _ in labels[:cut]],
-            [int(y) for _, y in replay] + [int(y) for _, y in labels[:cut]],
-            list(sms.validation.texts) + [t for t, _ in labels[cut:]],
-            [int(y) for y in sms.validation.labels] + [int(y) for _, y in labels[cut:]],
-            config,
-            progress=False,
-            log=lambda _: None,
-        )
-        seconds = round(time.perf_counter() - started)
-        rows.append(
-            {
-                "labels": n,
-                "violations_among_labels": sum(int(y) for _, y in labels),
-                "train_seconds": seconds,
-                **measure(trained.model, trained.tokenizer),
-            }
-        )
-        print(json.dumps(rows[-1]), flush=True)
+        train_texts = [t for t, _ in replay] + [t for t, _ in labels[:cut]]
+        for weight in weights:
+            config = TrainConfig(
+                base=base,
+                epochs=int(settings.ADAPTATION_FINETUNE_EPOCHS),
+                time_budget_s=float(settings.ADAPTATION_FINETUNE_BUDGET_S),
+                distill_weight=weight,
+            )
+            started = time.perf_counter()
+            trained = train_text_model(
+                train_texts,
+                [int(y) for _, y in replay] + [int(y) for _, y in labels[:cut]],
+                list(sms.validation.texts) + [t for t, _ in labels[cut:]],
+                [int(y) for y in sms.validation.labels] + [int(y) for _, y in labels[cut:]],
+                config,
+                progress=False,
+                log=lambda _: None,
+                distill=[i < len(replay) for i in range(len(train_texts))],
+            )
+            seconds = round(time.perf_counter() - started)
+            rows.append(
+                {
+                    "labels": n,
+                    "violations_among_labels": sum(int(y) for _, y in labels),
+                    "distill_weight": weight,
+                    "train_seconds": seconds,
+                    **measure(trained.model, trained.tokenizer),
+                }
+            )
+            print(json.dumps(rows[-1]), flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
 

@@ -440,6 +440,9 @@ def _finetuned_candidate(
         thresholds=thresholds,
         progress=lambda fraction, message: run_progress(run.pk, 0.05 + 0.3 * fraction, message),
         train_weights=[data.train_weights[i] for i in keep],
+        # The replayed texts keep the starting model's beliefs as well as their labels.
+        distill=[data.train[i].get("origin_of_row") == "bootstrap" for i in keep],
+        distill_weight=float(getattr(settings, "ADAPTATION_FINETUNE_DISTILL", 0.0)),
         epochs=int(getattr(settings, "ADAPTATION_FINETUNE_EPOCHS", 2)),
         time_budget_s=float(getattr(settings, "ADAPTATION_FINETUNE_BUDGET_S", 600.0)),
     )

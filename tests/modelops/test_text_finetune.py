@@ -79,3 +79,54 @@ def test_half_precision_base_loads_as_fp32(tmp_path: Path) -> None:
     reloaded, _ = load_base(str(tmp_path / "half"))
 
     assert {p.dtype for p in reloaded.parameters()} == {torch.float32}
+
+
+def test_soft_cross_entropy_of_a_hard_label_is_the_cross_entropy() -> None:
+    from modelops.text.finetune import _soft_cross_entropy
+
+    logits = torch.tensor([[0.3, -1.2], [2.0, 0.5], [-0.4, 0.4]])
+    labels = torch.tensor([1, 0, 1])
+    expected = torch.nn.functional.cross_entropy(logits, labels, reduction="none")
+    assert torch.allclose(_soft_cross_entropy(logits, labels.float()), expected)
+
+
+def test_distilled_texts_train_towards_the_starting_models_beliefs(tmp_path: Path) -> None:
+    """The marked (replayed) texts' targets mix in the starting model's probability, the rest keep
+    their labels; with every text distilled at weight 1 the model is taught its own beliefs, so
+    it moves far less than when taught the opposite labels."""
+    from modelops.text.finetune import _soft_targets, predict_proba
+
+    base = build_tiny_checkpoint(tmp_path / "tiny")
+    splits = small_splits(n_train=48, n_eval=16)
+    model, tokenizer = load_base(str(base))
+    labels = torch.tensor(list(splits.train.labels))
+    config = TrainConfig(base=str(base), max_length=48, distill_weight=0.5)
+    marked = [i % 2 == 0 for i in range(len(labels))]
+    targets = _soft_targets(model, tokenizer, splits.train.texts, labels, marked, config)
+    teacher, _ = predict_proba(model, tokenizer, splits.train.texts, max_length=48)
+    assert targets is not None
+    for i, is_marked in enumerate(marked):
+        want = 0.5 * float(labels[i]) + 0.5 * teacher[i] if is_marked else float(labels[i])
+        assert float(targets[i]) == pytest.approx(want, abs=1e-6)
+    assert _soft_targets(model, tokenizer, splits.train.texts, labels, marked, TrainConfig(base=str(base))) is None
+
+    flipped = [1 - y for y in splits.train.labels]
+
+    def shift(weight: float) -> float:
+        cfg = TrainConfig(
+            base=str(base), epochs=2, batch_size=8, threads=1, max_length=48, device="cpu", distill_weight=weight
+        )
+        trained = train_text_model(
+            splits.train.texts,
+            flipped,
+            splits.validation.texts,
+            splits.validation.labels,
+            cfg,
+            progress=False,
+            log=lambda _: None,
+            distill=[True] * len(flipped),
+        )
+        after, _ = predict_proba(trained.model, trained.tokenizer, splits.train.texts, max_length=48)
+        return float(abs(after - teacher).mean())
+
+    assert shift(1.0) < shift(0.0)
