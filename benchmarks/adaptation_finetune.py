@@ -43,6 +43,8 @@ def main() -> None:
     parser.add_argument(
         "--class-balanced", action="store_true", help="weigh each class of the labels to half of their weight"
     )
+    parser.add_argument("--learning-rate", type=float, default=None, help="default: TrainConfig's")
+    parser.add_argument("--freeze-layers", type=int, default=0, help="lowest transformer layers kept as they are")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     import django
@@ -102,6 +104,8 @@ def main() -> None:
             base=base,
             epochs=int(settings.ADAPTATION_FINETUNE_EPOCHS),
             time_budget_s=float(settings.ADAPTATION_FINETUNE_BUDGET_S),
+            freeze_layers=args.freeze_layers,
+            **({} if args.learning_rate is None else {"learning_rate": args.learning_rate}),
         )
         started = time.perf_counter()
         trained = train_text_model(
@@ -120,6 +124,8 @@ def main() -> None:
                 "labels": n,
                 "violations_among_labels": sum(int(y) for _, y in labels),
                 "class_balanced": args.class_balanced,
+                "learning_rate": config.learning_rate,
+                "freeze_layers": args.freeze_layers,
                 "train_seconds": seconds,
                 **measure(trained.model, trained.tokenizer),
             }

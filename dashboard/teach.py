@@ -22,8 +22,10 @@ group already placed above it, and by AUTHOR_DECAY for each item of its author. 
 one campaign therefore cost one slot near the top, not twenty, and a prolific author does not
 crowd out the rest.
 
-Balance: each item leans to one side, "violation" when any of its calls lies at or above that
-call's boundary, "legitimate" otherwise (no score: neither). An item's value is also multiplied by
+Balance: each item leans to one side, "violation" when any of its scores (calibrated
+probabilities) is at least LEAN_AT, "legitimate" otherwise (no score: neither). Not the band's
+boundary: a wide band (the abuse score's queue and remove thresholds, 0.5 and 0.99) puts its
+midpoint near 0.93, and posts the abuse model gives 0.8 would lean legitimate. An item's value is also multiplied by
 BALANCE_DECAY for each item its side has placed beyond the other side. Uncertainty alone asks
 mostly for one class when the models are torn about one kind of post (measured on insults: 237
 of 250 picks were violations), and a label set of one class teaches the model that the platform's
@@ -48,6 +50,7 @@ NOVELTY_CAP = 2.0
 GROUP_DECAY = 0.1
 AUTHOR_DECAY = 0.5
 BALANCE_DECAY = 0.5
+LEAN_AT = 0.5
 # What the page calls "uncertain": a score within the threshold band's inner part (1/e at the
 # thresholds, so about the middle two thirds of the band in log-odds).
 UNCERTAIN_MIN = 0.5
@@ -119,15 +122,12 @@ def reasons_for(item: TeachItem, u: float) -> tuple[str, ...]:
 
 
 def leans_violation(item: TeachItem) -> bool | None:
-    """Whether the models lean to calling the item a violation: any call at or above its boundary
-    (the midpoint of its band in log-odds). None when no call has a score."""
-    scored = [c for c in item.calls if c.score is not None]
-    if not scored:
+    """Whether the models lean to calling the item a violation: any score at least LEAN_AT.
+    None when no call has a score."""
+    scores = [c.score for c in item.calls if c.score is not None]
+    if not scores:
         return None
-    return any(
-        _logit(c.score) >= (_logit(c.approve) + _logit(c.remove)) / 2.0  # type: ignore[arg-type]
-        for c in scored
-    )
+    return any(score >= LEAN_AT for score in scores)
 
 
 class _Placement:

@@ -66,6 +66,9 @@ class TrainConfig:
     # The 30,522 x dim word-embedding matrix is half the parameters; its dense gradient and AdamW state
     # cost more CPU per step than they buy on a few thousand SMS, so it stays as pre-trained.
     freeze_word_embeddings: bool = True
+    # The embeddings and this many of the lowest transformer layers stay as the base has them: a
+    # short fine-tune on a few hundred labels then moves only the top of the model.
+    freeze_layers: int = 0
     device: str = "auto"  # "auto": the first CUDA GPU when there is one, else the CPU; or "cpu", "cuda:1"
     precision: str = "fp32"  # or "fp16", "bf16": autocast on a GPU (module docstring); the CPU is always fp32
 
@@ -209,6 +212,10 @@ def train_text_model(  # noqa: PLR0915 - one training run, its steps in order
     to_device(model, device)
     if config.freeze_word_embeddings:
         model.distilbert.embeddings.word_embeddings.weight.requires_grad_(False)
+    if config.freeze_layers > 0:
+        model.distilbert.embeddings.requires_grad_(False)
+        for layer in model.distilbert.transformer.layer[: config.freeze_layers]:
+            layer.requires_grad_(False)
     pad_id = tokenizer.pad_token_id or 0
     ids = encode(tokenizer, train_texts, config.max_length)
     lengths = [len(s) for s in ids]

@@ -99,7 +99,7 @@ def test_the_order_does_not_depend_on_the_input_order_beyond_ties() -> None:
 
 
 def test_the_page_balances_what_the_models_lean_to() -> None:
-    # Eight torn posts the models lean to call violations (0.62-0.76, above the 0.6 boundary) and
+    # Eight torn posts the models lean to call violations (0.62-0.76, above even odds) and
     # four they lean to call legitimate, far below it but unfamiliar: uncertainty alone would ask
     # for all eight first, a label set of one class.
     torn = [_item(i, 0.62 + 0.02 * i, author_id=f"a{i}") for i in range(8)]
@@ -117,10 +117,12 @@ def test_without_the_other_side_the_order_is_by_value() -> None:
     assert _ids(torn) == [4, 3, 2, 1, 0]  # closest to the 0.6 boundary first
 
 
-def test_a_post_leans_to_violation_when_any_call_is_past_its_boundary() -> None:
-    assert leans_violation(_item(1, 0.61)) is True
-    assert leans_violation(_item(1, 0.5)) is False
-    assert leans_violation(TeachItem(post_id=1, calls=(Call(0.1, APPROVE, REMOVE), Call(0.75, 0.5, 0.9)))) is True
+def test_a_post_leans_to_violation_when_any_score_gives_even_odds_or_more() -> None:
+    assert leans_violation(_item(1, 0.5)) is True
+    assert leans_violation(_item(1, 0.49)) is False
+    # An abuse score of 0.8 in a 0.5-0.99 band: below the band's midpoint, still more likely
+    # a violation than not.
+    assert leans_violation(TeachItem(post_id=1, calls=(Call(0.1, APPROVE, REMOVE), Call(0.8, 0.5, 0.99)))) is True
     assert leans_violation(_item(1, None)) is None
 
 
