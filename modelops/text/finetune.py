@@ -189,6 +189,16 @@ def load_base(base: str) -> tuple[DistilBertForSequenceClassification, PreTraine
     return model, tokenizer
 
 
+def _freeze(model: DistilBertForSequenceClassification, config: TrainConfig) -> None:
+    """Keep what the config says as the base has it (no gradient, no optimizer state)."""
+    if config.freeze_word_embeddings:
+        model.distilbert.embeddings.word_embeddings.weight.requires_grad_(False)
+    if config.freeze_layers > 0:
+        model.distilbert.embeddings.requires_grad_(False)
+        for layer in model.distilbert.transformer.layer[: config.freeze_layers]:
+            layer.requires_grad_(False)
+
+
 def train_text_model(  # noqa: PLR0915 - one training run, its steps in order
     train_texts: Sequence[str],
     train_labels: Sequence[int],
@@ -210,12 +220,7 @@ def train_text_model(  # noqa: PLR0915 - one training run, its steps in order
     precision = select_precision(device, config.precision)
     model, tokenizer = load_base(config.base)
     to_device(model, device)
-    if config.freeze_word_embeddings:
-        model.distilbert.embeddings.word_embeddings.weight.requires_grad_(False)
-    if config.freeze_layers > 0:
-        model.distilbert.embeddings.requires_grad_(False)
-        for layer in model.distilbert.transformer.layer[: config.freeze_layers]:
-            layer.requires_grad_(False)
+    _freeze(model, config)
     pad_id = tokenizer.pad_token_id or 0
     ids = encode(tokenizer, train_texts, config.max_length)
     lengths = [len(s) for s in ids]
