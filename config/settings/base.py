@@ -523,6 +523,8 @@ ADAPTATION_MIN_NEW_LABELS = env.int("ADAPTATION_MIN_NEW_LABELS", default=200)
 ADAPTATION_FINETUNE_MIN_LABELS = env.int("ADAPTATION_FINETUNE_MIN_LABELS", default=200)
 ADAPTATION_FINETUNE_EPOCHS = env.int("ADAPTATION_FINETUNE_EPOCHS", default=2)
 ADAPTATION_FINETUNE_BUDGET_S = env.float("ADAPTATION_FINETUNE_BUDGET_S", default=600.0)
+# The embeddings and this many of the transformer's six layers stay as the bootstrap has them.
+ADAPTATION_FINETUNE_FREEZE_LAYERS = env.int("ADAPTATION_FINETUNE_FREEZE_LAYERS", default=4)
 # ... and by beat every this many seconds when at least one did (0: no scheduled round).
 ADAPTATION_SCHEDULE_S = env.int("ADAPTATION_SCHEDULE_S", default=24 * 3600)
 if ADAPTATION_ENABLED and ADAPTATION_SCHEDULE_S > 0:

@@ -441,6 +441,9 @@ def _finetuned_candidate(
         progress=lambda fraction, message: run_progress(run.pk, 0.05 + 0.3 * fraction, message),
         train_weights=class_balanced_weights([data.train[i] for i in keep], [data.train_weights[i] for i in keep]),
         epochs=int(getattr(settings, "ADAPTATION_FINETUNE_EPOCHS", 2)),
+        # A few hundred labels move the top of the model only: less of the SMS suite forgotten,
+        # fewer legitimate posts of the new kind pushed to the remove threshold, a faster round.
+        freeze_layers=int(getattr(settings, "ADAPTATION_FINETUNE_FREEZE_LAYERS", 0)),
         time_budget_s=float(getattr(settings, "ADAPTATION_FINETUNE_BUDGET_S", 600.0)),
     )
     texts = [str(r["text"]) for r in data.train if r.get("text")]

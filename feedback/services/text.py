@@ -60,6 +60,7 @@ def train_text_candidate(
     train_weights: Sequence[float] | None = None,
     epochs: int | None = None,
     time_budget_s: float | None = None,
+    freeze_layers: int = 0,
 ) -> tuple[Path, dict[str, Any]]:
     from feedback.services.promotion import served_text_dir
     from modelops.text.abuse import abuse_carry
@@ -80,6 +81,7 @@ def train_text_candidate(
         time_budget_s=time_budget_s
         if time_budget_s is not None
         else float(getattr(settings, "FEEDBACK_TEXT_TIME_BUDGET_S", 15 * 60)),
+        freeze_layers=freeze_layers,
     )
     progress(0.0, f"text: fine-tuning from {base} on {len(train)} texts (max_length {max_length})")
     y_train = [int(v) for v in labels_of(train)]

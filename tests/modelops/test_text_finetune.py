@@ -79,3 +79,31 @@ def test_half_precision_base_loads_as_fp32(tmp_path: Path) -> None:
     reloaded, _ = load_base(str(tmp_path / "half"))
 
     assert {p.dtype for p in reloaded.parameters()} == {torch.float32}
+
+
+def test_frozen_layers_keep_the_bases_weights_and_the_rest_trains(tmp_path: Path) -> None:
+    base = build_tiny_checkpoint(tmp_path / "tiny")
+    splits = small_splits(n_train=48, n_eval=16)
+    config = TrainConfig(
+        base=str(base), epochs=1, batch_size=8, threads=1, max_length=48, device="cpu", freeze_layers=1
+    )
+    trained = train_text_model(
+        splits.train.texts,
+        splits.train.labels,
+        splits.validation.texts,
+        splits.validation.labels,
+        config,
+        progress=False,
+        log=lambda _: None,
+    )
+    untrained, _ = load_base(str(base))
+    before = dict(untrained.named_parameters())
+    after = dict(trained.model.named_parameters())
+    layers = len(untrained.distilbert.transformer.layer)
+    assert layers >= 2
+    for name, value in after.items():
+        frozen = name.startswith(("distilbert.embeddings.", "distilbert.transformer.layer.0."))
+        if frozen:
+            assert torch.equal(value, before[name]), name
+    top = f"distilbert.transformer.layer.{layers - 1}.ffn.lin2.weight"
+    assert not torch.equal(after[top], before[top])
