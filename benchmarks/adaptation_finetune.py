@@ -10,9 +10,12 @@ SMS test split (forgetting): F1 at 0.5, violations under the default approve thr
 what the policy would auto-approve on the text score alone), legitimate comments at or above
 the remove threshold (0.9). The same numbers for the bootstrap model come first.
 
+By default the labels are weighed as a round weighs them (each class half of the labels' weight,
+feedback.services.adaptation.class_balanced_weights) and the lowest ADAPTATION_FINETUNE_FREEZE_LAYERS
+layers stay frozen, as in a round. --unweighted weighs every text the same, --freeze-layers N
+freezes N layers instead (0: every layer trains), --learning-rate overrides TrainConfig's, and
 --violation-share S draws the labels with that share of insults (a queue rarely holds half and
-half); --class-balanced weighs the labels as a round does (each class half of the labels' weight,
-feedback.services.adaptation.class_balanced_weights); without it, every text weighs the same.
+half; the pool must hold enough of each class).
 
     python benchmarks/adaptation_finetune.py --labels 250,500 --json out.json
     python benchmarks/adaptation_finetune.py --labels 500 --violation-share 0.8 --class-balanced
@@ -40,11 +43,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--replay", type=int, default=0, help="replayed SMS texts (0: FEEDBACK_REPLAY_BOOTSTRAP_MAX)")
     parser.add_argument("--violation-share", type=float, default=None, help="share of insults among the labels")
-    parser.add_argument(
-        "--class-balanced", action="store_true", help="weigh each class of the labels to half of their weight"
-    )
+    parser.add_argument("--unweighted", action="store_true", help="every text weighs the same (not as a round)")
     parser.add_argument("--learning-rate", type=float, default=None, help="default: TrainConfig's")
-    parser.add_argument("--freeze-layers", type=int, default=0, help="lowest transformer layers kept as they are")
+    parser.add_argument(
+        "--freeze-layers", type=int, default=None, help="lowest layers kept frozen (default: as a round)"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     import django
@@ -87,24 +90,29 @@ def main() -> None:
 
     rows_out = [{"labels": 0, **measure(*load_base(base))}]
     print(json.dumps(rows_out[-1]), flush=True)
+    freeze_layers = (
+        int(settings.ADAPTATION_FINETUNE_FREEZE_LAYERS) if args.freeze_layers is None else args.freeze_layers
+    )
     for n in [int(v) for v in args.labels.split(",")]:
         if args.violation_share is None:
             labels = pool[:n]
         else:
             bad = round(n * args.violation_share)
+            if not 0 <= bad <= len(violations) or n - bad > len(legitimate):
+                parser.error(f"--violation-share {args.violation_share}: the pool cannot give {n} labels")
             labels = violations[:bad] + legitimate[: n - bad]
             random.Random(args.seed + 2).shuffle(labels)
         cut = int(n * 0.9)
         train = [(t, int(y), "bootstrap") for t, y in replay] + [(t, int(y), "label") for t, y in labels[:cut]]
         weights = [1.0] * len(train)
-        if args.class_balanced:
+        if not args.unweighted:
             rows = [{"label": "spam" if y else "ham", "origin_of_row": origin} for _, y, origin in train]
             weights = class_balanced_weights(rows, weights)
         config = TrainConfig(
             base=base,
             epochs=int(settings.ADAPTATION_FINETUNE_EPOCHS),
             time_budget_s=float(settings.ADAPTATION_FINETUNE_BUDGET_S),
-            freeze_layers=args.freeze_layers,
+            freeze_layers=freeze_layers,
             **({} if args.learning_rate is None else {"learning_rate": args.learning_rate}),
         )
         started = time.perf_counter()
@@ -123,9 +131,9 @@ def main() -> None:
             {
                 "labels": n,
                 "violations_among_labels": sum(int(y) for _, y in labels),
-                "class_balanced": args.class_balanced,
+                "class_balanced": not args.unweighted,
                 "learning_rate": config.learning_rate,
-                "freeze_layers": args.freeze_layers,
+                "freeze_layers": freeze_layers,
                 "train_seconds": seconds,
                 **measure(trained.model, trained.tokenizer),
             }

@@ -35,7 +35,13 @@ def teach_note(pick: TeachPick) -> SafeString:
         '<span class="badge badge-teach" title="{}" data-teach-reason="{}">{}</span>',
         ((REASON_TITLES.get(r, "Nothing more telling is left in the queue"), r, r) for r in reasons),
     )
-    title = f"Teach value {pick.value:.2f}: uncertainty {pick.uncertainty:.2f} + novelty {pick.novelty:.2f}"
+    lean = {True: "; the models lean to violation", False: "; the models lean to legitimate"}.get(
+        pick.leans_violation, ""
+    )
+    title = (
+        f"Teach value {pick.value:.2f}: uncertainty {pick.uncertainty:.2f} + novelty {pick.novelty:.2f}, "
+        f"less for repeats and for the side the page already leans to{lean}"
+    )
     return format_html('<div class="reasons" data-teach title="{}">{}</div>', title, badges)
 
 

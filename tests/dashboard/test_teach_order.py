@@ -127,7 +127,11 @@ def test_a_post_leans_to_violation_when_any_score_gives_even_odds_or_more() -> N
 
 
 def test_unscored_items_are_not_balanced_against_either_side() -> None:
-    items = [_item(1, None, author_id="x"), _item(2, 0.62, author_id="y"), _item(3, 0.64, author_id="z")]
-    # No score counts as uncertain (1) and sits on neither side; the two violation-leaning posts
-    # follow in value order, the second one damped by the imbalance but with no rival left.
-    assert _ids(items) == [1, 2, 3]
+    # No score counts as uncertain (1) and leans to neither side. Were it counted as a
+    # violation, the torn post (0.62, value about 0.95) would be halved below the
+    # legitimate-leaning one (0.375, value about 0.6) and come after it.
+    items = [_item(1, None, author_id="x"), _item(2, 0.62, author_id="y"), _item(3, 0.375, author_id="z")]
+    picks = teach_order(items)
+    assert [p.item.post_id for p in picks] == [1, 2, 3]
+    assert [p.leans_violation for p in picks] == [None, True, False]
+    assert picks[1].value == pytest.approx(uncertainty(0.62, APPROVE, REMOVE))

@@ -452,3 +452,6 @@ def test_the_fine_tune_weighs_each_class_of_the_labels_to_half_and_leaves_the_re
     assert out[10:] == [0.4, 0.4]
     one_class = rows[:8] + rows[10:]
     assert adaptation.class_balanced_weights(one_class, [1.0] * 10) == [1.0] * 10
+    # One legitimate label among 39 violations: raised at most MAX_CLASS_FACTOR times.
+    lone = [{"label": "spam", "origin_of_row": "review"}] * 39 + [{"label": "ham", "origin_of_row": "review"}]
+    assert adaptation.class_balanced_weights(lone, [1.0] * 40)[-1] == adaptation.MAX_CLASS_FACTOR
