@@ -20,7 +20,8 @@ DATABASE_URL's and dropped afterwards) and a model repository of its own:
    (``adapt``: ``manage.py adapt_text_model --force``), then the held-out part (the test split,
    posted through the API as new posts of another source, so no decision ever touches it) is
    scored and measured: F1 of the final score at 0.5, violations auto-approved, legitimate posts
-   auto-removed, the queue rate and the share of it queued as unfamiliar text; and the bootstrap SMS suite's F1 with the served text score.
+   auto-removed, the queue rate and the share of it queued as unfamiliar text; and the bootstrap
+   SMS suite's F1 with the served text score.
 
 Output: --json (every row) and --markdown (one table per order). Never part of the test suite.
 

@@ -25,13 +25,13 @@ crowd out the rest.
 Balance: each item leans to one side, "violation" when any of its scores (calibrated
 probabilities) is at least LEAN_AT, "legitimate" otherwise (no score: neither). Not the band's
 boundary: a wide band (the abuse score's default queue and remove thresholds, 0.5 and 0.994)
-puts its midpoint near 0.93, and posts the abuse model gives 0.8 would lean legitimate. An item's value is also multiplied by
-BALANCE_DECAY for each item its side has placed beyond the other side. Uncertainty alone asks
-mostly for one class when the models are torn about one kind of post (measured on insults: 237
-of 250 picks were violations), and a label set of one class teaches the model that the platform's
-new kind of text is the violation: it forgets the other class (the SMS suite fell by two points)
-and leaves the legitimate posts of that kind unfamiliar and queued. Balancing by the models' own
-lean is class-balanced uncertainty sampling: it needs no label, only the scores.
+puts its midpoint near 0.93, and posts the abuse model gives 0.8 would lean legitimate. An
+item's value is also multiplied by BALANCE_DECAY for each item its side has placed beyond the
+other side. Uncertainty alone asks mostly for one class when the models are torn about one kind
+of post (measured on insults: 237 of 250 picks were violations), and a label set of one class
+teaches the model that the platform's new kind of text is the violation and leaves the
+legitimate posts of that kind unfamiliar and queued. Balancing by the models' own lean is
+class-balanced uncertainty sampling: it needs no label, only the scores.
 
 Nothing here looks at what the violation is: only scores, thresholds, the familiarity measure and
 the groups.
