@@ -396,7 +396,7 @@ def last_finetuned_example_id() -> int:
     ):
         adaptation = (report or {}).get("adaptation") or {}
         # A failed attempt counts too: it is retried after as many labels again, not every round.
-        if adaptation.get("finetuned") or adaptation.get("finetune_error"):
+        if adaptation.get("finetuned") or adaptation.get("finetune_error") or adaptation.get("finetune_forgot"):
             return int(adaptation.get("last_example_id") or 0)
     return 0
 
@@ -478,7 +478,9 @@ def _assemble_candidate(
     the served version's files. Returns its serving.json, whether it was fine-tuned, and what
     the report records of the attempt (the export's outcome, a fine-tune's error)."""
     serving, finetuned = _candidate_files(run=run, data=data, served=served, out_dir=out_dir, thresholds=thresholds)
-    outcome: dict[str, Any] = {k: serving.pop(k) for k in ("export", "finetune_error") if k in serving}
+    outcome: dict[str, Any] = {
+        k: serving.pop(k) for k in ("export", "finetune_error", "finetune_forgot") if k in serving
+    }
     return serving, finetuned, outcome
 
 
@@ -493,7 +495,16 @@ def _candidate_files(
             serving = _finetuned_candidate(
                 run=run, data=data, out_dir=out_dir, thresholds=thresholds, sms_test=sms_test
             )
-            return serving, True
+            forgot = finetune_forgetting(out_dir)
+            if forgot is None:
+                return serving, True
+            # The gate would hold the whole round on the SMS suite, and what the lexical half
+            # learns from the same labels with the served transformer would be lost with it.
+            logger.warning("feedback.adaptation_finetune_forgot", extra={"run_id": run.pk, **forgot})
+            shutil.rmtree(out_dir, ignore_errors=True)
+            serving = candidate_from_served(clf_dir=served[0], tok_dir=served[1], out_dir=out_dir)
+            serving["finetune_forgot"] = forgot
+            return serving, False
         except SoftTimeLimitExceeded:
             raise
         except Exception as exc:
@@ -505,6 +516,31 @@ def _candidate_files(
             serving["finetune_error"] = f"{type(exc).__name__}: {exc}"
             return serving, False
     return candidate_from_served(clf_dir=served[0], tok_dir=served[1], out_dir=out_dir), False
+
+
+def finetune_forgetting(candidate_dir: Path) -> dict[str, float] | None:
+    """What a fine-tuned candidate forgot: the F1 at 0.5 of its text score (its transformer, its
+    own lexical half, default blend) and of the served one on the SMS validation split, when
+    the candidate's is lower by more than the promotion gate's PROMOTION_GATE_MAX_F1_DROP; None
+    when it is not. The validation split, not the test split the gate scores, so the gate's
+    suite stays unseen by every choice a round makes."""
+    from feedback.services.text import production_text_predictor
+    from modelops.text.inference import OnnxTextClassifier
+    from modelops.text.metrics import spam_metrics
+
+    _, sms_val, _ = _sms_rows()
+    labels = [_violation(r) for r in sms_val]
+    with production_text_predictor() as served:
+        if served is None:
+            return None
+        production = spam_metrics(labels, served(sms_val))["f1"]
+    candidate = spam_metrics(
+        labels, OnnxTextClassifier(candidate_dir).predict_proba([str(r["text"]) for r in sms_val])
+    )["f1"]
+    tolerance = float(getattr(settings, "PROMOTION_GATE_MAX_F1_DROP", 0.01))
+    if candidate >= production - tolerance:
+        return None
+    return {"sms_validation_f1": round(candidate, 4), "served_sms_validation_f1": round(production, 4)}
 
 
 def _write_serving(

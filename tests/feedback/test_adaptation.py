@@ -393,6 +393,8 @@ def test_a_round_fine_tunes_the_transformer_once_enough_labels_arrived(served, s
     settings.FEEDBACK_TEXT_MAX_STEPS = 4
     settings.TEXT_MAX_LENGTH = 32
     settings.ADAPTATION_FINETUNE_MIN_LABELS = 40
+    # A few steps on a tiny model say nothing of forgetting: the check is the next test's.
+    settings.PROMOTION_GATE_MAX_F1_DROP = 1.0
     registry_sync()
     bootstrap = ModelVersion.objects.get(name="text", is_production=True)
     served_onnx = (served.repository / "text_classifier" / str(bootstrap.version) / "model.onnx").read_bytes()
@@ -422,6 +424,40 @@ def test_a_round_fine_tunes_the_transformer_once_enough_labels_arrived(served, s
     second = _adapt()
     later = TrainingRun.objects.get(pk=second["run"])
     assert later.report["adaptation"]["finetuned"] is False
+
+
+@pytest.mark.django_db
+def test_a_fine_tune_that_forgets_the_sms_suite_gives_way_to_the_served_transformer(
+    served, source, moderator, settings, tmp_path
+):
+    """A fine-tuned candidate whose SMS validation F1 falls below the served one by more than the
+    gate allows is dropped in the same round: the round goes on with the served transformer
+    (its lexical half still learns), records both F1s, and the next fine-tune waits for as many
+    labels again. A negative allowance makes any candidate count as forgetting."""
+    from feedback.services.datasets import artifacts_dir
+    from modelops.text.tiny import build_tiny_checkpoint
+
+    settings.FEEDBACK_TEXT_BASE = str(build_tiny_checkpoint(tmp_path / "base"))
+    settings.FEEDBACK_TEXT_MAX_STEPS = 4
+    settings.TEXT_MAX_LENGTH = 32
+    settings.ADAPTATION_FINETUNE_MIN_LABELS = 40
+    settings.PROMOTION_GATE_MAX_F1_DROP = -1.0
+    registry_sync()
+    bootstrap = ModelVersion.objects.get(name="text", is_production=True)
+    served_onnx = (served.repository / "text_classifier" / str(bootstrap.version) / "model.onnx").read_bytes()
+
+    label(source, moderator, classifieds(50, seed=6), tag="forget")
+    assert adaptation.finetune_due() is True
+    result = _adapt()
+    run = TrainingRun.objects.get(pk=result["run"])
+    report = run.report["adaptation"]
+    assert report["finetuned"] is False
+    forgot = report["finetune_forgot"]
+    assert set(forgot) == {"sms_validation_f1", "served_sms_validation_f1"}
+    assert all(0.0 <= v <= 1.0 for v in forgot.values())
+    candidate = artifacts_dir() / run.candidate_artifacts["text"]
+    assert (candidate / "model.onnx").read_bytes() == served_onnx
+    assert adaptation.finetune_due() is False
 
 
 def test_a_candidate_from_an_int8_served_version_names_the_file_it_holds(tmp_path):
