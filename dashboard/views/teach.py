@@ -35,9 +35,12 @@ def teach_note(pick: TeachPick) -> SafeString:
         '<span class="badge badge-teach" title="{}" data-teach-reason="{}">{}</span>',
         ((REASON_TITLES.get(r, "Nothing more telling is left in the queue"), r, r) for r in reasons),
     )
-    lean = {True: "; the models lean to violation", False: "; the models lean to legitimate"}.get(
-        pick.leans_violation, ""
-    )
+    leans: dict[bool | None, str] = {
+        True: "; the models lean to violation",
+        False: "; the models lean to legitimate",
+        None: "",
+    }
+    lean = leans[pick.leans_violation]
     title = (
         f"Teach value {pick.value:.2f}: uncertainty {pick.uncertainty:.2f} + novelty {pick.novelty:.2f}, "
         f"less for repeats and for the side the page already leans to{lean}"
