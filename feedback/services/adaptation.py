@@ -472,12 +472,20 @@ def _finetuned_candidate(
 
 
 def _assemble_candidate(
-    *, run: TrainingRun, data: Any, served: tuple[Path, Path], out_dir: Path, thresholds: Mapping[str, Any]
+    *,
+    run: TrainingRun,
+    data: Any,
+    served: tuple[Path, Path],
+    out_dir: Path,
+    thresholds: Mapping[str, Any],
+    sms_validation: Sequence[Mapping[str, Any]],
 ) -> tuple[dict[str, Any], bool, dict[str, Any]]:
     """The candidate's transformer in out_dir: fine-tuned when one is due (finetune_due), else
     the served version's files. Returns its serving.json, whether it was fine-tuned, and what
     the report records of the attempt (the export's outcome, a fine-tune's error)."""
-    serving, finetuned = _candidate_files(run=run, data=data, served=served, out_dir=out_dir, thresholds=thresholds)
+    serving, finetuned = _candidate_files(
+        run=run, data=data, served=served, out_dir=out_dir, thresholds=thresholds, sms_validation=sms_validation
+    )
     outcome: dict[str, Any] = {
         k: serving.pop(k) for k in ("export", "finetune_error", "finetune_forgot") if k in serving
     }
@@ -485,7 +493,13 @@ def _assemble_candidate(
 
 
 def _candidate_files(
-    *, run: TrainingRun, data: Any, served: tuple[Path, Path], out_dir: Path, thresholds: Mapping[str, Any]
+    *,
+    run: TrainingRun,
+    data: Any,
+    served: tuple[Path, Path],
+    out_dir: Path,
+    thresholds: Mapping[str, Any],
+    sms_validation: Sequence[Mapping[str, Any]],
 ) -> tuple[dict[str, Any], bool]:
     from modelops.text.data import load_sms_splits
 
@@ -495,7 +509,7 @@ def _candidate_files(
             serving = _finetuned_candidate(
                 run=run, data=data, out_dir=out_dir, thresholds=thresholds, sms_test=sms_test
             )
-            forgot = finetune_forgetting(out_dir)
+            forgot = finetune_forgetting(out_dir, sms_validation)
             if forgot is None:
                 return serving, True
             # The gate would hold the whole round on the SMS suite, and what the lexical half
@@ -518,7 +532,7 @@ def _candidate_files(
     return candidate_from_served(clf_dir=served[0], tok_dir=served[1], out_dir=out_dir), False
 
 
-def finetune_forgetting(candidate_dir: Path) -> dict[str, float] | None:
+def finetune_forgetting(candidate_dir: Path, sms_val: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:
     """What a fine-tuned candidate forgot: the F1 at 0.5 of its text score (its transformer, its
     own lexical half, default blend) and of the served one on the SMS validation split, when
     the candidate's is lower by more than the promotion gate's PROMOTION_GATE_MAX_F1_DROP; None
@@ -528,7 +542,6 @@ def finetune_forgetting(candidate_dir: Path) -> dict[str, float] | None:
     from modelops.text.inference import OnnxTextClassifier
     from modelops.text.metrics import spam_metrics
 
-    _, sms_val, _ = _sms_rows()
     labels = [_violation(r) for r in sms_val]
     with production_text_predictor() as served:
         if served is None:
@@ -655,7 +668,7 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
     tick = time.monotonic()
     out_dir = artifacts_dir() / "runs" / str(run.pk) / "text"
     serving, finetuned, outcome = _assemble_candidate(
-        run=run, data=data, served=served, out_dir=out_dir, thresholds=thresholds
+        run=run, data=data, served=served, out_dir=out_dir, thresholds=thresholds, sms_validation=sms_val
     )
     if finetuned:
         seconds["finetune"] = round(time.monotonic() - tick, 1)

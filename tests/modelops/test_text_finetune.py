@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
-from modelops.text.finetune import TrainConfig, load_base, select_device, select_precision, train_text_model
+from modelops.text.finetune import (
+    TrainConfig,
+    TrainedTextModel,
+    load_base,
+    select_device,
+    select_precision,
+    train_text_model,
+)
 from modelops.text.tiny import build_tiny_checkpoint
 from tests.modelops.test_text_train import small_splits
 
@@ -46,19 +54,23 @@ def test_unknown_or_unsupported_precision_is_refused() -> None:
         select_precision(torch.device("cuda"), "bf16", bf16_supported=False)
 
 
-def test_cpu_path_trains_in_fp32_and_returns_the_model_on_the_cpu(tmp_path: Path) -> None:
-    base = build_tiny_checkpoint(tmp_path / "tiny")
+def _train_tiny(base: Path, **config: Any) -> TrainedTextModel:
+    """The tiny checkpoint fine-tuned on 48 small texts, on the CPU, one thread."""
     splits = small_splits(n_train=48, n_eval=16)
-    config = TrainConfig(base=str(base), epochs=2, batch_size=8, threads=1, max_length=48, device="cpu")
-    trained = train_text_model(
+    return train_text_model(
         splits.train.texts,
         splits.train.labels,
         splits.validation.texts,
         splits.validation.labels,
-        config,
+        TrainConfig(base=str(base), batch_size=8, threads=1, max_length=48, device="cpu", **config),
         progress=False,
         log=lambda _: None,
     )
+
+
+def test_cpu_path_trains_in_fp32_and_returns_the_model_on_the_cpu(tmp_path: Path) -> None:
+    base = build_tiny_checkpoint(tmp_path / "tiny")
+    trained = _train_tiny(base, epochs=2)
     untrained, _ = load_base(str(base))
 
     assert (trained.device, trained.precision) == ("cpu", "fp32")
@@ -83,19 +95,7 @@ def test_half_precision_base_loads_as_fp32(tmp_path: Path) -> None:
 
 def test_frozen_layers_keep_the_bases_weights_and_the_rest_trains(tmp_path: Path) -> None:
     base = build_tiny_checkpoint(tmp_path / "tiny")
-    splits = small_splits(n_train=48, n_eval=16)
-    config = TrainConfig(
-        base=str(base), epochs=1, batch_size=8, threads=1, max_length=48, device="cpu", freeze_layers=1
-    )
-    trained = train_text_model(
-        splits.train.texts,
-        splits.train.labels,
-        splits.validation.texts,
-        splits.validation.labels,
-        config,
-        progress=False,
-        log=lambda _: None,
-    )
+    trained = _train_tiny(base, epochs=1, freeze_layers=1)
     untrained, _ = load_base(str(base))
     before = dict(untrained.named_parameters())
     after = dict(trained.model.named_parameters())
