@@ -8,6 +8,11 @@ alone, as in the bootstrap, so it is the same in every variant):
 - ``all_no_context``: the same without the spam placed in writing (the guard switched off);
 - ``without_<corpus>``: ``all`` with one corpus held out entirely, measured on that corpus.
 
+``--layers 6,3,2`` trains every variant once per depth: the base checkpoint keeps its embeddings
+and its lowest N transformer layers (dropping the top layers costs least, Sajjad et al. 2023,
+"On the effect of dropping layers of pre-trained transformer models"), and the variant is named
+``<variant>@<N>L``. That measures what a shallower, faster served model would cost in quality.
+
 Measured per held-out corpus and per scorer (transformer, lexical half, served blend at the
 served lexical weight): legitimate texts at or above 0.5 and at or above the remove threshold,
 and the recall of SMS test spam placed inside that corpus's writing (spam from elsewhere, in a
@@ -125,8 +130,22 @@ def evaluation_texts(sms: Any, benign: Any) -> dict[str, list[str]]:
     return texts
 
 
+def truncated_base(base: Path, layers: int, out: Path) -> Path:
+    """The base checkpoint with its embeddings and lowest ``layers`` transformer layers."""
+    from transformers import AutoTokenizer, DistilBertForSequenceClassification
+
+    model = DistilBertForSequenceClassification.from_pretrained(base)
+    if layers > model.config.n_layers:
+        raise SystemExit(f"--layers {layers}: the base has {model.config.n_layers}")
+    model.distilbert.transformer.layer = model.distilbert.transformer.layer[:layers]
+    model.config.n_layers = layers
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(base).save_pretrained(out)
+    return out
+
+
 def transformers(args: argparse.Namespace) -> None:
-    from modelops.text.finetune import TrainConfig, predict_proba, select_device, to_device, train_text_model
+    import tempfile
 
     sms, benign, _ = _load(args.carry)
     texts = evaluation_texts(sms, benign)
@@ -137,41 +156,64 @@ def transformers(args: argparse.Namespace) -> None:
         chosen = {k: v for k, v in chosen.items() if k in args.variants}
     args.out.mkdir(parents=True, exist_ok=True)
     probs: dict[str, Any] = {}
-    for name, (corpora, context) in chosen.items():
-        data = training_data(sms, benign, corpora, context)
-        if args.limit:
-            data = type(data)(
-                type(data.train)(data.train.texts[: args.limit], data.train.labels[: args.limit]),
-                type(data.train)(data.validation.texts[: args.limit], data.validation.labels[: args.limit]),
-                data.test,
-                42,
-                0,
-                0,
-                0,
-            )
-        config = TrainConfig(
-            base=str(args.carry / "base"),
-            epochs=args.epochs,
-            threads=os.cpu_count() or 2,
-            time_budget_s=None,
-            seed=args.seed,
+    scratch = Path(tempfile.mkdtemp(prefix="cold_start_"))
+    depths: list[int | None] = list(args.layers) if args.layers else [None]
+    for layers in depths:
+        base = args.carry / "base"
+        if layers is not None:
+            base = truncated_base(base, layers, scratch / f"base-{layers}")
+        for name, (corpora, context) in chosen.items():
+            key = name if layers is None else f"{name}@{layers}L"
+            probs[key] = _train_and_score(args, sms, benign, texts, base, corpora, context)
+            row = probs[key]
+            print(f"{key}: {row['train_texts']} texts, {row['train_seconds']}s on {row['device']}", flush=True)
+            (args.out / "probs.json").write_text(json.dumps(probs) + "\n")
+
+
+def _train_and_score(
+    args: argparse.Namespace,
+    sms: Any,
+    benign: Any,
+    texts: dict[str, list[str]],
+    base: Path,
+    corpora: list[str],
+    context: bool,
+) -> dict[str, Any]:
+    from modelops.text.finetune import TrainConfig, predict_proba, select_device, to_device, train_text_model
+
+    data = training_data(sms, benign, corpora, context)
+    if args.limit:
+        data = type(data)(
+            type(data.train)(data.train.texts[: args.limit], data.train.labels[: args.limit]),
+            type(data.train)(data.validation.texts[: args.limit], data.validation.labels[: args.limit]),
+            data.test,
+            42,
+            0,
+            0,
+            0,
         )
-        started = time.monotonic()
-        trained = train_text_model(
-            data.train.texts, data.train.labels, data.validation.texts, data.validation.labels, config, progress=False
-        )
-        to_device(trained.model, select_device(config.device))
-        probs[name] = {
-            "train_seconds": round(time.monotonic() - started, 1),
-            "device": trained.device,
-            "train_texts": len(data.train),
-            "probs": {
-                key: predict_proba(trained.model, trained.tokenizer, values, max_length=config.max_length)[0].tolist()
-                for key, values in texts.items()
-            },
-        }
-        print(f"{name}: {len(data.train)} texts, {probs[name]['train_seconds']}s on {trained.device}", flush=True)
-        (args.out / "probs.json").write_text(json.dumps(probs) + "\n")
+    config = TrainConfig(
+        base=str(base),
+        epochs=args.epochs,
+        threads=os.cpu_count() or 2,
+        time_budget_s=None,
+        seed=args.seed,
+    )
+    started = time.monotonic()
+    trained = train_text_model(
+        data.train.texts, data.train.labels, data.validation.texts, data.validation.labels, config, progress=False
+    )
+    to_device(trained.model, select_device(config.device))
+    return {
+        "train_seconds": round(time.monotonic() - started, 1),
+        "device": trained.device,
+        "train_texts": len(data.train),
+        "layers": trained.model.config.n_layers,
+        "probs": {
+            key: predict_proba(trained.model, trained.tokenizer, values, max_length=config.max_length)[0].tolist()
+            for key, values in texts.items()
+        },
+    }
 
 
 def _rate(values: Any, threshold: float) -> float:
@@ -197,8 +239,10 @@ def report(args: argparse.Namespace) -> None:
     rows: dict[str, Any] = {}
     # As run_training does: the lexical half learns from the SMS splits alone in every variant.
     lexical = train_baseline(sms.train.texts, sms.train.labels, sms.validation.texts, sms.validation.labels)
-    for name in variants(benign):
-        if name not in transformer:
+    known = variants(benign)
+    for name in transformer:
+        variant = name.split("@")[0]  # "<variant>@<N>L" for a truncated model (--layers)
+        if variant not in known:
             continue
         scores: dict[str, dict[str, Any]] = {"transformer": {}, "lexical": {}, "served": {}}
         for key, values in texts.items():
@@ -206,7 +250,7 @@ def report(args: argparse.Namespace) -> None:
             lx = lexical.predict_proba(values) if values else np.zeros(0)
             scores["transformer"][key], scores["lexical"][key] = t, lx
             scores["served"][key] = blend(t, lx, LEXICAL_WEIGHT)
-        evaluated = [name[len("without_") :]] if name.startswith("without_") else sorted(benign.held_out)
+        evaluated = [variant[len("without_") :]] if variant.startswith("without_") else sorted(benign.held_out)
         row: dict[str, Any] = {"train_texts": transformer[name]["train_texts"], "sms_test_f1": {}, "corpora": {}}
         for scorer, by_key in scores.items():
             row["sms_test_f1"][scorer] = round(spam_metrics(sms.test.labels, by_key["sms_test"])["f1"], 4)
@@ -253,6 +297,12 @@ def main() -> None:
     tr.add_argument("--seed", type=int, default=42)
     tr.add_argument("--variants", type=lambda v: v.split(","), default=None)
     tr.add_argument("--limit", type=int, default=0, help="smoke run: this many texts per part")
+    tr.add_argument(
+        "--layers",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=None,
+        help="train each variant per depth, keeping the lowest N layers (module docstring)",
+    )
     rep = sub.add_parser("report")
     rep.add_argument("--carry", type=Path, default=ROOT / "var" / "gpu_carry")
     rep.add_argument("--probs", type=Path, required=True)

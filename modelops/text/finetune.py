@@ -195,7 +195,9 @@ def _freeze(model: DistilBertForSequenceClassification, config: TrainConfig) -> 
         model.distilbert.embeddings.word_embeddings.weight.requires_grad_(False)
     if config.freeze_layers > 0:
         model.distilbert.embeddings.requires_grad_(False)
-        for layer in model.distilbert.transformer.layer[: config.freeze_layers]:
+        # At most all but the top layer: a shallower base (settings.TEXT_MODEL_LAYERS) keeps one to learn.
+        frozen = min(config.freeze_layers, len(model.distilbert.transformer.layer) - 1)
+        for layer in model.distilbert.transformer.layer[:frozen]:
             layer.requires_grad_(False)
 
 

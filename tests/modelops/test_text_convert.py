@@ -10,7 +10,14 @@ import torch
 from django.core.management import call_command
 from transformers import BertModel, BertTokenizerFast, DistilBertModel, DistilBertTokenizerFast
 
-from modelops.text.convert import NOTE_FILE, build_base_checkpoint, describe_base, packaged_bert_dir
+from modelops.text.convert import (
+    NOTE_FILE,
+    ConversionError,
+    build_base_checkpoint,
+    checkpoint_layers,
+    describe_base,
+    packaged_bert_dir,
+)
 
 SENTENCES = [
     "WINNER!! You have been selected to receive a £900 prize reward! Call 09061701461 now.",
@@ -66,3 +73,44 @@ def test_command_skips_existing_checkpoint(converted: Path) -> None:
     out = StringIO()
     call_command("build_base_checkpoint", "--output", str(converted), stdout=out)
     assert "already" in out.getvalue()
+
+
+def test_a_shallower_base_keeps_the_lowest_layers(tmp_path: Path) -> None:
+    """Two layers kept: the converted model computes BERT's hidden states after its second layer."""
+    out = build_base_checkpoint(tmp_path / "two", layers=2).output_dir
+    assert checkpoint_layers(out) == 2
+    source = packaged_bert_dir()
+    bert = BertModel.from_pretrained(source, add_pooling_layer=False).eval()
+    distil = DistilBertModel.from_pretrained(out).eval()
+    batch = DistilBertTokenizerFast.from_pretrained(out)(SENTENCES, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        hidden = bert(**batch, output_hidden_states=True).hidden_states
+        actual = distil(**batch).last_hidden_state
+    mask = batch["attention_mask"].bool()
+    assert (hidden[2][mask] - actual[mask]).abs().max().item() < 1e-5
+    assert (hidden[6][mask] - actual[mask]).abs().max().item() > 0.1  # not the full encoder's output
+    assert json.loads((out / NOTE_FILE).read_text())["layers"] == "2 of 6 (the lowest)"
+
+
+def test_a_base_of_another_depth_is_rebuilt(tmp_path: Path, settings) -> None:
+    from io import StringIO
+
+    from modelops.management.commands.bootstrap_models import base_checkpoint_exists
+
+    base = tmp_path / "base"
+    settings.TEXT_MODEL_BASE = str(base)
+    settings.TEXT_MODEL_LAYERS = 1
+    assert checkpoint_layers(base) is None
+    assert not base_checkpoint_exists()
+    call_command("build_base_checkpoint", stdout=StringIO())
+    assert checkpoint_layers(base) == 1 and base_checkpoint_exists()
+    settings.TEXT_MODEL_LAYERS = 2
+    assert not base_checkpoint_exists()
+    out = StringIO()
+    call_command("build_base_checkpoint", stdout=out)
+    assert "2 layers" in out.getvalue() and checkpoint_layers(base) == 2
+
+
+def test_depth_out_of_range_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConversionError, match=r"layers must be 1\.\.6"):
+        build_base_checkpoint(tmp_path / "deep", layers=7)

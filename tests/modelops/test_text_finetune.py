@@ -107,3 +107,17 @@ def test_frozen_layers_keep_the_bases_weights_and_the_rest_trains(tmp_path: Path
             assert torch.equal(value, before[name]), name
     top = f"distilbert.transformer.layer.{layers - 1}.ffn.lin2.weight"
     assert not torch.equal(after[top], before[top])
+
+
+def test_freezing_more_layers_than_the_base_has_still_trains_the_top_one(tmp_path: Path) -> None:
+    """A shallower base under the default freeze setting: every layer but the top stays frozen."""
+    base = build_tiny_checkpoint(tmp_path / "tiny")
+    untrained, _ = load_base(str(base))
+    layers = len(untrained.distilbert.transformer.layer)
+    trained = _train_tiny(base, epochs=1, freeze_layers=layers + 2)
+    before = dict(untrained.named_parameters())
+    after = dict(trained.model.named_parameters())
+    below_top = f"distilbert.transformer.layer.{layers - 2}.ffn.lin2.weight"
+    top = f"distilbert.transformer.layer.{layers - 1}.ffn.lin2.weight"
+    assert torch.equal(after[below_top], before[below_top])
+    assert not torch.equal(after[top], before[top])

@@ -33,9 +33,13 @@ def _tabular_dir() -> Path:
 
 
 def base_checkpoint_exists() -> bool:
-    base = Path(str(settings.TEXT_MODEL_BASE))
+    """A base of the configured depth is built (a changed TEXT_MODEL_LAYERS builds it again)."""
     # A hub id ("distilbert-base-uncased") is not a local path: nothing to build.
-    return (base / "config.json").exists() or not str(settings.TEXT_MODEL_BASE).startswith(("/", "."))
+    if not str(settings.TEXT_MODEL_BASE).startswith(("/", ".")):
+        return True
+    from modelops.text.convert import checkpoint_layers  # torch: only where a base is built
+
+    return checkpoint_layers(Path(str(settings.TEXT_MODEL_BASE))) == settings.TEXT_MODEL_LAYERS
 
 
 def text_trained() -> bool:

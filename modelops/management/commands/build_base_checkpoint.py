@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from modelops.text.convert import ConversionError, build_base_checkpoint
+from modelops.text.convert import ConversionError, build_base_checkpoint, checkpoint_layers
 
 
 class Command(BaseCommand):
@@ -17,19 +17,25 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--output", default=None, help="output directory (default: settings.TEXT_MODEL_BASE)")
         parser.add_argument("--force", action="store_true", help="rebuild even if the checkpoint exists")
+        parser.add_argument(
+            "--layers", type=int, default=None, help="encoder layers to keep (default: settings.TEXT_MODEL_LAYERS)"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         output = Path(options["output"] or settings.TEXT_MODEL_BASE)
-        if (output / "config.json").is_file() and not options["force"]:
+        layers = options["layers"] or settings.TEXT_MODEL_LAYERS
+        built = checkpoint_layers(output)
+        if built == layers and not options["force"]:
             self.stdout.write(f"base checkpoint already at {output} (use --force to rebuild)")
             return
         try:
-            result = build_base_checkpoint(output)
+            result = build_base_checkpoint(output, layers=layers)
         except ConversionError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(
             self.style.SUCCESS(
-                f"wrote {result.output_dir} ({result.mapped_tensors} tensors from {result.source_dir}; "
+                f"wrote {result.output_dir} ({layers} layers, {result.mapped_tensors} tensors "
+                f"from {result.source_dir}; "
                 f"last hidden states match BERT within {result.max_abs_diff:.1e})"
             )
         )
