@@ -68,11 +68,13 @@ def hidden_state_max_diff(source: Path, converted: Path, sentences: tuple[str, .
 
 
 def checkpoint_layers(checkpoint: Path) -> int | None:
-    """Encoder layers of a built base checkpoint; None where there is none."""
+    """Encoder layers of a local checkpoint; None where there is none or its config names no depth."""
     config = Path(checkpoint) / "config.json"
     if not config.is_file():
         return None
-    return int(json.loads(config.read_text())["n_layers"])
+    data = json.loads(config.read_text())
+    layers = data.get("n_layers", data.get("num_hidden_layers"))  # DistilBERT's name, BERT's
+    return int(layers) if layers is not None else None
 
 
 def packaged_bert_dir() -> Path:

@@ -39,7 +39,12 @@ def base_checkpoint_exists() -> bool:
         return True
     from modelops.text.convert import checkpoint_layers  # torch: only where a base is built
 
-    return checkpoint_layers(Path(str(settings.TEXT_MODEL_BASE))) == settings.TEXT_MODEL_LAYERS
+    base = Path(str(settings.TEXT_MODEL_BASE))
+    if not (base / "config.json").exists():
+        return False
+    # A checkpoint whose config names no depth is the operator's own: used as it is.
+    layers = checkpoint_layers(base)
+    return layers is None or layers == settings.TEXT_MODEL_LAYERS
 
 
 def text_trained() -> bool:

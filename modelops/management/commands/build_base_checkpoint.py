@@ -24,8 +24,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         output = Path(options["output"] or settings.TEXT_MODEL_BASE)
         layers = options["layers"] or settings.TEXT_MODEL_LAYERS
-        built = checkpoint_layers(output)
-        if built == layers and not options["force"]:
+        built = (output / "config.json").is_file() and checkpoint_layers(output) in (None, layers)
+        if built and not options["force"]:
             self.stdout.write(f"base checkpoint already at {output} (use --force to rebuild)")
             return
         try:
