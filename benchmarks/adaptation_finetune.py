@@ -15,7 +15,10 @@ feedback.services.adaptation.class_balanced_weights) and the lowest ADAPTATION_F
 layers stay frozen, as in a round. --unweighted weighs every text the same, --freeze-layers N
 freezes N layers instead (0: every layer trains), --learning-rate overrides TrainConfig's, and
 --violation-share S draws the labels with that share of insults (a queue rarely holds half and
-half; the pool must hold enough of each class).
+half; the pool must hold enough of each class). --export also exports each fine-tuned model as a
+round does (modelops.text.export.run_export, calibrated on 200 of the round's training texts) and
+measures the file it would serve (INT8, or fp32 when INT8 lost too much) with the transformer
+alone, no lexical blend: what the export costs on its own.
 
     python benchmarks/adaptation_finetune.py --labels 250,500 --json out.json
     python benchmarks/adaptation_finetune.py --labels 500 --violation-share 0.8 --class-balanced
@@ -48,6 +51,7 @@ def main() -> None:
     parser.add_argument(
         "--freeze-layers", type=int, default=None, help="lowest layers kept frozen (default: as a round)"
     )
+    parser.add_argument("--export", action="store_true", help="also measure the exported file a round serves")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     import django
@@ -81,11 +85,42 @@ def main() -> None:
     def measure(model: Any, tokenizer: Any) -> dict[str, Any]:
         p, _ = predict_proba(model, tokenizer, list(insults.test.texts), max_length=128)
         q, _ = predict_proba(model, tokenizer, list(sms.test.texts), max_length=128)
+        return rates(p, q)
+
+    def rates(p: Any, q: Any) -> dict[str, Any]:
         return {
             "insults_f1": round(spam_metrics(list(insults.test.labels), p)["f1"], 3),
             "violations_below_approve": round(float((p[y_insults == 1] < DEFAULT_APPROVE_THRESHOLD).mean()), 3),
             "legitimate_at_remove": round(float((p[y_insults == 0] >= DEFAULT_REMOVE_THRESHOLD).mean()), 4),
             "sms_f1": round(spam_metrics(list(sms.test.labels), q)["f1"], 4),
+        }
+
+    def exported(trained: Any, texts: list[str]) -> dict[str, Any]:
+        """As feedback.services.adaptation exports a round's fine-tune; the served file measured."""
+        import tempfile
+
+        from modelops.text.export import run_export
+        from modelops.text.inference import OnnxTextClassifier
+
+        out = Path(tempfile.mkdtemp(prefix="adaptation-export-"))
+        trained.model.save_pretrained(out)
+        trained.tokenizer.save_pretrained(out)
+        report = run_export(
+            out,
+            calibration_texts=random.Random(0).sample(texts, min(200, len(texts))),
+            eval_texts=list(sms.test.texts),
+            eval_labels=list(sms.test.labels),
+            max_length=128,
+            latency_runs=10,
+            measure_optimizer=False,
+            threads=1,
+            latency_threads=(1,),
+        )
+        served = OnnxTextClassifier(out, max_windows=1, lexical_weight=0.0)
+        return {
+            "exported": served.file,
+            "export_reason": report.serve_reason,
+            **rates(served.predict_proba(list(insults.test.texts)), served.predict_proba(list(sms.test.texts))),
         }
 
     rows_out = [{"labels": 0, **measure(*load_base(base))}]
@@ -139,6 +174,9 @@ def main() -> None:
             }
         )
         print(json.dumps(rows_out[-1]), flush=True)
+        if args.export:
+            rows_out.append({"labels": n, **exported(trained, [t for t, _, _ in train])})
+            print(json.dumps(rows_out[-1]), flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows_out, indent=2) + "\n")
 
