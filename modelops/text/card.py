@@ -284,6 +284,19 @@ def render_model_card(metrics: dict[str, Any]) -> str:
             f"(tolerance {onnx['parity_tolerance']:.0e}).",
             f"- Graph optimisation: {onnx['optimizer']}",
             f"- INT8: {onnx['quantization']}.",
+            *(
+                [
+                    "- INT8 recipes tried, cheapest first, until one kept F1 and batch invariance: "
+                    + "; ".join(
+                        f"{a['recipe']} (loses {a['f1_loss'] * 100:.2f} points, batch invariance "
+                        f"{a['batch_invariance']:.1e})"
+                        for a in onnx["int8_attempts"]
+                    )
+                    + "."
+                ]
+                if len(onnx.get("int8_attempts", [])) > 1
+                else []
+            ),
             f"- Batch invariance (same texts alone vs inside mixed padded batches), max abs difference of "
             f"spam probability: fp32 {onnx['batch_invariance']['fp32']:.2e}, int8 "
             f"{onnx['batch_invariance']['int8']:.2e} (tolerance {onnx['batch_invariance']['tolerance']:.0e}).",

@@ -161,6 +161,20 @@ class QuantRecipe:
         return f"{scope}{excluded}, {self.calibrate_method.name} calibration"
 
 
+# What run_export tries, cheapest first, when no recipe is named. The second keeps the feed-forward
+# output projections (ffn.lin2) of the two lowest layers in float: their input, the GELU output of a
+# 1,536-wide layer, has the outliers that a MinMax-calibrated uint8 scale handles worst. Measured on a
+# model fine-tuned by an adaptation round (500 insults labels, the lowest four layers frozen): full
+# INT8 lost 1.2 F1 points on the SMS test split and left 16.7 % of the held-out insults under the
+# approve threshold against 9.7 % for fp32; this recipe matched fp32 on both (0.9643, 9.7 %) at about
+# 0.3 ms more CPU a text, where fp32 costs 2.8 times full INT8. Keeping the top two layers, or the
+# top layer's ffn.lin2, in float changed nothing; every ffn.lin2 in float cost 1.6 times full INT8.
+INT8_LADDER = (
+    QuantRecipe(),
+    QuantRecipe(exclude_name_parts=("layer.0/ffn/lin2/", "layer.1/ffn/lin2/")),
+)
+
+
 def quantize_int8(
     fp32_path: Path,
     output: Path,
@@ -311,6 +325,58 @@ def _fused_ops(path: Path) -> dict[str, int]:
     return counts
 
 
+@dataclass
+class Int8Export:
+    recipe: QuantRecipe
+    classifier: OnnxTextClassifier
+    probs: np.ndarray
+    invariance: float
+    f1_loss: float
+    attempts: list[dict[str, Any]]
+
+
+def _quantize_within(
+    fp32: Path,
+    model_dir: Path,
+    *,
+    tokenizer: PreTrainedTokenizerBase,
+    calibration_texts: Sequence[str],
+    eval_texts: Sequence[str],
+    eval_labels: Sequence[int],
+    fp32_f1: float,
+    probe: Sequence[str],
+    max_length: int,
+    threads: int,
+    recipes: Sequence[QuantRecipe],
+    max_f1_loss: float,
+    invariance_tolerance: float,
+) -> Int8Export:
+    """INT8_FILE by each recipe in turn, cheapest first, until one keeps F1 within max_f1_loss of
+    fp32 and stays batch-invariant; the last one tried when none does (the caller serves fp32)."""
+    from modelops.text.metrics import spam_metrics
+
+    attempts: list[dict[str, Any]] = []
+    for recipe in recipes:
+        quantize_int8(
+            fp32,
+            model_dir / INT8_FILE,
+            tokenizer=tokenizer,
+            calibration_texts=calibration_texts,
+            max_length=max_length,
+            recipe=recipe,
+        )
+        classifier = OnnxTextClassifier(
+            model_dir, file=INT8_FILE, max_length=max_length, threads=threads, lexical_weight=0.0
+        )
+        probs = classifier.predict_proba(eval_texts)
+        invariance = batch_invariance_max_diff(classifier, probe)
+        loss = fp32_f1 - spam_metrics(eval_labels, probs)["f1"]
+        attempts.append({"recipe": recipe.describe(), "f1_loss": loss, "batch_invariance": invariance})
+        if invariance <= invariance_tolerance and loss <= max_f1_loss:
+            break
+    return Int8Export(recipe, classifier, probs, invariance, loss, attempts)
+
+
 def run_export(
     model_dir: Path,
     *,
@@ -340,30 +406,44 @@ def run_export(
         raise ValueError(f"ONNX Runtime vs PyTorch logits differ by {parity:.2e} > {parity_tolerance:.0e}")
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    recipe = recipe or QuantRecipe()
-    quantize_int8(
-        fp32,
-        model_dir / INT8_FILE,
-        tokenizer=tokenizer,
-        calibration_texts=calibration_texts,
-        max_length=max_length,
-        recipe=recipe,
-    )
     # The transformer alone here (lexical_weight 0): these rows compare export formats; the blend
     # served on top of the chosen one gets rows of its own below.
     classifiers = {
-        name: OnnxTextClassifier(model_dir, file=name, max_length=max_length, threads=threads, lexical_weight=0.0)
-        for name in (FP32_FILE, INT8_FILE)
+        FP32_FILE: OnnxTextClassifier(
+            model_dir, file=FP32_FILE, max_length=max_length, threads=threads, lexical_weight=0.0
+        )
     }
     probe = list(eval_texts[:96])
+    fp32_probs = classifiers[FP32_FILE].predict_proba(eval_texts)
+    int8 = _quantize_within(
+        fp32,
+        model_dir,
+        tokenizer=tokenizer,
+        calibration_texts=calibration_texts,
+        eval_texts=eval_texts,
+        eval_labels=eval_labels,
+        fp32_f1=spam_metrics(eval_labels, fp32_probs)["f1"],
+        probe=probe,
+        max_length=max_length,
+        threads=threads,
+        recipes=[recipe] if recipe is not None else list(INT8_LADDER),
+        max_f1_loss=max_int8_f1_loss,
+        invariance_tolerance=invariance_tolerance,
+    )
+    chosen, int8_probs, int8_invariance, loss, attempts = (
+        int8.recipe,
+        int8.probs,
+        int8.invariance,
+        int8.f1_loss,
+        int8.attempts,
+    )
+    classifiers[INT8_FILE] = int8.classifier
     invariance = {
         "fp32": batch_invariance_max_diff(classifiers[FP32_FILE], probe),
-        "int8": batch_invariance_max_diff(classifiers[INT8_FILE], probe),
+        "int8": int8_invariance,
         "tolerance": invariance_tolerance,
         "texts": len(probe),
     }
-    fp32_probs = classifiers[FP32_FILE].predict_proba(eval_texts)
-    int8_probs = classifiers[INT8_FILE].predict_proba(eval_texts)
     test = {"onnx_fp32": spam_metrics(eval_labels, fp32_probs), "onnx_int8": spam_metrics(eval_labels, int8_probs)}
     lexical = load_lexical(model_dir)
     if lexical is not None and len(eval_texts):
@@ -377,7 +457,6 @@ def run_export(
         "max_abs_diff": float(np.abs(fp32_probs - int8_probs).max()) if len(eval_texts) else 0.0,
         "texts": len(eval_texts),
     }
-    loss = test["onnx_fp32"]["f1"] - test["onnx_int8"]["f1"]
     # Batch-1 latency at each thread count: for messages this short one thread is often as fast as two,
     # which matters when choosing Triton instance counts on 2 cores.
     timed: dict[str, OnnxTextClassifier] = {
@@ -434,7 +513,8 @@ def run_export(
     else:
         serve, reason = (
             INT8_FILE,
-            f"static INT8 is batch-invariant (max diff {invariance['int8']:.1e}) and loses {loss * 100:.2f} F1 points "
+            f"static INT8 ({chosen.describe()}) is batch-invariant (max diff {invariance['int8']:.1e}) and loses "
+            f"{loss * 100:.2f} F1 points "
             f"(<= {max_int8_f1_loss * 100:.1f} allowed), at {latency[main_key[INT8_FILE]]['p50_ms']:.2f} ms vs "
             f"{latency[main_key[FP32_FILE]]['p50_ms']:.2f} ms p50 and "
             f"{latency[main_key[INT8_FILE]]['size_mb']:.0f} MB vs {latency[main_key[FP32_FILE]]['size_mb']:.0f} MB.",
@@ -450,10 +530,11 @@ def run_export(
         "optimizer": optimizer_note,
         "quantization": (
             "onnxruntime.quantization.quantize_static after quant_pre_process; QDQ format; "
-            f"{recipe.describe()}; per-channel symmetric int8 weights in 7 bits (reduce_range); "
+            f"{chosen.describe()}; per-channel symmetric int8 weights in 7 bits (reduce_range); "
             f"uint8 activations calibrated on {len(calibration_texts)} training texts fed one at a time (unpadded)"
         ),
         "batch_invariance": invariance,
+        "int8_attempts": attempts,
         "int8_f1_loss": loss,
         "int8_vs_fp32": agreement,
         "serve": serve,

@@ -163,6 +163,13 @@ def test_export_command_updates_metrics_and_card(
     card = (model_dir / "MODEL_CARD.md").read_text()
     assert "ONNX int8" in card and "Serve `" in card
 
+    # When the cheapest recipe lost too much, the card lists every recipe tried.
+    from modelops.text.card import render_model_card
+
+    tried = [{"recipe": f"recipe {i}", "f1_loss": 0.02 - i / 100, "batch_invariance": 0.0} for i in range(2)]
+    card = render_model_card({**metrics, "onnx": {**metrics["onnx"], "int8_attempts": tried}})
+    assert "recipe 0 (loses 2.00 points" in card and "recipe 1 (loses 1.00 points" in card
+
 
 def test_weight_only_recipe_keeps_attention_matmuls_in_float(tmp_path: Path) -> None:
     from transformers import AutoTokenizer
@@ -208,3 +215,55 @@ def test_evaluation_sessions_leave_the_slow_fusions_off(exported: tuple[Path, Ex
     assert "SkipLayerNormalization" not in ours
     assert "LayerNormalization" in ours
     assert set(TEXT_DISABLED_OPTIMIZERS) == {"SkipLayerNormFusion"}
+
+
+def test_the_second_rung_keeps_the_low_layers_feed_forward_output_in_float(tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from modelops.text.export import INT8_LADDER, export_onnx, quantize_int8
+
+    model_dir = build_tiny_checkpoint(tmp_path / "m")
+    fp32 = export_onnx(model_dir, tmp_path / "m" / FP32_FILE)
+    out = quantize_int8(
+        fp32,
+        tmp_path / "lin2.onnx",
+        tokenizer=AutoTokenizer.from_pretrained(model_dir),
+        calibration_texts=["free prize call now", "see you at lunch", "ok"],
+        max_length=MAX_LENGTH,
+        recipe=INT8_LADDER[1],
+    )
+    graph = onnx.load(str(out)).graph
+    produced_by = {o: n.op_type for n in graph.node for o in n.output}
+    lin2 = [n for n in graph.node if n.op_type == "MatMul" and "/ffn/lin2/" in n.name]
+    assert {n.name.split("/layer.")[1][0] for n in lin2} == {"0", "1"}  # the tiny model's two layers
+    for node in lin2:
+        assert all(produced_by.get(i) != "DequantizeLinear" for i in node.input), node.name
+    lin1 = [n for n in graph.node if n.op_type == "MatMul" and "/ffn/lin1/" in n.name]
+    assert lin1 and all(any(produced_by.get(i) == "DequantizeLinear" for i in n.input) for n in lin1)
+
+
+def test_export_tries_the_ladder_until_a_recipe_keeps_f1(
+    tmp_path: Path, texts: tuple[list[str], list[str], list[int]]
+) -> None:
+    """No recipe can lose less than nothing: both are tried, recorded, and fp32 is served."""
+    from modelops.text.export import INT8_LADDER
+
+    model_dir = build_tiny_checkpoint(tmp_path / "m")
+    calibration, eval_texts, eval_labels = texts
+    common = {
+        "calibration_texts": calibration,
+        "eval_texts": eval_texts,
+        "eval_labels": eval_labels,
+        "max_length": MAX_LENGTH,
+        "latency_runs": 2,
+        "measure_optimizer": False,
+        "threads": 1,
+    }
+    report = run_export(model_dir, max_int8_f1_loss=-1.0, **common)
+    attempts = report.details["int8_attempts"]
+    assert [a["recipe"] for a in attempts] == [r.describe() for r in INT8_LADDER]
+    assert report.serve == FP32_FILE
+
+    report = run_export(model_dir, max_int8_f1_loss=1.0, **common)
+    assert len(report.details["int8_attempts"]) == 1 and report.serve == INT8_FILE
+    assert INT8_LADDER[0].describe() in report.serve_reason
