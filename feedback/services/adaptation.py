@@ -418,13 +418,14 @@ def _finetuned_candidate(
 ) -> dict[str, Any]:
     """Fine-tune the transformer on the round's rows (the labels plus the replay sample a
     retraining run takes) from the bootstrap checkpoint, as a retraining run does but with the
-    round's budget, then export it to int8 with the bootstrap's parity and F1 checks (fp32 when
-    int8 loses more than the export allows). Returns the serving.json to amend."""
+    round's budget, then export it to int8 with the bootstrap's parity and F1 checks, the two lowest
+    layers' feed-forward outputs in float (fp32 when that int8 loses more than the export allows).
+    Returns the serving.json to amend."""
     import json
     import random
 
     from feedback.services.text import train_text_candidate
-    from modelops.text.export import run_export
+    from modelops.text.export import LOW_LAYERS_LIN2_FLOAT, run_export
 
     keep = [i for i, r in enumerate(data.train) if r.get("text")]
     train_text_candidate(
@@ -459,6 +460,9 @@ def _finetuned_candidate(
             measure_optimizer=False,
             threads=1,
             latency_threads=(1,),
+            # Full INT8 of a fine-tuned model undid much of what the labels taught it, even where
+            # it kept the SMS test F1 (modelops.text.export, LOW_LAYERS_LIN2_FLOAT).
+            recipe=LOW_LAYERS_LIN2_FLOAT,
         )
     except SoftTimeLimitExceeded:
         raise

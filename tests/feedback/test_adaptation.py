@@ -9,6 +9,7 @@ import random
 from io import StringIO
 from typing import Any
 
+import onnx
 import pytest
 from django.core.cache import cache
 from django.core.management import call_command
@@ -416,6 +417,12 @@ def test_a_round_fine_tunes_the_transformer_once_enough_labels_arrived(served, s
     export = run.report["adaptation"]["export"]
     assert export["serves"] == written["model_file"] and (candidate / written["model_file"]).is_file()
     assert written["lexical_weight"] == run.candidate_metrics["text"]["lexical"]["lexical_weight"]
+    # Its int8 export keeps the two lowest layers' feed-forward outputs in float (the tiny model has two).
+    graph = onnx.load(str(candidate / "model.int8.onnx")).graph
+    produced_by = {o: n.op_type for n in graph.node for o in n.output}
+    lin2 = [n for n in graph.node if n.op_type == "MatMul" and "/ffn/lin2/" in n.name]
+    assert len(lin2) == 2 and all(produced_by.get(i) != "DequantizeLinear" for n in lin2 for i in n.input)
+    assert any(n.op_type == "DequantizeLinear" for n in graph.node)
     # The gate judged it like any round, and the labels it saw no longer count towards the next.
     assert run.report["auto_promotion"]["promoted"] is (first["status"] == "promoted")
     assert adaptation.finetune_due() is False
