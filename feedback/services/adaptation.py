@@ -270,6 +270,9 @@ def _round_locked(*, trigger: str, force: bool, config: AdaptationConfig) -> dic
             "dataset": dataset.version,
             "labels": dataset.example_count,
             "seconds": {**outcome["report"]["adaptation"]["seconds"], "total": round(time.monotonic() - started, 1)},
+            # Whether the transformer was fine-tuned, and why not where one was due: an operator
+            # reading the command's output or the run's report sees a dropped fine-tune's F1s.
+            "finetune": {k: v for k, v in outcome["report"]["adaptation"].items() if k in FINETUNE_OUTCOME_KEYS},
         }
     )
     run.refresh_from_db(fields=["report"])  # the decision added auto_promotion
@@ -570,6 +573,7 @@ def _write_serving(
 
 
 MAX_CLASS_FACTOR = 5.0
+FINETUNE_OUTCOME_KEYS = ("finetuned", "finetune_forgot", "finetune_error", "export")
 
 
 def class_balanced_weights(rows: Sequence[Mapping[str, Any]], weights: Sequence[float]) -> list[float]:

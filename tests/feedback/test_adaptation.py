@@ -408,6 +408,7 @@ def test_a_round_fine_tunes_the_transformer_once_enough_labels_arrived(served, s
     assert first["status"] in {"promoted", "held"}, first
     run = TrainingRun.objects.get(pk=first["run"])
     assert run.report["adaptation"]["finetuned"] is True
+    assert first["finetune"]["finetuned"] is True and first["finetune"]["export"]["serves"]
     assert "finetune" in run.report["adaptation"]["seconds"]
     candidate = artifacts_dir() / run.candidate_artifacts["text"]
     assert (candidate / "model.onnx").read_bytes() != served_onnx
@@ -462,6 +463,7 @@ def test_a_fine_tune_that_forgets_the_sms_suite_gives_way_to_the_served_transfor
     forgot = report["finetune_forgot"]
     assert set(forgot) == {"sms_validation_f1", "served_sms_validation_f1"}
     assert all(0.0 <= v <= 1.0 for v in forgot.values())
+    assert result["finetune"] == {"finetuned": False, "finetune_forgot": forgot}  # the command's output says why
     candidate = artifacts_dir() / run.candidate_artifacts["text"]
     assert (candidate / "model.onnx").read_bytes() == served_onnx
     assert adaptation.finetune_due() is False
