@@ -68,13 +68,12 @@ def hidden_state_max_diff(source: Path, converted: Path, sentences: tuple[str, .
 
 
 def checkpoint_layers(checkpoint: Path) -> int | None:
-    """Encoder layers of a local checkpoint; None where there is none or its config names no depth."""
+    """Encoder layers of a base checkpoint this module built (it holds NOTE_FILE); None where
+    there is none, or where the checkpoint is another one (an operator's own, never rebuilt)."""
     config = Path(checkpoint) / "config.json"
-    if not config.is_file():
+    if not config.is_file() or not (Path(checkpoint) / NOTE_FILE).is_file():
         return None
-    data = json.loads(config.read_text())
-    layers = data.get("n_layers", data.get("num_hidden_layers"))  # DistilBERT's name, BERT's
-    return int(layers) if layers is not None else None
+    return int(json.loads(config.read_text())["n_layers"])
 
 
 def packaged_bert_dir() -> Path:

@@ -114,3 +114,33 @@ def test_a_base_of_another_depth_is_rebuilt(tmp_path: Path, settings) -> None:
 def test_depth_out_of_range_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConversionError, match=r"layers must be 1\.\.6"):
         build_base_checkpoint(tmp_path / "deep", layers=7)
+
+
+def test_an_operators_own_base_is_kept_whatever_its_depth(tmp_path: Path, settings) -> None:
+    from io import StringIO
+
+    from modelops.management.commands.bootstrap_models import base_checkpoint_exists
+
+    base = tmp_path / "own"
+    base.mkdir()
+    (base / "config.json").write_text(json.dumps({"model_type": "bert", "num_hidden_layers": 12}))
+    settings.TEXT_MODEL_BASE = str(base)
+    settings.TEXT_MODEL_LAYERS = 3
+    assert checkpoint_layers(base) is None and base_checkpoint_exists()
+    out = StringIO()
+    call_command("build_base_checkpoint", stdout=out)
+    assert "already" in out.getvalue()
+    assert json.loads((base / "config.json").read_text())["num_hidden_layers"] == 12
+
+
+def test_bootstrap_says_when_the_trained_model_has_another_depth(tmp_path: Path, settings) -> None:
+    from modelops.management.commands.bootstrap_models import trained_depth_differs
+
+    current = tmp_path / "text" / "current"
+    current.mkdir(parents=True)
+    (current / "config.json").write_text(json.dumps({"n_layers": 6}))
+    settings.ARTIFACTS_DIR = tmp_path
+    settings.TEXT_MODEL_LAYERS = 6
+    assert trained_depth_differs() is None
+    settings.TEXT_MODEL_LAYERS = 3
+    assert trained_depth_differs() == 6

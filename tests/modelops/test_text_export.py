@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -250,7 +251,7 @@ def test_export_tries_the_ladder_until_a_recipe_keeps_f1(
 
     model_dir = build_tiny_checkpoint(tmp_path / "m")
     calibration, eval_texts, eval_labels = texts
-    common = {
+    common: dict[str, Any] = {
         "calibration_texts": calibration,
         "eval_texts": eval_texts,
         "eval_labels": eval_labels,
@@ -267,3 +268,54 @@ def test_export_tries_the_ladder_until_a_recipe_keeps_f1(
     report = run_export(model_dir, max_int8_f1_loss=1.0, **common)
     assert len(report.details["int8_attempts"]) == 1 and report.serve == INT8_FILE
     assert INT8_LADDER[0].describe() in report.serve_reason
+
+
+def test_the_second_recipe_is_served_when_the_first_fails(
+    tmp_path: Path, texts: tuple[list[str], list[str], list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from modelops.text import export
+    from modelops.text.export import INT8_LADDER, LOW_LAYERS_LIN2_FLOAT
+
+    real = export.batch_invariance_max_diff
+    calls: list[str] = []
+
+    def first_int8_not_invariant(classifier: OnnxTextClassifier, probe: list[str], **kwargs: Any) -> float:
+        calls.append(classifier.file)
+        return 1.0 if len(calls) == 1 else real(classifier, probe, **kwargs)
+
+    monkeypatch.setattr(export, "batch_invariance_max_diff", first_int8_not_invariant)
+    calibration, eval_texts, eval_labels = texts
+    report = run_export(
+        build_tiny_checkpoint(tmp_path / "m"),
+        calibration_texts=calibration,
+        eval_texts=eval_texts,
+        eval_labels=eval_labels,
+        max_length=MAX_LENGTH,
+        latency_runs=2,
+        measure_optimizer=False,
+        threads=1,
+        max_int8_f1_loss=1.0,
+    )
+    assert report.details["int8_attempts"][0]["batch_invariance"] == 1.0
+    assert len(report.details["int8_attempts"]) == len(INT8_LADDER) == 2
+    assert report.serve == INT8_FILE
+    assert LOW_LAYERS_LIN2_FLOAT.describe() in report.serve_reason
+    assert LOW_LAYERS_LIN2_FLOAT.describe() in report.details["quantization"]
+
+
+def test_a_recipe_that_names_no_node_is_refused(tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from modelops.text.export import QuantRecipe, export_onnx, quantize_int8
+
+    model_dir = build_tiny_checkpoint(tmp_path / "m")
+    fp32 = export_onnx(model_dir, tmp_path / "m" / FP32_FILE)
+    with pytest.raises(ValueError, match="no MatMul/Gemm node matches"):
+        quantize_int8(
+            fp32,
+            tmp_path / "x.onnx",
+            tokenizer=AutoTokenizer.from_pretrained(model_dir),
+            calibration_texts=["ok"],
+            max_length=MAX_LENGTH,
+            recipe=QuantRecipe(exclude_name_parts=("layer.9/ffn/lin2/",)),
+        )

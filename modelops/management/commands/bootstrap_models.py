@@ -42,9 +42,19 @@ def base_checkpoint_exists() -> bool:
     base = Path(str(settings.TEXT_MODEL_BASE))
     if not (base / "config.json").exists():
         return False
-    # A checkpoint whose config names no depth is the operator's own: used as it is.
+    # A checkpoint that build_base_checkpoint did not write is the operator's own: used as it is.
     layers = checkpoint_layers(base)
     return layers is None or layers == settings.TEXT_MODEL_LAYERS
+
+
+def trained_depth_differs() -> int | None:
+    """The served text model's layers where they differ from TEXT_MODEL_LAYERS, else None: a
+    changed depth takes effect only when the text model is trained again (--force)."""
+    config = _text_dir() / "config.json"
+    if not config.exists():
+        return None
+    layers = json.loads(config.read_text()).get("n_layers")
+    return int(layers) if layers is not None and layers != settings.TEXT_MODEL_LAYERS else None
 
 
 def text_trained() -> bool:
@@ -128,6 +138,14 @@ class Command(BaseCommand):
                 self.stdout.write(f"skip {command}: output exists")
                 continue
             self._run(command)
+        trained = trained_depth_differs()
+        if trained is not None:
+            self.stdout.write(
+                self.style.WARNING(
+                    f"the text model has {trained} layers, TEXT_MODEL_LAYERS is {settings.TEXT_MODEL_LAYERS}: "
+                    "run bootstrap_models --force to train it again at that depth (retraining keeps the depth)"
+                )
+            )
         if repository_current() and not force:
             self.stdout.write("skip publish_models: the repository already serves the current artifacts")
             if model_repository.stale_code(repository=Path(settings.TRITON_MODEL_REPOSITORY)):

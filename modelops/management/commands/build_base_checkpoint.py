@@ -23,7 +23,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         output = Path(options["output"] or settings.TEXT_MODEL_BASE)
-        layers = options["layers"] or settings.TEXT_MODEL_LAYERS
+        layers = settings.TEXT_MODEL_LAYERS if options["layers"] is None else options["layers"]
+        # Another checkpoint at this path (no conversion note) is the operator's own: kept.
         built = (output / "config.json").is_file() and checkpoint_layers(output) in (None, layers)
         if built and not options["force"]:
             self.stdout.write(f"base checkpoint already at {output} (use --force to rebuild)")
