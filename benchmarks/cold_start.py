@@ -131,12 +131,15 @@ def evaluation_texts(sms: Any, benign: Any) -> dict[str, list[str]]:
 
 
 def truncated_base(base: Path, layers: int, out: Path) -> Path:
-    """The base checkpoint with its embeddings and lowest ``layers`` transformer layers."""
+    """The base checkpoint with its embeddings and lowest ``layers`` transformer layers.
+
+    The carried base (scripts/gpu_session.py prepare) is what this truncates: the GPU machine has
+    no packaged BERT for modelops.text.convert.build_base_checkpoint(layers=...) to convert."""
     from transformers import AutoTokenizer, DistilBertForSequenceClassification
 
     model = DistilBertForSequenceClassification.from_pretrained(base)
-    if layers > model.config.n_layers:
-        raise SystemExit(f"--layers {layers}: the base has {model.config.n_layers}")
+    if not 1 <= layers <= model.config.n_layers:
+        raise SystemExit(f"--layers {layers}: 1 to the base's {model.config.n_layers}")
     model.distilbert.transformer.layer = model.distilbert.transformer.layer[:layers]
     model.config.n_layers = layers
     model.save_pretrained(out)

@@ -86,6 +86,8 @@ ADAPTATION_SOFT_LIMIT_S = 20 * 60
 ADAPTATION_HARD_LIMIT_S = 25 * 60
 # Files of the served version folders that are Triton's or publish's, not the model's.
 _NOT_MODEL_FILES = frozenset({"model.py", "PUBLISHED.json"})
+# What a round's report records of a fine-tune beside "finetuned" (and its summary repeats).
+FINETUNE_OUTCOME_KEYS = ("export", "finetune_error", "finetune_forgot")
 
 
 def _key(name: str) -> str:
@@ -272,7 +274,9 @@ def _round_locked(*, trigger: str, force: bool, config: AdaptationConfig) -> dic
             "seconds": {**outcome["report"]["adaptation"]["seconds"], "total": round(time.monotonic() - started, 1)},
             # Whether the transformer was fine-tuned, and why not where one was due: an operator
             # reading the command's output or the run's report sees a dropped fine-tune's F1s.
-            "finetune": {k: v for k, v in outcome["report"]["adaptation"].items() if k in FINETUNE_OUTCOME_KEYS},
+            "finetune": {
+                k: v for k, v in outcome["report"]["adaptation"].items() if k in ("finetuned", *FINETUNE_OUTCOME_KEYS)
+            },
         }
     )
     run.refresh_from_db(fields=["report"])  # the decision added auto_promotion
@@ -463,8 +467,8 @@ def _finetuned_candidate(
             measure_optimizer=False,
             threads=1,
             latency_threads=(1,),
-            # Full INT8 of a fine-tuned model undid much of what the labels taught it, even where
-            # it kept the SMS test F1 (modelops.text.export, LOW_LAYERS_LIN2_FLOAT).
+            # Full INT8 of a fine-tuned model nearly doubled the violations its text score would
+            # auto-approve, even where it kept the SMS test F1 (modelops.text.export, LOW_LAYERS_LIN2_FLOAT).
             recipe=LOW_LAYERS_LIN2_FLOAT,
         )
     except SoftTimeLimitExceeded:
@@ -493,9 +497,7 @@ def _assemble_candidate(
     serving, finetuned = _candidate_files(
         run=run, data=data, served=served, out_dir=out_dir, thresholds=thresholds, sms_validation=sms_validation
     )
-    outcome: dict[str, Any] = {
-        k: serving.pop(k) for k in ("export", "finetune_error", "finetune_forgot") if k in serving
-    }
+    outcome: dict[str, Any] = {k: serving.pop(k) for k in FINETUNE_OUTCOME_KEYS if k in serving}
     return serving, finetuned, outcome
 
 
@@ -573,7 +575,6 @@ def _write_serving(
 
 
 MAX_CLASS_FACTOR = 5.0
-FINETUNE_OUTCOME_KEYS = ("finetuned", "finetune_forgot", "finetune_error", "export")
 
 
 def class_balanced_weights(rows: Sequence[Mapping[str, Any]], weights: Sequence[float]) -> list[float]:
