@@ -16,9 +16,9 @@ layers stay frozen, as in a round. --unweighted weighs every text the same, --fr
 freezes N layers instead (0: every layer trains), --learning-rate overrides TrainConfig's, and
 --violation-share S draws the labels with that share of insults (a queue rarely holds half and
 half; the pool must hold enough of each class). --export also exports each fine-tuned model as a
-round does (modelops.text.export.run_export with LOW_LAYERS_LIN2_FLOAT, calibrated on 200 of the
-round's training texts) and measures the file it would serve (INT8, or fp32 when INT8 lost too
-much) with the transformer alone, no lexical blend: what the export costs on its own.
+round does (feedback.services.adaptation.export_finetuned) and measures the file it would serve
+(INT8, or fp32 when INT8 lost too much) with the transformer alone, no lexical blend: what the
+export costs on its own.
 
     python benchmarks/adaptation_finetune.py --labels 250,500 --json out.json
     python benchmarks/adaptation_finetune.py --labels 500 --violation-share 0.8 --class-balanced
@@ -99,24 +99,13 @@ def main() -> None:
         """As feedback.services.adaptation exports a round's fine-tune; the served file measured."""
         import tempfile
 
-        from modelops.text.export import LOW_LAYERS_LIN2_FLOAT, run_export
+        from feedback.services.adaptation import export_finetuned
         from modelops.text.inference import OnnxTextClassifier
 
         out = Path(tempfile.mkdtemp(prefix="adaptation-export-"))
         trained.model.save_pretrained(out)
         trained.tokenizer.save_pretrained(out)
-        report = run_export(
-            out,
-            calibration_texts=random.Random(0).sample(texts, min(200, len(texts))),
-            eval_texts=list(sms.test.texts),
-            eval_labels=list(sms.test.labels),
-            max_length=128,
-            latency_runs=10,
-            measure_optimizer=False,
-            threads=1,
-            latency_threads=(1,),
-            recipe=LOW_LAYERS_LIN2_FLOAT,
-        )
+        report = export_finetuned(out, texts, sms.test)
         served = OnnxTextClassifier(out, max_windows=1, lexical_weight=0.0)
         return {
             "exported": served.file,

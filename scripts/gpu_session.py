@@ -150,21 +150,15 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     precisions = args.precisions if torch.cuda.is_available() else ["fp32"]
-    runs: dict[str, Any] = {}
-    for precision in precisions:
-        try:
-            runs[precision] = train_once(args, precision, args.work / f"model-{precision}")
-        except Exception as exc:  # the other precisions and the check still run
-            runs[precision] = {"error": f"{type(exc).__name__}: {exc}"}
-            print(f"{precision}: training failed: {runs[precision]['error']}", flush=True)
-        (out / "train.json").write_text(json.dumps(runs, indent=2, default=str) + "\n")
-
+    # (report key, precision, frozen layers); the last is an adaptation round's fine-tune.
+    trainings = [(p, p, 0) for p in precisions]
     if args.freeze_layers:
-        # The adaptation round's fine-tune (feedback.services.adaptation): the lowest layers frozen.
-        key = f"fp32-freeze{args.freeze_layers}"
+        trainings.append((f"fp32-freeze{args.freeze_layers}", "fp32", args.freeze_layers))
+    runs: dict[str, Any] = {}
+    for key, precision, frozen in trainings:
         try:
-            runs[key] = train_once(args, "fp32", args.work / f"model-{key}", freeze_layers=args.freeze_layers)
-        except Exception as exc:
+            runs[key] = train_once(args, precision, args.work / f"model-{key}", freeze_layers=frozen)
+        except Exception as exc:  # the other trainings and the check still run
             runs[key] = {"error": f"{type(exc).__name__}: {exc}"}
             print(f"{key}: training failed: {runs[key]['error']}", flush=True)
         (out / "train.json").write_text(json.dumps(runs, indent=2, default=str) + "\n")

@@ -429,10 +429,8 @@ def _finetuned_candidate(
     layers' feed-forward outputs in float (fp32 when that int8 loses more than the export allows).
     Returns the serving.json to amend."""
     import json
-    import random
 
     from feedback.services.text import train_text_candidate
-    from modelops.text.export import LOW_LAYERS_LIN2_FLOAT, run_export
 
     keep = [i for i, r in enumerate(data.train) if r.get("text")]
     train_text_candidate(
@@ -454,23 +452,9 @@ def _finetuned_candidate(
         freeze_layers=int(getattr(settings, "ADAPTATION_FINETUNE_FREEZE_LAYERS", 4)),
         time_budget_s=float(getattr(settings, "ADAPTATION_FINETUNE_BUDGET_S", 600.0)),
     )
-    texts = [str(r["text"]) for r in data.train if r.get("text")]
     export: dict[str, Any] = {}
     try:
-        run_export(
-            out_dir,
-            calibration_texts=random.Random(0).sample(texts, min(200, len(texts))),
-            eval_texts=list(sms_test.texts),
-            eval_labels=list(sms_test.labels),
-            max_length=int(getattr(settings, "TEXT_MAX_LENGTH", 128)),
-            latency_runs=10,
-            measure_optimizer=False,
-            threads=1,
-            latency_threads=(1,),
-            # Full INT8 of a fine-tuned model nearly doubled the violations its text score would
-            # auto-approve, even where it kept the SMS test F1 (modelops.text.export, LOW_LAYERS_LIN2_FLOAT).
-            recipe=LOW_LAYERS_LIN2_FLOAT,
-        )
+        export_finetuned(out_dir, [str(r["text"]) for r in data.train if r.get("text")], sms_test)
     except SoftTimeLimitExceeded:
         raise
     except Exception as exc:  # the fp32 file train_text_candidate wrote is served instead
@@ -480,6 +464,29 @@ def _finetuned_candidate(
     export["serves"] = serving.get("model_file")
     serving["export"] = export
     return serving
+
+
+def export_finetuned(out_dir: Path, train_texts: Sequence[str], sms_test: Any) -> Any:
+    """Export a round's fine-tuned checkpoint in out_dir (modelops.text.export.run_export),
+    calibrated on 200 of its training texts; returns the ExportReport."""
+    import random
+
+    from modelops.text.export import LOW_LAYERS_LIN2_FLOAT, run_export
+
+    return run_export(
+        out_dir,
+        calibration_texts=random.Random(0).sample(list(train_texts), min(200, len(train_texts))),
+        eval_texts=list(sms_test.texts),
+        eval_labels=list(sms_test.labels),
+        max_length=int(getattr(settings, "TEXT_MAX_LENGTH", 128)),
+        latency_runs=10,
+        measure_optimizer=False,
+        threads=1,
+        latency_threads=(1,),
+        # Full INT8 of a fine-tuned model nearly doubled the violations its text score would
+        # auto-approve, even where it kept the SMS test F1 (modelops.text.export, LOW_LAYERS_LIN2_FLOAT).
+        recipe=LOW_LAYERS_LIN2_FLOAT,
+    )
 
 
 def _assemble_candidate(

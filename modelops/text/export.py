@@ -437,17 +437,11 @@ def run_export(
         max_f1_loss=max_int8_f1_loss,
         invariance_tolerance=invariance_tolerance,
     )
-    chosen, int8_probs, int8_invariance, loss, attempts = (
-        int8.recipe,
-        int8.probs,
-        int8.invariance,
-        int8.f1_loss,
-        int8.attempts,
-    )
     classifiers[INT8_FILE] = int8.classifier
+    int8_probs, loss = int8.probs, int8.f1_loss
     invariance = {
         "fp32": batch_invariance_max_diff(classifiers[FP32_FILE], probe),
-        "int8": int8_invariance,
+        "int8": int8.invariance,
         "tolerance": invariance_tolerance,
         "texts": len(probe),
     }
@@ -520,7 +514,7 @@ def run_export(
     else:
         serve, reason = (
             INT8_FILE,
-            f"static INT8 ({chosen.describe()}) is batch-invariant (max diff {invariance['int8']:.1e}) and loses "
+            f"static INT8 ({int8.recipe.describe()}) is batch-invariant (max diff {invariance['int8']:.1e}) and loses "
             f"{loss * 100:.2f} F1 points "
             f"(<= {max_int8_f1_loss * 100:.1f} allowed), at {latency[main_key[INT8_FILE]]['p50_ms']:.2f} ms vs "
             f"{latency[main_key[FP32_FILE]]['p50_ms']:.2f} ms p50 and "
@@ -537,11 +531,11 @@ def run_export(
         "optimizer": optimizer_note,
         "quantization": (
             "onnxruntime.quantization.quantize_static after quant_pre_process; QDQ format; "
-            f"{chosen.describe()}; per-channel symmetric int8 weights in 7 bits (reduce_range); "
+            f"{int8.recipe.describe()}; per-channel symmetric int8 weights in 7 bits (reduce_range); "
             f"uint8 activations calibrated on {len(calibration_texts)} training texts fed one at a time (unpadded)"
         ),
         "batch_invariance": invariance,
-        "int8_attempts": attempts,
+        "int8_attempts": int8.attempts,
         "max_int8_f1_loss": max_int8_f1_loss,
         "int8_f1_loss": loss,
         "int8_vs_fp32": agreement,

@@ -243,6 +243,21 @@ def test_the_second_rung_keeps_the_low_layers_feed_forward_output_in_float(tmp_p
     assert lin1 and all(any(produced_by.get(i) == "DequantizeLinear" for i in n.input) for n in lin1)
 
 
+def _export_tiny(model_dir: Path, texts: tuple[list[str], list[str], list[int]], **options: Any) -> ExportReport:
+    calibration, eval_texts, eval_labels = texts
+    return run_export(
+        model_dir,
+        calibration_texts=calibration,
+        eval_texts=eval_texts,
+        eval_labels=eval_labels,
+        max_length=MAX_LENGTH,
+        latency_runs=2,
+        measure_optimizer=False,
+        threads=1,
+        **options,
+    )
+
+
 def test_export_tries_the_ladder_until_a_recipe_keeps_f1(
     tmp_path: Path, texts: tuple[list[str], list[str], list[int]]
 ) -> None:
@@ -250,22 +265,12 @@ def test_export_tries_the_ladder_until_a_recipe_keeps_f1(
     from modelops.text.export import INT8_LADDER
 
     model_dir = build_tiny_checkpoint(tmp_path / "m")
-    calibration, eval_texts, eval_labels = texts
-    common: dict[str, Any] = {
-        "calibration_texts": calibration,
-        "eval_texts": eval_texts,
-        "eval_labels": eval_labels,
-        "max_length": MAX_LENGTH,
-        "latency_runs": 2,
-        "measure_optimizer": False,
-        "threads": 1,
-    }
-    report = run_export(model_dir, max_int8_f1_loss=-1.0, **common)
+    report = _export_tiny(model_dir, texts, max_int8_f1_loss=-1.0)
     attempts = report.details["int8_attempts"]
     assert [a["recipe"] for a in attempts] == [r.describe() for r in INT8_LADDER]
     assert report.serve == FP32_FILE
 
-    report = run_export(model_dir, max_int8_f1_loss=1.0, **common)
+    report = _export_tiny(model_dir, texts, max_int8_f1_loss=1.0)
     assert len(report.details["int8_attempts"]) == 1 and report.serve == INT8_FILE
     assert INT8_LADDER[0].describe() in report.serve_reason
 
@@ -284,18 +289,7 @@ def test_the_second_recipe_is_served_when_the_first_fails(
         return 1.0 if len(calls) == 1 else real(classifier, probe, **kwargs)
 
     monkeypatch.setattr(export, "batch_invariance_max_diff", first_int8_not_invariant)
-    calibration, eval_texts, eval_labels = texts
-    report = run_export(
-        build_tiny_checkpoint(tmp_path / "m"),
-        calibration_texts=calibration,
-        eval_texts=eval_texts,
-        eval_labels=eval_labels,
-        max_length=MAX_LENGTH,
-        latency_runs=2,
-        measure_optimizer=False,
-        threads=1,
-        max_int8_f1_loss=1.0,
-    )
+    report = _export_tiny(build_tiny_checkpoint(tmp_path / "m"), texts, max_int8_f1_loss=1.0)
     assert report.details["int8_attempts"][0]["batch_invariance"] == 1.0
     assert len(report.details["int8_attempts"]) == len(INT8_LADDER) == 2
     assert report.serve == INT8_FILE
