@@ -18,7 +18,8 @@ freezes N layers instead (0: every layer trains), --learning-rate overrides Trai
 half; the pool must hold enough of each class). --export also exports each fine-tuned model as a
 round does (feedback.services.adaptation.export_finetuned) and measures the file it would serve
 (INT8, or fp32 when INT8 lost too much) with the transformer alone, no lexical blend: what the
-export costs on its own.
+export costs on its own. --alphas A,B also measures the fine-tune averaged with the checkpoint it
+started from at each weight (modelops.text.interpolate: 1 is the fine-tune, 0 its start).
 
     python benchmarks/adaptation_finetune.py --labels 250,500 --json out.json
     python benchmarks/adaptation_finetune.py --labels 500 --violation-share 0.8 --class-balanced
@@ -52,6 +53,17 @@ def main() -> None:
         "--freeze-layers", type=int, default=None, help="lowest layers kept frozen (default: as a round)"
     )
     parser.add_argument("--export", action="store_true", help="also measure the exported file a round serves")
+    parser.add_argument(
+        "--alphas",
+        default="",
+        help="also measure the fine-tune interpolated with its start at these weights (modelops.text.interpolate)",
+    )
+    parser.add_argument(
+        "--blend",
+        action="store_true",
+        help="also the SMS and insults F1 of the text score blended with the served lexical half and with "
+        "one fitted on the round's texts (as train_text_candidate fits it)",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     import django
@@ -64,6 +76,7 @@ def main() -> None:
     from modelops.text.abuse_data import download_sdist, load_insult_splits
     from modelops.text.data import load_sms_splits
     from modelops.text.finetune import TrainConfig, load_base, predict_proba, train_text_model
+    from modelops.text.interpolate import interpolated_state
     from modelops.text.metrics import spam_metrics
     from scoring.services.policy import DEFAULT_APPROVE_THRESHOLD, DEFAULT_REMOVE_THRESHOLD
 
@@ -82,10 +95,25 @@ def main() -> None:
     replay = replay[: args.replay or int(settings.FEEDBACK_REPLAY_BOOTSTRAP_MAX)]
     y_insults = np.asarray(insults.test.labels)
 
+    lexical_halves: dict[str, Any] = {}
+    if args.blend:
+        from modelops.text.baseline import load_lexical
+
+        lexical_halves["served"] = load_lexical(Path(base))
+    blend_weight = float(json.loads((Path(base) / "serving.json").read_text()).get("lexical_weight", 0.5))
+
     def measure(model: Any, tokenizer: Any) -> dict[str, Any]:
+        from modelops.text.baseline import blend
+
         p, _ = predict_proba(model, tokenizer, list(insults.test.texts), max_length=128)
         q, _ = predict_proba(model, tokenizer, list(sms.test.texts), max_length=128)
-        return rates(p, q)
+        out = rates(p, q)
+        for name, pipe in lexical_halves.items():
+            lex_p = pipe.predict_proba(list(insults.test.texts))[:, 1]
+            lex_q = pipe.predict_proba(list(sms.test.texts))[:, 1]
+            blended = rates(blend(p, lex_p, blend_weight), blend(q, lex_q, blend_weight))
+            out[f"blend_{name}_lexical"] = {k: blended[k] for k in ("insults_f1", "violations_below_approve", "sms_f1")}
+        return out
 
     def rates(p: Any, q: Any) -> dict[str, Any]:
         return {
@@ -113,7 +141,9 @@ def main() -> None:
             **rates(served.predict_proba(list(insults.test.texts)), served.predict_proba(list(sms.test.texts))),
         }
 
-    rows_out = [{"labels": 0, **measure(*load_base(base))}]
+    start_model, start_tokenizer = load_base(base)
+    start_state = {k: v.detach().clone() for k, v in start_model.state_dict().items()}
+    rows_out = [{"labels": 0, **measure(start_model, start_tokenizer)}]
     print(json.dumps(rows_out[-1]), flush=True)
     freeze_layers = (
         int(settings.ADAPTATION_FINETUNE_FREEZE_LAYERS) if args.freeze_layers is None else args.freeze_layers
@@ -140,6 +170,14 @@ def main() -> None:
             freeze_layers=freeze_layers,
             **({} if args.learning_rate is None else {"learning_rate": args.learning_rate}),
         )
+        if args.blend:
+            from modelops.text.baseline import train_baseline
+
+            val_texts = list(sms.validation.texts) + [t for t, _ in labels[cut:]]
+            val_labels = [int(y) for y in sms.validation.labels] + [int(y) for _, y in labels[cut:]]
+            lexical_halves["round"] = train_baseline(
+                [t for t, _, _ in train], [y for _, y, _ in train], val_texts, val_labels
+            ).pipeline
         started = time.perf_counter()
         trained = train_text_model(
             [t for t, _, _ in train],
@@ -164,6 +202,12 @@ def main() -> None:
             }
         )
         print(json.dumps(rows_out[-1]), flush=True)
+        tuned_state = {k: v.detach().clone() for k, v in trained.model.state_dict().items()}
+        for alpha in [float(a) for a in args.alphas.split(",") if a]:
+            trained.model.load_state_dict(interpolated_state(start_state, tuned_state, alpha))
+            rows_out.append({"labels": n, "alpha": alpha, **measure(trained.model, trained.tokenizer)})
+            print(json.dumps(rows_out[-1]), flush=True)
+        trained.model.load_state_dict(tuned_state)
         if args.export:
             rows_out.append({"labels": n, **exported(trained, [t for t, _, _ in train])})
             print(json.dumps(rows_out[-1]), flush=True)

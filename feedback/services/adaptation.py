@@ -87,7 +87,7 @@ ADAPTATION_HARD_LIMIT_S = 25 * 60
 # Files of the served version folders that are Triton's or publish's, not the model's.
 _NOT_MODEL_FILES = frozenset({"model.py", "PUBLISHED.json"})
 # What a round's report records of a fine-tune beside "finetuned" (and its summary repeats).
-FINETUNE_OUTCOME_KEYS = ("export", "finetune_error", "finetune_forgot")
+FINETUNE_OUTCOME_KEYS = ("export", "finetune_error", "finetune_forgot", "interpolation")
 
 
 def _key(name: str) -> str:
@@ -421,7 +421,13 @@ def finetune_due() -> bool:
 
 
 def _finetuned_candidate(
-    *, run: TrainingRun, data: Any, out_dir: Path, thresholds: Mapping[str, Any], sms_test: Any
+    *,
+    run: TrainingRun,
+    data: Any,
+    out_dir: Path,
+    thresholds: Mapping[str, Any],
+    sms_test: Any,
+    sms_validation: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
     """Fine-tune the transformer on the round's rows (the labels plus the replay sample a
     retraining run takes) from the bootstrap checkpoint, as a retraining run does but with the
@@ -431,9 +437,10 @@ def _finetuned_candidate(
     import json
 
     from feedback.services.text import train_text_candidate
+    from modelops.text.interpolate import Retained
 
     keep = [i for i, r in enumerate(data.train) if r.get("text")]
-    train_text_candidate(
+    _, metrics = train_text_candidate(
         run_id=run.pk,
         train=[data.train[i] for i in keep],
         validation=[r for r in data.validation if r.get("text")],
@@ -451,6 +458,15 @@ def _finetuned_candidate(
         # fewer legitimate posts of the new kind pushed to the remove threshold.
         freeze_layers=int(getattr(settings, "ADAPTATION_FINETUNE_FREEZE_LAYERS", 4)),
         time_budget_s=float(getattr(settings, "ADAPTATION_FINETUNE_BUDGET_S", 600.0)),
+        # Averaged with its start so that its text score keeps the served one's F1 on the SMS
+        # validation split within the budget: less than the gate's point, leaving the rest to
+        # the int8 export, which finetune_forgetting checks afterwards.
+        retained=Retained(
+            texts=[str(r["text"]) for r in sms_validation],
+            labels=[_violation(r) for r in sms_validation],
+            budget=float(getattr(settings, "ADAPTATION_FINETUNE_FORGET_BUDGET", 0.005)),
+            reference_f1=served_sms_f1(sms_validation),
+        ),
     )
     export: dict[str, Any] = {}
     try:
@@ -463,6 +479,8 @@ def _finetuned_candidate(
     serving: dict[str, Any] = json.loads((out_dir / "serving.json").read_text())
     export["serves"] = serving.get("model_file")
     serving["export"] = export
+    if "interpolation" in metrics:
+        serving["interpolation"] = metrics["interpolation"]
     return serving
 
 
@@ -523,7 +541,12 @@ def _candidate_files(
         sms_test = load_sms_splits().test
         try:
             serving = _finetuned_candidate(
-                run=run, data=data, out_dir=out_dir, thresholds=thresholds, sms_test=sms_test
+                run=run,
+                data=data,
+                out_dir=out_dir,
+                thresholds=thresholds,
+                sms_test=sms_test,
+                sms_validation=sms_validation,
             )
             forgot = finetune_forgetting(out_dir, sms_validation)
             if forgot is None:
@@ -532,8 +555,11 @@ def _candidate_files(
             # learns from the same labels with the served transformer would be lost with it.
             logger.warning("feedback.adaptation_finetune_forgot", extra={"run_id": run.pk, **forgot})
             shutil.rmtree(out_dir, ignore_errors=True)
+            tried = serving.get("interpolation")
             serving = candidate_from_served(clf_dir=served[0], tok_dir=served[1], out_dir=out_dir)
             serving["finetune_forgot"] = forgot
+            if tried is not None:
+                serving["interpolation"] = tried
             return serving, False
         except SoftTimeLimitExceeded:
             raise
@@ -548,21 +574,30 @@ def _candidate_files(
     return candidate_from_served(clf_dir=served[0], tok_dir=served[1], out_dir=out_dir), False
 
 
+def served_sms_f1(sms_val: Sequence[Mapping[str, Any]]) -> float | None:
+    """F1 at 0.5 of the served text score on the SMS validation split (None: nothing served)."""
+    from feedback.services.text import production_text_predictor
+    from modelops.text.metrics import spam_metrics
+
+    with production_text_predictor() as served:
+        if served is None:
+            return None
+        return float(spam_metrics([_violation(r) for r in sms_val], served(sms_val))["f1"])
+
+
 def finetune_forgetting(candidate_dir: Path, sms_val: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:
     """What a fine-tuned candidate forgot: the F1 at 0.5 of its text score (its transformer, its
     own lexical half, default blend) and of the served one on the SMS validation split, when
     the candidate's is lower by more than the promotion gate's PROMOTION_GATE_MAX_F1_DROP; None
     when it is not. The validation split, not the test split the gate scores, so the gate's
     suite stays unseen by every choice a round makes."""
-    from feedback.services.text import production_text_predictor
     from modelops.text.inference import OnnxTextClassifier
     from modelops.text.metrics import spam_metrics
 
     labels = [_violation(r) for r in sms_val]
-    with production_text_predictor() as served:
-        if served is None:
-            return None
-        production = spam_metrics(labels, served(sms_val))["f1"]
+    production = served_sms_f1(sms_val)
+    if production is None:
+        return None
     candidate = spam_metrics(
         labels, OnnxTextClassifier(candidate_dir).predict_proba([str(r["text"]) for r in sms_val])
     )["f1"]

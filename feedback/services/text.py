@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from django.conf import settings
@@ -30,6 +30,9 @@ from django.conf import settings
 from feedback.services.datasets import artifacts_dir
 from feedback.services.evaluation import classification_metrics
 from feedback.services.tabular import labels_of
+
+if TYPE_CHECKING:
+    from modelops.text.interpolate import Retained
 
 TextPredictor = Callable[[Sequence[Mapping[str, Any]]], np.ndarray]
 
@@ -61,7 +64,16 @@ def train_text_candidate(
     epochs: int | None = None,
     time_budget_s: float | None = None,
     freeze_layers: int = 0,
+    retained: Retained | None = None,
 ) -> tuple[Path, dict[str, Any]]:
+    """Fine-tune, calibrate, fit the lexical half and familiarity, export to fp32 ONNX in out_dir;
+    returns it with the candidate's metrics on ``test``.
+
+    ``retained``: what the fine-tune must not forget (an adaptation round's SMS validation
+    split, within a budget of the served score's F1). When given, the fine-tune is averaged with
+    its starting checkpoint (modelops.text.interpolate) at the largest weight whose text score,
+    blended with the lexical half fitted here as it will be served, stays within the budget,
+    before anything is calibrated or exported."""
     from feedback.services.promotion import served_text_dir
     from modelops.text.abuse import abuse_carry
     from modelops.text.baseline import save_lexical, train_baseline
@@ -96,6 +108,27 @@ def train_text_candidate(
         log=lambda message: progress(0.5, f"text: {message}"),
         train_weights=train_weights,
     )
+    # Fitted before the interpolation, which judges the text score as it will be served.
+    lexical = train_baseline(_texts(train), y_train, _texts(validation) or _texts(train), y_val or y_train)
+    interpolation = None
+    if retained is not None:
+        from modelops.text.baseline import DEFAULT_LEXICAL_WEIGHT, blend
+        from modelops.text.finetune import load_base
+        from modelops.text.interpolate import interpolate_within
+
+        progress(0.7, "text: averaging the fine-tune with its start within the forgetting budget")
+        start, _ = load_base(base)
+        retained_lexical = lexical.pipeline.predict_proba(list(retained.texts))[:, 1]
+        interpolation = interpolate_within(
+            trained.model,
+            trained.tokenizer,
+            start.state_dict(),
+            retained=retained,
+            max_length=max_length,
+            learnt=(_texts(validation), y_val),
+            rescore=lambda probs: blend(probs, retained_lexical, DEFAULT_LEXICAL_WEIGHT),
+        )
+        del start
     progress(0.75, "text: fitting the temperature on the validation texts")
     calibration = calibrate_text_model(
         trained.model,
@@ -107,8 +140,6 @@ def train_text_candidate(
     out_dir.mkdir(parents=True, exist_ok=True)
     trained.model.save_pretrained(out_dir)
     trained.tokenizer.save_pretrained(out_dir)
-    progress(0.78, "text: fitting the lexical half of the text score")
-    lexical = train_baseline(_texts(train), y_train, _texts(validation) or _texts(train), y_val or y_train)
     save_lexical(lexical, out_dir)
     # The run's training texts (the labels and the replayed ones) are what the model has seen.
     save_familiarity(fit_familiarity(_texts(train), _texts(test) or _texts(validation) or _texts(train)), out_dir)
@@ -142,6 +173,8 @@ def train_text_candidate(
     metrics["train_rows"] = len(train)
     metrics["best_epoch"] = trained.best_epoch
     metrics["train_seconds"] = round(trained.train_seconds, 1)
+    if interpolation is not None:
+        metrics["interpolation"] = interpolation.as_report()
     return out_dir, metrics
 
 

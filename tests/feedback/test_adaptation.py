@@ -410,6 +410,12 @@ def test_a_round_fine_tunes_the_transformer_once_enough_labels_arrived(served, s
     assert run.report["adaptation"]["finetuned"] is True
     assert first["finetune"]["finetuned"] is True and first["finetune"]["export"]["serves"]
     assert "finetune" in run.report["adaptation"]["seconds"]
+    # It was averaged with its start within the forgetting budget, each weight tried recorded.
+    interpolation = run.report["adaptation"]["interpolation"]
+    assert interpolation["budget"] == settings.ADAPTATION_FINETUNE_FORGET_BUDGET
+    assert interpolation["tried"] and interpolation["tried"][0]["alpha"] == 1.0
+    assert interpolation["alpha"] in {*(t["alpha"] for t in interpolation["tried"]), None}
+    assert first["finetune"]["interpolation"] == interpolation
     candidate = artifacts_dir() / run.candidate_artifacts["text"]
     assert (candidate / "model.onnx").read_bytes() != served_onnx
     written = json.loads((candidate / "serving.json").read_text())
@@ -463,7 +469,14 @@ def test_a_fine_tune_that_forgets_the_sms_suite_gives_way_to_the_served_transfor
     forgot = report["finetune_forgot"]
     assert set(forgot) == {"sms_validation_f1", "served_sms_validation_f1"}
     assert all(0.0 <= v <= 1.0 for v in forgot.values())
-    assert result["finetune"] == {"finetuned": False, "finetune_forgot": forgot}  # the command's output says why
+    # The command's output says why, and what averaging the fine-tune with its start measured.
+    assert result["finetune"] == {
+        "finetuned": False,
+        "finetune_forgot": forgot,
+        "interpolation": report["interpolation"],
+    }
+    tried = [t["alpha"] for t in report["interpolation"]["tried"]]
+    assert tried[0] == 1.0 and tried == sorted(tried, reverse=True)
     candidate = artifacts_dir() / run.candidate_artifacts["text"]
     assert (candidate / "model.onnx").read_bytes() == served_onnx
     assert adaptation.finetune_due() is False
