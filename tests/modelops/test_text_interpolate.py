@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from transformers import DistilBertForSequenceClassification, PreTrainedTokenizerBase
@@ -127,3 +128,41 @@ def test_a_fine_tune_that_forgets_is_pulled_back_towards_its_start(tmp_path: Pat
     assert all(t["retained_f1"] < result.start_f1 for t in result.tried[:-1])
     assert result.tried[-1]["retained_f1"] >= round(result.start_f1, 4) - 1e-9
     assert tuned.classifier.bias[0] < 50.0
+
+
+def test_the_score_judged_and_its_reference_can_be_the_served_ones(tmp_path: Path) -> None:
+    """The round judges the text score as it will be served (rescore) against the served score's
+    F1 (reference_f1): a reference no alpha can reach keeps none; the start's own F1 as the
+    reference keeps the fine-tune as trained when it scores the same."""
+    tuned, tokenizer, _ = _tiny_pair(tmp_path)
+    itself = {k: v.clone() for k, v in tuned.state_dict().items()}
+    splits = small_splits(n_train=8, n_eval=40)
+    flagged: list[int] = []
+
+    def everything_flagged(probs: np.ndarray) -> np.ndarray:
+        flagged.append(len(probs))
+        return np.ones_like(probs)
+
+    spam = sum(splits.validation.labels)
+    all_flagged_f1 = 2 * spam / (len(splits.validation.labels) + spam)
+    unreachable = interpolate_within(
+        tuned,
+        tokenizer,
+        itself,
+        retained=Retained(splits.validation.texts, splits.validation.labels, budget=0.0, reference_f1=1.0),
+        max_length=32,
+        alphas=(1.0, 0.5),
+        rescore=everything_flagged,
+    )
+    assert unreachable.alpha is None and unreachable.reference_f1 == 1.0
+    assert unreachable.start_f1 == pytest.approx(all_flagged_f1)
+    assert flagged == [len(splits.validation.texts)] * 3  # the start, then each alpha
+    reachable = interpolate_within(
+        tuned,
+        tokenizer,
+        itself,
+        retained=Retained(splits.validation.texts, splits.validation.labels, budget=0.0, reference_f1=all_flagged_f1),
+        max_length=32,
+        rescore=everything_flagged,
+    )
+    assert reachable.alpha == 1.0
