@@ -79,6 +79,7 @@ from moderation.services.audit import audit_record
 
 if TYPE_CHECKING:
     from modelops.text.adapt import AdaptedText, Example
+    from modelops.text.interpolate import Retained
 
 logger = logging.getLogger(__name__)
 
@@ -437,7 +438,6 @@ def _finetuned_candidate(
     import json
 
     from feedback.services.text import train_text_candidate
-    from modelops.text.interpolate import Retained
 
     keep = [i for i, r in enumerate(data.train) if r.get("text")]
     _, metrics = train_text_candidate(
@@ -461,12 +461,7 @@ def _finetuned_candidate(
         # Averaged with its start so that its text score keeps the served one's F1 on the SMS
         # validation split within the budget: less than the gate's point, leaving the rest to
         # the int8 export, which finetune_forgetting checks afterwards.
-        retained=Retained(
-            texts=[str(r["text"]) for r in sms_validation],
-            labels=[_violation(r) for r in sms_validation],
-            budget=float(getattr(settings, "ADAPTATION_FINETUNE_FORGET_BUDGET", 0.005)),
-            reference_f1=served_sms_f1(sms_validation),
-        ),
+        retained=served_retention(sms_validation),
     )
     export: dict[str, Any] = {}
     try:
@@ -476,6 +471,10 @@ def _finetuned_candidate(
     except Exception as exc:  # the fp32 file train_text_candidate wrote is served instead
         logger.exception("feedback.adaptation_int8_export_failed", extra={"run_id": run.pk})
         export["error"] = f"{type(exc).__name__}: {exc}"
+    # The round judges and refits the transformer beside the served lexical half: the one
+    # train_text_candidate fits on the same texts, unweighted and untuned, cost the SMS
+    # validation split about a point on its own, which held fine-tunes that had not forgotten.
+    keep_served_lexical(out_dir)
     serving: dict[str, Any] = json.loads((out_dir / "serving.json").read_text())
     export["serves"] = serving.get("model_file")
     serving["export"] = export
@@ -583,6 +582,58 @@ def served_sms_f1(sms_val: Sequence[Mapping[str, Any]]) -> float | None:
         if served is None:
             return None
         return float(spam_metrics([_violation(r) for r in sms_val], served(sms_val))["f1"])
+
+
+def served_retention(sms_val: Sequence[Mapping[str, Any]]) -> Retained:
+    """What a fine-tune must keep: the served text score's F1 on the SMS validation split, within
+    ADAPTATION_FINETUNE_FORGET_BUDGET, the fine-tune's probabilities judged blended with the
+    served lexical half at the served weight (the candidate keeps both: keep_served_lexical)."""
+    import numpy as np
+
+    from feedback.services.text import production_text_classifier
+    from modelops.text.baseline import blend
+    from modelops.text.interpolate import Retained
+    from modelops.text.metrics import spam_metrics
+
+    texts = [str(r["text"]) for r in sms_val]
+    labels = [_violation(r) for r in sms_val]
+    budget = float(getattr(settings, "ADAPTATION_FINETUNE_FORGET_BUDGET", 0.005))
+    with production_text_classifier() as served:
+        if served is None:
+            return Retained(texts=texts, labels=labels, budget=budget)
+        reference = float(spam_metrics(labels, served.predict_proba(texts))["f1"])
+        if served.lexical is None or served.lexical_weight <= 0:
+            return Retained(texts=texts, labels=labels, budget=budget, reference_f1=reference)
+        lexical = np.asarray(served.lexical.predict_proba(texts)[:, 1], dtype=np.float64)
+        weight = served.lexical_weight
+    return Retained(
+        texts=texts,
+        labels=labels,
+        budget=budget,
+        reference_f1=reference,
+        rescore=lambda probs: blend(probs, lexical, weight),
+    )
+
+
+def keep_served_lexical(out_dir: Path) -> None:
+    """Put the served lexical half and blend weight in a fine-tuned candidate's out_dir (its
+    lexical file and serving.json), in place of the ones train_text_candidate fitted."""
+    import json
+
+    import joblib
+
+    from feedback.services.text import production_text_classifier
+    from modelops.text.baseline import LEXICAL_FILE
+
+    with production_text_classifier() as served:
+        if served is None or served.lexical is None:
+            return
+        joblib.dump(served.lexical, out_dir / LEXICAL_FILE)
+        weight = served.lexical_weight
+    serving_file = out_dir / "serving.json"
+    serving = json.loads(serving_file.read_text())
+    serving["lexical_weight"] = weight
+    serving_file.write_text(json.dumps(serving, indent=2, sort_keys=True) + "\n")
 
 
 def finetune_forgetting(candidate_dir: Path, sms_val: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:

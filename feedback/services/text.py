@@ -32,6 +32,7 @@ from feedback.services.evaluation import classification_metrics
 from feedback.services.tabular import labels_of
 
 if TYPE_CHECKING:
+    from modelops.text.inference import OnnxTextClassifier
     from modelops.text.interpolate import Retained
 
 TextPredictor = Callable[[Sequence[Mapping[str, Any]]], np.ndarray]
@@ -71,9 +72,8 @@ def train_text_candidate(
 
     ``retained``: what the fine-tune must not forget (an adaptation round's SMS validation
     split, within a budget of the served score's F1). When given, the fine-tune is averaged with
-    its starting checkpoint (modelops.text.interpolate) at the largest weight whose text score,
-    blended with the lexical half fitted here as it will be served, stays within the budget,
-    before anything is calibrated or exported."""
+    its starting checkpoint (modelops.text.interpolate) at the largest weight that stays within
+    the budget, before anything is calibrated or exported."""
     from feedback.services.promotion import served_text_dir
     from modelops.text.abuse import abuse_carry
     from modelops.text.baseline import save_lexical, train_baseline
@@ -108,17 +108,13 @@ def train_text_candidate(
         log=lambda message: progress(0.5, f"text: {message}"),
         train_weights=train_weights,
     )
-    # Fitted before the interpolation, which judges the text score as it will be served.
-    lexical = train_baseline(_texts(train), y_train, _texts(validation) or _texts(train), y_val or y_train)
     interpolation = None
     if retained is not None:
-        from modelops.text.baseline import DEFAULT_LEXICAL_WEIGHT, blend
         from modelops.text.finetune import load_base
         from modelops.text.interpolate import interpolate_within
 
         progress(0.7, "text: averaging the fine-tune with its start within the forgetting budget")
         start, _ = load_base(base)
-        retained_lexical = lexical.pipeline.predict_proba(list(retained.texts))[:, 1]
         interpolation = interpolate_within(
             trained.model,
             trained.tokenizer,
@@ -126,7 +122,6 @@ def train_text_candidate(
             retained=retained,
             max_length=max_length,
             learnt=(_texts(validation), y_val),
-            rescore=lambda probs: blend(probs, retained_lexical, DEFAULT_LEXICAL_WEIGHT),
         )
         del start
     progress(0.75, "text: fitting the temperature on the validation texts")
@@ -140,6 +135,8 @@ def train_text_candidate(
     out_dir.mkdir(parents=True, exist_ok=True)
     trained.model.save_pretrained(out_dir)
     trained.tokenizer.save_pretrained(out_dir)
+    progress(0.78, "text: fitting the lexical half of the text score")
+    lexical = train_baseline(_texts(train), y_train, _texts(validation) or _texts(train), y_val or y_train)
     save_lexical(lexical, out_dir)
     # The run's training texts (the labels and the replayed ones) are what the model has seen.
     save_familiarity(fit_familiarity(_texts(train), _texts(test) or _texts(validation) or _texts(train)), out_dir)
@@ -182,6 +179,17 @@ def train_text_candidate(
 def production_text_predictor() -> Iterator[TextPredictor | None]:
     """The served text_classifier + tokenizer versions, run with ONNX Runtime (None if nothing
     is served). A context: the two version folders are joined in a temporary directory."""
+    with production_text_classifier() as classifier:
+        if classifier is None:
+            yield None
+            return
+        yield lambda rows: classifier.predict_proba(_texts(rows))
+
+
+@contextmanager
+def production_text_classifier() -> Iterator[OnnxTextClassifier | None]:
+    """The served text model as one OnnxTextClassifier (its transformer, lexical half and blend
+    weight), None if nothing is served; valid inside the context."""
     from feedback.services.promotion import served_text_dir
     from modelops.text.inference import OnnxTextClassifier
 
@@ -199,8 +207,7 @@ def production_text_predictor() -> Iterator[TextPredictor | None]:
                     if target.exists():
                         target.unlink()
                     target.symlink_to(item)
-        classifier = OnnxTextClassifier(joined, file="model.onnx")
-        yield lambda rows: classifier.predict_proba(_texts(rows))
+        yield OnnxTextClassifier(joined, file="model.onnx")
 
 
 def candidate_text_predictor(model_dir: Path) -> TextPredictor:

@@ -9,7 +9,7 @@ CVPR 2022), because both sit in one basin of the loss: the fine-tune is a short 
 start. ``interpolate_within`` walks alpha down from 1 and keeps the largest one whose F1 on the
 retained data (what the model must not forget) stays within a budget of a reference: the
 start's own, or the served text score's when the caller judges the score as it will be served
-(the transformer blended with its lexical half).
+(the transformer blended with the served lexical half).
 
 Measured on a fine-tune of 500 insults labels (benchmarks/adaptation_finetune.py --alphas), the
 learning fades fast below 1: violations under the approve threshold 10 % at 1, 19 % at 0.95,
@@ -46,6 +46,9 @@ class Retained:
     labels: Sequence[int]
     budget: float
     reference_f1: float | None = None
+    # The score judged, from the transformer's probabilities on ``texts`` (None: as they are);
+    # a round blends them with the served lexical half, as they will be served.
+    rescore: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 @dataclass
@@ -96,19 +99,17 @@ def interpolate_within(
     max_length: int,
     learnt: tuple[Sequence[str], Sequence[int]] | None = None,
     alphas: Sequence[float] = ALPHAS,
-    rescore: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> Interpolation:
     """Load into ``model`` the largest alpha of ``alphas`` whose F1 at 0.5 on the retained texts
-    is at least their reference F1 (default: the start's) minus their budget. ``rescore`` turns the
-    transformer's probabilities on the retained texts into the score judged (default: as they
-    are). ``learnt`` (the labels' validation texts) is measured for the report only, since a
+    (their score as ``retained.rescore`` makes it) is at least their reference F1 (default: the
+    start's) minus their budget. ``learnt`` (the labels' validation texts) is measured for the report only, since a
     few dozen labels are too few to choose on. When no alpha stays within the budget the
     smallest is left loaded and ``alpha`` is None: the caller decides."""
     if not alphas:
         raise ValueError("no alpha to try")
     tuned = {k: v.detach().clone() for k, v in model.state_dict().items()}
     texts, labels = list(retained.texts), [int(v) for v in retained.labels]
-    judged = rescore or (lambda probs: probs)
+    judged = retained.rescore or (lambda probs: probs)
 
     def retained_f1() -> float:
         probs, _ = predict_proba(model, tokenizer, texts, max_length=max_length)

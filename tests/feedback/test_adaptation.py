@@ -477,9 +477,51 @@ def test_a_fine_tune_that_forgets_the_sms_suite_gives_way_to_the_served_transfor
     }
     tried = [t["alpha"] for t in report["interpolation"]["tried"]]
     assert tried[0] == 1.0 and tried == sorted(tried, reverse=True)
+    # Both judged against the served text score on the same split.
+    assert report["interpolation"]["reference_f1"] == pytest.approx(forgot["served_sms_validation_f1"], abs=1e-4)
     candidate = artifacts_dir() / run.candidate_artifacts["text"]
     assert (candidate / "model.onnx").read_bytes() == served_onnx
     assert adaptation.finetune_due() is False
+
+
+@pytest.mark.django_db
+def test_a_fine_tuned_candidate_is_judged_beside_the_served_lexical_half(served, settings, tmp_path):
+    """keep_served_lexical puts the served lexical half and blend weight in the candidate, and
+    served_retention judges a fine-tune's probabilities blended with them, against the served
+    score's F1: the served transformer's own probabilities give exactly that F1."""
+    import joblib
+
+    from feedback.services.text import production_text_classifier
+    from modelops.text.baseline import LEXICAL_FILE
+    from modelops.text.metrics import spam_metrics
+
+    registry_sync()
+    out = tmp_path / "candidate"
+    out.mkdir()
+    (out / LEXICAL_FILE).write_bytes(b"the candidate's own")
+    (out / "serving.json").write_text(json.dumps({"model_file": "model.onnx", "lexical_weight": 0.5}))
+    rows = [
+        {"text": "WINNER!! Claim your free prize now, text WIN to 80082", "label": "spam"},
+        {"text": "are we still on for lunch tomorrow?", "label": "ham"},
+        {"text": "URGENT your account is suspended, call 0800 now", "label": "spam"},
+        {"text": "ok see you at the station at six", "label": "ham"},
+    ]
+    texts = [r["text"] for r in rows]
+    adaptation.keep_served_lexical(out)
+    retention = adaptation.served_retention(rows)
+    with production_text_classifier() as classifier:
+        assert classifier is not None and classifier.lexical is not None
+        weight = classifier.lexical_weight
+        lexical = classifier.lexical.predict_proba(texts)[:, 1]
+        served_probs = classifier.predict_proba(texts)
+        transformer = classifier.transformer_rows(texts).probs
+    kept = joblib.load(out / LEXICAL_FILE)
+    assert list(kept.predict_proba(texts)[:, 1]) == pytest.approx(list(lexical))
+    assert json.loads((out / "serving.json").read_text())["lexical_weight"] == weight
+    assert retention.reference_f1 == pytest.approx(spam_metrics([1, 0, 1, 0], served_probs)["f1"])
+    assert retention.budget == settings.ADAPTATION_FINETUNE_FORGET_BUDGET
+    assert retention.rescore is not None
+    assert list(retention.rescore(transformer)) == pytest.approx(list(served_probs))
 
 
 def test_a_candidate_from_an_int8_served_version_names_the_file_it_holds(tmp_path):

@@ -149,10 +149,15 @@ def test_the_score_judged_and_its_reference_can_be_the_served_ones(tmp_path: Pat
         tuned,
         tokenizer,
         itself,
-        retained=Retained(splits.validation.texts, splits.validation.labels, budget=0.0, reference_f1=1.0),
+        retained=Retained(
+            splits.validation.texts,
+            splits.validation.labels,
+            budget=0.0,
+            reference_f1=1.0,
+            rescore=everything_flagged,
+        ),
         max_length=32,
         alphas=(1.0, 0.5),
-        rescore=everything_flagged,
     )
     assert unreachable.alpha is None and unreachable.reference_f1 == 1.0
     assert unreachable.start_f1 == pytest.approx(all_flagged_f1)
@@ -161,8 +166,13 @@ def test_the_score_judged_and_its_reference_can_be_the_served_ones(tmp_path: Pat
         tuned,
         tokenizer,
         itself,
-        retained=Retained(splits.validation.texts, splits.validation.labels, budget=0.0, reference_f1=all_flagged_f1),
+        retained=Retained(
+            splits.validation.texts,
+            splits.validation.labels,
+            budget=0.0,
+            reference_f1=all_flagged_f1,
+            rescore=everything_flagged,
+        ),
         max_length=32,
-        rescore=everything_flagged,
     )
     assert reachable.alpha == 1.0
