@@ -71,10 +71,9 @@ def train_text_candidate(
     returns it with the candidate's metrics on ``test``.
 
     ``retained``: what the fine-tune must not forget (an adaptation round's SMS validation
-    split, within a budget of the served score's F1). When given, the temperature is fitted on
-    it, and the calibrated fine-tune is averaged with its starting checkpoint (itself calibrated)
-    at the largest weight that stays within the budget (modelops.text.interpolate), before
-    anything is exported."""
+    split, within a budget of the served score's F1). When given, the fine-tune is averaged with
+    its starting checkpoint (modelops.text.interpolate) at the largest weight that stays within
+    the budget, before anything is calibrated or exported."""
     from feedback.services.promotion import served_text_dir
     from modelops.text.abuse import abuse_carry
     from modelops.text.baseline import save_lexical, train_baseline
@@ -109,26 +108,12 @@ def train_text_candidate(
         log=lambda message: progress(0.5, f"text: {message}"),
         train_weights=train_weights,
     )
-    progress(0.7, "text: fitting the temperature")
-    # With something to retain, the temperature is fitted there: the blend with the lexical half
-    # was tuned for a transformer calibrated on that text. A round's fine-tune calibrated on its
-    # own validation texts came out twice too soft on SMS spam (the SMS validation split fits it
-    # a temperature of 0.5), and the blend lost spam the transformer alone still caught.
-    calibration = calibrate_text_model(
-        trained.model,
-        trained.tokenizer,
-        validation=(list(retained.texts), [int(v) for v in retained.labels])
-        if retained is not None
-        else (_texts(validation), y_val),
-        test=(_texts(test), [int(v) for v in labels_of(test)]),
-        max_length=max_length,
-    )
     interpolation = None
     if retained is not None:
         from modelops.text.finetune import load_base
         from modelops.text.interpolate import interpolate_within
 
-        progress(0.75, "text: averaging the fine-tune with its start within the forgetting budget")
+        progress(0.7, "text: averaging the fine-tune with its start within the forgetting budget")
         start, _ = load_base(base)
         interpolation = interpolate_within(
             trained.model,
@@ -139,6 +124,14 @@ def train_text_candidate(
             learnt=(_texts(validation), y_val),
         )
         del start
+    progress(0.75, "text: fitting the temperature on the validation texts")
+    calibration = calibrate_text_model(
+        trained.model,
+        trained.tokenizer,
+        validation=(_texts(validation), y_val),
+        test=(_texts(test), [int(v) for v in labels_of(test)]),
+        max_length=max_length,
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     trained.model.save_pretrained(out_dir)
     trained.tokenizer.save_pretrained(out_dir)
