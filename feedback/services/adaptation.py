@@ -88,7 +88,7 @@ ADAPTATION_HARD_LIMIT_S = 25 * 60
 # Files of the served version folders that are Triton's or publish's, not the model's.
 _NOT_MODEL_FILES = frozenset({"model.py", "PUBLISHED.json"})
 # What a round's report records of a fine-tune beside "finetuned" (and its summary repeats).
-FINETUNE_OUTCOME_KEYS = ("export", "finetune_error", "finetune_forgot", "interpolation")
+FINETUNE_OUTCOME_KEYS = ("export", "finetune_error", "finetune_forgot", "finetune_held", "interpolation")
 
 
 def _key(name: str) -> str:
@@ -404,7 +404,7 @@ def last_finetuned_example_id() -> int:
     ):
         adaptation = (report or {}).get("adaptation") or {}
         # A failed attempt counts too: it is retried after as many labels again, not every round.
-        if adaptation.get("finetuned") or adaptation.get("finetune_error") or adaptation.get("finetune_forgot"):
+        if any(adaptation.get(k) for k in ("finetuned", "finetune_error", "finetune_forgot", "finetune_held")):
             return int(adaptation.get("last_example_id") or 0)
     return 0
 
@@ -514,12 +514,19 @@ def _assemble_candidate(
     out_dir: Path,
     thresholds: Mapping[str, Any],
     sms_validation: Sequence[Mapping[str, Any]],
+    finetune: bool,
 ) -> tuple[dict[str, Any], bool, dict[str, Any]]:
-    """The candidate's transformer in out_dir: fine-tuned when one is due (finetune_due), else
+    """The candidate's transformer in out_dir: fine-tuned when ``finetune`` (finetune_due), else
     the served version's files. Returns its serving.json, whether it was fine-tuned, and what
     the report records of the attempt (the export's outcome, a fine-tune's error)."""
     serving, finetuned = _candidate_files(
-        run=run, data=data, served=served, out_dir=out_dir, thresholds=thresholds, sms_validation=sms_validation
+        run=run,
+        data=data,
+        served=served,
+        out_dir=out_dir,
+        thresholds=thresholds,
+        sms_validation=sms_validation,
+        finetune=finetune,
     )
     outcome: dict[str, Any] = {k: serving.pop(k) for k in FINETUNE_OUTCOME_KEYS if k in serving}
     return serving, finetuned, outcome
@@ -533,10 +540,11 @@ def _candidate_files(
     out_dir: Path,
     thresholds: Mapping[str, Any],
     sms_validation: Sequence[Mapping[str, Any]],
+    finetune: bool,
 ) -> tuple[dict[str, Any], bool]:
     from modelops.text.data import load_sms_splits
 
-    if finetune_due():
+    if finetune:
         sms_test = load_sms_splits().test
         try:
             serving = _finetuned_candidate(
@@ -726,7 +734,34 @@ def _fit_lexical_half(
 
 
 def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
-    """Fine-tune the transformer when one is due, fit the candidate's lexical half, blend weight
+    """The round's candidate (adaptation_candidate), fine-tuned when one is due. When the gate
+    would hold a fine-tuned candidate, the round builds and judges the candidate again without
+    the fine-tune: the gate would otherwise hold what the lexical half and the familiarity
+    reference learnt from the same labels with it. The held fine-tune's suites and reasons go
+    into the report (``finetune_held``), and it counts as tried (last_finetuned_example_id)."""
+    from feedback.services.datasets import artifacts_dir
+    from feedback.services.gate import gate_reasons
+
+    result = adaptation_candidate(run=run, finetune=finetune_due())
+    adaptation = result["report"]["adaptation"]
+    reasons = gate_reasons(result["report"]) if adaptation["finetuned"] else []
+    if not reasons:
+        return result
+    held = {
+        "reasons": reasons,
+        "suite_f1": result["candidate"]["text"].get("suite_f1"),
+        **{k: adaptation[k] for k in ("export", "interpolation") if k in adaptation},
+    }
+    logger.warning("feedback.adaptation_finetune_held", extra={"run_id": run.pk, "reasons": reasons})
+    shutil.rmtree(artifacts_dir() / result["artifacts"]["text"], ignore_errors=True)
+    retry = adaptation_candidate(run=run, finetune=False)
+    retry["report"]["adaptation"]["finetune_held"] = held
+    retry["report"]["adaptation"]["seconds"]["held_finetune_round"] = round(sum(adaptation["seconds"].values()), 1)
+    return retry
+
+
+def adaptation_candidate(*, run: TrainingRun, finetune: bool) -> dict[str, Any]:
+    """Fine-tune the transformer when asked, fit the candidate's lexical half, blend weight
     and familiarity reference, score candidate and production on every suite, and return what a
     retraining run stores."""
     from feedback.services.datasets import artifacts_dir
@@ -770,7 +805,13 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
     tick = time.monotonic()
     out_dir = artifacts_dir() / "runs" / str(run.pk) / "text"
     serving, finetuned, outcome = _assemble_candidate(
-        run=run, data=data, served=served, out_dir=out_dir, thresholds=thresholds, sms_validation=sms_val
+        run=run,
+        data=data,
+        served=served,
+        out_dir=out_dir,
+        thresholds=thresholds,
+        sms_validation=sms_val,
+        finetune=finetune,
     )
     if finetuned:
         seconds["finetune"] = round(time.monotonic() - tick, 1)

@@ -485,6 +485,47 @@ def test_a_fine_tune_that_forgets_the_sms_suite_gives_way_to_the_served_transfor
 
 
 @pytest.mark.django_db
+def test_a_fine_tune_the_gate_would_hold_gives_way_to_the_round_without_it(
+    served, source, moderator, settings, tmp_path, monkeypatch
+):
+    """A fine-tune that passes the round's own forgetting check but that the gate holds does not
+    take the round's lexical half and familiarity down with it: the round is built and judged
+    again without it, the held fine-tune's reasons and suites are recorded, and the next
+    fine-tune waits for as many labels again. A negative allowance makes the gate hold every
+    candidate; the forgetting check is told the fine-tune kept its F1 (None, its 'kept' answer)."""
+    from feedback.services.datasets import artifacts_dir
+    from modelops.text.tiny import build_tiny_checkpoint
+
+    settings.FEEDBACK_TEXT_BASE = str(build_tiny_checkpoint(tmp_path / "base"))
+    settings.FEEDBACK_TEXT_MAX_STEPS = 4
+    settings.TEXT_MAX_LENGTH = 32
+    settings.ADAPTATION_FINETUNE_MIN_LABELS = 40
+    settings.PROMOTION_GATE_MAX_F1_DROP = -1.0
+    monkeypatch.setattr(adaptation, "finetune_forgetting", lambda *_args, **_kwargs: None)
+    registry_sync()
+    bootstrap = ModelVersion.objects.get(name="text", is_production=True)
+    served_onnx = (served.repository / "text_classifier" / str(bootstrap.version) / "model.onnx").read_bytes()
+
+    label(source, moderator, classifieds(50, seed=7), tag="held")
+    result = _adapt()
+    run = TrainingRun.objects.get(pk=result["run"])
+    report = run.report["adaptation"]
+    assert result["status"] == "held"
+    assert report["finetuned"] is False
+    held = report["finetune_held"]
+    assert held["reasons"] and all("vs production" in r for r in held["reasons"])
+    assert "SMS test split (bootstrap)" in held["suite_f1"]
+    assert held["interpolation"]["tried"] and held["export"]["serves"]
+    assert report["seconds"]["held_finetune_round"] > 0
+    assert result["finetune"]["finetune_held"] == held
+    # The candidate judged last is the served transformer with the refitted lexical half.
+    candidate = artifacts_dir() / run.candidate_artifacts["text"]
+    assert (candidate / "model.onnx").read_bytes() == served_onnx
+    assert "transformer unchanged" in json.loads((candidate / "serving.json").read_text())["reason"]
+    assert adaptation.finetune_due() is False
+
+
+@pytest.mark.django_db
 def test_a_fine_tuned_candidate_is_judged_beside_the_served_lexical_half(served, settings, tmp_path):
     """keep_served_lexical puts the served lexical half and blend weight in the candidate, and
     served_retention judges a fine-tune's probabilities blended with them, against the served
