@@ -100,7 +100,9 @@ def main() -> None:
         from modelops.text.baseline import load_lexical
 
         lexical_halves["served"] = load_lexical(Path(base))
-    blend_weight = float(json.loads((Path(base) / "serving.json").read_text()).get("lexical_weight", 0.5))
+    serving_file = Path(base) / "serving.json"
+    serving = json.loads(serving_file.read_text()) if serving_file.is_file() else {}
+    blend_weight = float(serving.get("lexical_weight", 0.5))
 
     def measure(model: Any, tokenizer: Any) -> dict[str, Any]:
         from modelops.text.baseline import blend

@@ -529,8 +529,9 @@ ADAPTATION_FINETUNE_BUDGET_S = env.float("ADAPTATION_FINETUNE_BUDGET_S", default
 # The embeddings and this many of the transformer's six layers stay as the bootstrap has them.
 ADAPTATION_FINETUNE_FREEZE_LAYERS = env.int("ADAPTATION_FINETUNE_FREEZE_LAYERS", default=4)
 # The fine-tune is averaged with the checkpoint it started from (modelops.text.interpolate) at
-# the largest weight whose transformer F1 on the SMS validation split stays within this of the
-# start's; below the promotion gate's point, which the int8 export and the lexical half share.
+# the largest weight whose text score (before temperature scaling, blended with the served
+# lexical half) keeps the SMS validation F1 within this of the served score's; below the
+# promotion gate's point, leaving the rest to the temperature and the int8 export.
 ADAPTATION_FINETUNE_FORGET_BUDGET = env.float("ADAPTATION_FINETUNE_FORGET_BUDGET", default=0.005)
 # ... and by beat every this many seconds when at least one did (0: no scheduled round).
 ADAPTATION_SCHEDULE_S = env.int("ADAPTATION_SCHEDULE_S", default=24 * 3600)

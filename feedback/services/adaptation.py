@@ -17,8 +17,11 @@ read from files beside the tokenizer:
 The transformer's ONNX file, tokenizer and the abuse model are the served version's, copied
 unchanged (serving.json with the chosen blend weight), except in a round that fine-tunes: once
 ADAPTATION_FINETUNE_MIN_LABELS labels arrived since the last round that fine-tuned or tried to,
-the transformer is fine-tuned on the labels plus the replay as a retraining run does and
-exported to int8 (finetune_due, _finetuned_candidate; docs/design.md says why).
+the transformer is fine-tuned on the labels plus the replay as a retraining run does, averaged
+with its start as far as the SMS validation split needs (modelops.text.interpolate) and
+exported to int8 (finetune_due, _finetuned_candidate; docs/design.md says why). A fine-tuned
+candidate the gate would hold is built and judged again without the fine-tune
+(adaptation_execute).
 
 The round is a TrainingRun of kind "adaptation" on a dataset snapshot of the labels: the
 candidate is scored beside production on every evaluation suite, the promotion gate decides
@@ -88,6 +91,7 @@ ADAPTATION_HARD_LIMIT_S = 25 * 60
 # Files of the served version folders that are Triton's or publish's, not the model's.
 _NOT_MODEL_FILES = frozenset({"model.py", "PUBLISHED.json"})
 # What a round's report records of a fine-tune beside "finetuned" (and its summary repeats).
+# finetune_held is set by adaptation_execute on the report itself; the others travel in serving.json.
 FINETUNE_OUTCOME_KEYS = ("export", "finetune_error", "finetune_forgot", "finetune_held", "interpolation")
 
 
@@ -474,7 +478,7 @@ def _finetuned_candidate(
     # The round judges and refits the transformer beside the served lexical half: the one
     # train_text_candidate fits on the same texts, unweighted and untuned, cost the SMS
     # validation split about a point on its own, which held fine-tunes that had not forgotten.
-    keep_served_lexical(out_dir)
+    keep_served_lexical(out_dir=out_dir)
     serving: dict[str, Any] = json.loads((out_dir / "serving.json").read_text())
     export["serves"] = serving.get("model_file")
     serving["export"] = export
@@ -623,20 +627,22 @@ def served_retention(sms_val: Sequence[Mapping[str, Any]]) -> Retained:
     )
 
 
-def keep_served_lexical(out_dir: Path) -> None:
+def keep_served_lexical(*, out_dir: Path) -> None:
     """Put the served lexical half and blend weight in a fine-tuned candidate's out_dir (its
-    lexical file and serving.json), in place of the ones train_text_candidate fitted."""
+    lexical file and serving.json), in place of the ones train_text_candidate fitted; a served
+    model without a lexical half leaves the candidate without one, as served_retention judged it."""
     import json
-
-    import joblib
 
     from feedback.services.text import production_text_classifier
     from modelops.text.baseline import LEXICAL_FILE
 
     with production_text_classifier() as served:
-        if served is None or served.lexical is None:
+        if served is None:
             return
-        joblib.dump(served.lexical, out_dir / LEXICAL_FILE)
+        if served.lexical is None:
+            (out_dir / LEXICAL_FILE).unlink(missing_ok=True)
+            return
+        shutil.copyfile(served.model_dir / LEXICAL_FILE, out_dir / LEXICAL_FILE)
         weight = served.lexical_weight
     serving_file = out_dir / "serving.json"
     serving = json.loads(serving_file.read_text())
@@ -645,9 +651,10 @@ def keep_served_lexical(out_dir: Path) -> None:
 
 
 def finetune_forgetting(candidate_dir: Path, sms_val: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:
-    """What a fine-tuned candidate forgot: the F1 at 0.5 of its text score (its transformer, its
-    own lexical half, default blend) and of the served one on the SMS validation split, when
-    the candidate's is lower by more than the promotion gate's PROMOTION_GATE_MAX_F1_DROP; None
+    """What a fine-tuned candidate forgot: the F1 at 0.5 of its text score (its exported
+    transformer with the served lexical half at the served weight: keep_served_lexical) and of
+    the served one on the SMS validation split, when the candidate's is lower by more than the
+    promotion gate's PROMOTION_GATE_MAX_F1_DROP; None
     when it is not. The validation split, not the test split the gate scores, so the gate's
     suite stays unseen by every choice a round makes."""
     from modelops.text.inference import OnnxTextClassifier

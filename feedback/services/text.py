@@ -121,7 +121,11 @@ def train_text_candidate(
             start.state_dict(),
             retained=retained,
             max_length=max_length,
-            learnt=(_texts(validation), y_val),
+            # The labels alone: the replayed SMS rows are what ``retained`` already measures.
+            learnt=(
+                _texts(learnt := [r for r in validation if r.get("origin_of_row") != "bootstrap"]),
+                [int(v) for v in labels_of(learnt)],
+            ),
         )
         del start
     progress(0.75, "text: fitting the temperature on the validation texts")

@@ -394,8 +394,9 @@ def test_a_round_fine_tunes_the_transformer_once_enough_labels_arrived(served, s
     settings.FEEDBACK_TEXT_MAX_STEPS = 4
     settings.TEXT_MAX_LENGTH = 32
     settings.ADAPTATION_FINETUNE_MIN_LABELS = 40
-    # A few steps on a tiny model say nothing of forgetting: the check is the next test's.
+    # A few steps on a tiny model say nothing of forgetting: the check is the next tests'.
     settings.PROMOTION_GATE_MAX_F1_DROP = 1.0
+    settings.PROMOTION_GATE_MAX_FPR_RISE = 1.0
     registry_sync()
     bootstrap = ModelVersion.objects.get(name="text", is_production=True)
     served_onnx = (served.repository / "text_classifier" / str(bootstrap.version) / "model.onnx").read_bytes()
@@ -407,7 +408,7 @@ def test_a_round_fine_tunes_the_transformer_once_enough_labels_arrived(served, s
     first = _adapt()
     assert first["status"] in {"promoted", "held"}, first
     run = TrainingRun.objects.get(pk=first["run"])
-    assert run.report["adaptation"]["finetuned"] is True
+    assert run.report["adaptation"]["finetuned"] is True and "finetune_held" not in run.report["adaptation"]
     assert first["finetune"]["finetuned"] is True and first["finetune"]["export"]["serves"]
     assert "finetune" in run.report["adaptation"]["seconds"]
     # It was averaged with its start within the forgetting budget, each weight tried recorded.
@@ -548,7 +549,7 @@ def test_a_fine_tuned_candidate_is_judged_beside_the_served_lexical_half(served,
         {"text": "ok see you at the station at six", "label": "ham"},
     ]
     texts = [r["text"] for r in rows]
-    adaptation.keep_served_lexical(out)
+    adaptation.keep_served_lexical(out_dir=out)
     retention = adaptation.served_retention(rows)
     with production_text_classifier() as classifier:
         assert classifier is not None and classifier.lexical is not None
