@@ -88,6 +88,10 @@ logger = logging.getLogger(__name__)
 
 ADAPTATION_SOFT_LIMIT_S = 20 * 60
 ADAPTATION_HARD_LIMIT_S = 25 * 60
+# A round without the fine-tune is built again only when its first build's time, times the
+# margin, plus the slack (the gate and the promotion after it), fits before the soft limit.
+RETRY_TIME_MARGIN = 1.5
+RETRY_SLACK_S = 60.0
 # Files of the served version folders that are Triton's or publish's, not the model's.
 _NOT_MODEL_FILES = frozenset({"model.py", "PUBLISHED.json"})
 # What a round's report records of a fine-tune beside "finetuned" (and its summary repeats).
@@ -228,6 +232,7 @@ def _round_locked(*, trigger: str, force: bool, config: AdaptationConfig) -> dic
     last_example_id = (
         LabelledExample.objects.filter(category__in=SPAM_MODEL_CATEGORIES).order_by("-pk").values_list("pk", flat=True)
     ).first() or 0
+    finetune = finetune_due()
     with transaction.atomic():
         # The same check an admin's run start makes, under the same row locks, so a retraining
         # started meanwhile and this round never both run (and both promote).
@@ -242,10 +247,14 @@ def _round_locked(*, trigger: str, force: bool, config: AdaptationConfig) -> dic
             auto_promote=True,
             status=RunStatus.RUNNING,
             started_at=timezone.now(),
+            # Written before the work: a round that fails or is killed mid-fine-tune still
+            # counts as a fine-tune tried (last_finetuned_example_id), so the next round does
+            # not start the same fine-tune again and run into the same limit.
+            report={"adaptation": {"finetune_planned": finetune, "last_example_id": last_example_id}},
         )
     run_progress(run.pk, 0.01, f"adaptation ({trigger}): {new_labels} new labels, dataset v{dataset.version}")
     try:
-        outcome = adaptation_execute(run=run)
+        outcome = adaptation_execute(run=run, finetune=finetune, deadline=started + ADAPTATION_SOFT_LIMIT_S)
     except Exception as exc:
         logger.exception("feedback.adaptation_failed", extra={"run_id": run.pk})
         TrainingRun.objects.filter(pk=run.pk).update(
@@ -401,14 +410,16 @@ def _sms_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
 
 def last_finetuned_example_id() -> int:
     """The newest label the last fine-tuning round saw (0: no round fine-tuned yet)."""
-    for report in (
-        TrainingRun.objects.filter(kind=RunKind.ADAPTATION, status=RunStatus.SUCCEEDED)
+    for status, report in (
+        TrainingRun.objects.filter(kind=RunKind.ADAPTATION, status__in=[RunStatus.SUCCEEDED, RunStatus.FAILED])
         .order_by("-created_at")
-        .values_list("report", flat=True)
+        .values_list("status", "report")
     ):
         adaptation = (report or {}).get("adaptation") or {}
         # A failed attempt counts too: it is retried after as many labels again, not every round.
-        if any(adaptation.get(k) for k in ("finetuned", "finetune_error", "finetune_forgot", "finetune_held")):
+        # So does a round that failed, or was killed, while one was planned (a time limit).
+        tried = ("finetuned", "finetune_error", "finetune_forgot", "finetune_held")
+        if any(adaptation.get(k) for k in tried) or (status == RunStatus.FAILED and adaptation.get("finetune_planned")):
             return int(adaptation.get("last_example_id") or 0)
     return 0
 
@@ -740,16 +751,21 @@ def _fit_lexical_half(
     return adapted
 
 
-def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
-    """The round's candidate (adaptation_candidate), fine-tuned when one is due. When the gate
+def adaptation_execute(*, run: TrainingRun, finetune: bool, deadline: float | None = None) -> dict[str, Any]:
+    """The round's candidate (adaptation_candidate), fine-tuned when `finetune`. When the gate
     would hold a fine-tuned candidate, the round builds and judges the candidate again without
     the fine-tune: the gate would otherwise hold what the lexical half and the familiarity
     reference learnt from the same labels with it. The held fine-tune's suites and reasons go
-    into the report (``finetune_held``), and it counts as tried (last_finetuned_example_id)."""
+    into the report (``finetune_held``), and it counts as tried (last_finetuned_example_id).
+
+    `deadline` (time.monotonic()): when the round would run past it, the task's soft time limit,
+    were it to build the candidate again (the first build's time without the fine-tune, with a
+    margin), the fine-tuned candidate stays the round's and the gate holds it; the next round,
+    without a fine-tune, takes what the labels teach."""
     from feedback.services.datasets import artifacts_dir
     from feedback.services.gate import gate_reasons
 
-    result = adaptation_candidate(run=run, finetune=finetune_due())
+    result = adaptation_candidate(run=run, finetune=finetune)
     adaptation = result["report"]["adaptation"]
     reasons = gate_reasons(result["report"]) if adaptation["finetuned"] else []
     if not reasons:
@@ -760,6 +776,11 @@ def adaptation_execute(*, run: TrainingRun) -> dict[str, Any]:
         **{k: adaptation[k] for k in ("export", "interpolation") if k in adaptation},
     }
     logger.warning("feedback.adaptation_finetune_held", extra={"run_id": run.pk, "reasons": reasons})
+    rebuild_s = sum(v for k, v in adaptation["seconds"].items() if k != "finetune")
+    if deadline is not None and time.monotonic() + RETRY_TIME_MARGIN * rebuild_s + RETRY_SLACK_S > deadline:
+        held["retry"] = f"skipped: about {rebuild_s:.0f} s more would pass the round's time limit"
+        adaptation["finetune_held"] = held
+        return result
     shutil.rmtree(artifacts_dir() / result["artifacts"]["text"], ignore_errors=True)
     retry = adaptation_candidate(run=run, finetune=False)
     retry["report"]["adaptation"]["finetune_held"] = held

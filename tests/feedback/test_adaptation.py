@@ -526,6 +526,117 @@ def test_a_fine_tune_the_gate_would_hold_gives_way_to_the_round_without_it(
     assert adaptation.finetune_due() is False
 
 
+def _tiny_finetune_settings(settings: Any, tmp_path: Any) -> None:
+    from modelops.text.tiny import build_tiny_checkpoint
+
+    settings.FEEDBACK_TEXT_BASE = str(build_tiny_checkpoint(tmp_path / "base"))
+    settings.FEEDBACK_TEXT_MAX_STEPS = 4
+    settings.TEXT_MAX_LENGTH = 32
+    settings.ADAPTATION_FINETUNE_MIN_LABELS = 40
+
+
+def _gate_holding_fine_tunes(monkeypatch: Any) -> None:
+    """The gate holds any fine-tuned candidate and judges the others as it would."""
+    from feedback.services import gate
+
+    real = gate.gate_reasons
+
+    def reasons(report: dict[str, Any]) -> list[str]:
+        if (report.get("adaptation") or {}).get("finetuned"):
+            return ["SMS test split (bootstrap): F1 0.90 vs production 0.97"]
+        return real(report)
+
+    monkeypatch.setattr(gate, "gate_reasons", reasons)
+
+
+@pytest.mark.django_db
+def test_the_round_without_a_held_fine_tune_is_promoted_when_the_gate_passes_it(
+    served, source, moderator, settings, tmp_path, monkeypatch
+):
+    """The gate holds the fine-tuned candidate and passes the one built again without it: that
+    one is promoted, its served text model is the served transformer with the refitted lexical
+    half, and the held fine-tune's reasons stay on the promoted run's report."""
+    _tiny_finetune_settings(settings, tmp_path)
+    settings.PROMOTION_GATE_MAX_F1_DROP = 1.0
+    settings.PROMOTION_GATE_MAX_FPR_RISE = 1.0
+    monkeypatch.setattr(adaptation, "finetune_forgetting", lambda *_args, **_kwargs: None)
+    _gate_holding_fine_tunes(monkeypatch)
+    registry_sync()
+    bootstrap = ModelVersion.objects.get(name="text", is_production=True)
+    served_onnx = (served.repository / "text_classifier" / str(bootstrap.version) / "model.onnx").read_bytes()
+
+    label(source, moderator, classifieds(50, seed=8), tag="retry")
+    result = _adapt()
+    assert result["status"] == "promoted", result
+    run = TrainingRun.objects.get(pk=result["run"])
+    assert run.report["adaptation"]["finetuned"] is False
+    assert run.report["adaptation"]["finetune_held"]["reasons"] == [
+        "SMS test split (bootstrap): F1 0.90 vs production 0.97"
+    ]
+    assert "retry" not in run.report["adaptation"]["finetune_held"]
+    promoted = ModelVersion.objects.get(name="text", is_production=True)
+    assert promoted.version == bootstrap.version + 1
+    folder = served.repository / "text_classifier" / str(promoted.version)
+    assert (folder / "model.onnx").read_bytes() == served_onnx
+    assert "transformer unchanged" in json.loads((folder / "serving.json").read_text())["reason"]
+    assert adaptation.finetune_due() is False
+
+
+@pytest.mark.django_db
+def test_a_held_fine_tune_is_not_built_again_when_that_would_pass_the_time_limit(
+    served, source, moderator, settings, tmp_path, monkeypatch
+):
+    """With no time left before the round's soft limit, the held fine-tuned candidate stays the
+    round's: the gate holds the round, the report says why nothing was built again, and the next
+    round, without a fine-tune, is the one that learns the labels."""
+    _tiny_finetune_settings(settings, tmp_path)
+    monkeypatch.setattr(adaptation, "finetune_forgetting", lambda *_args, **_kwargs: None)
+    monkeypatch.setattr(adaptation, "RETRY_SLACK_S", 10.0 * adaptation.ADAPTATION_SOFT_LIMIT_S)
+    _gate_holding_fine_tunes(monkeypatch)
+    registry_sync()
+
+    label(source, moderator, classifieds(50, seed=9), tag="late")
+    result = _adapt()
+    assert result["status"] == "held", result
+    report = TrainingRun.objects.get(pk=result["run"]).report["adaptation"]
+    assert report["finetuned"] is True
+    assert report["finetune_held"]["retry"].startswith("skipped: about ")
+    assert "held_finetune_round" not in report["seconds"]
+    assert adaptation.finetune_due() is False
+
+    label(source, moderator, classifieds(2, seed=10), tag="next")
+    assert TrainingRun.objects.get(pk=_adapt()["run"]).report["adaptation"]["finetuned"] is False
+
+
+@pytest.mark.django_db
+def test_a_round_that_fails_while_a_fine_tune_was_planned_counts_as_tried(
+    served, source, moderator, settings, tmp_path, monkeypatch
+):
+    """A round killed by its time limit (or failing otherwise) while fine-tuning is recorded as a
+    failed run that tried: the next round does not start the same fine-tune again."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    settings.ADAPTATION_FINETUNE_MIN_LABELS = 40
+    registry_sync()
+    calls: list[bool] = []
+
+    def candidate(*, run: TrainingRun, finetune: bool) -> dict[str, Any]:
+        calls.append(finetune)
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr(adaptation, "adaptation_candidate", candidate)
+    label(source, moderator, classifieds(50, seed=11), tag="killed")
+    assert adaptation.finetune_due() is True
+    result = adaptation.adaptation_round(trigger="labels", force=True)
+    assert result["status"] == "failed" and calls == [True]
+    run = TrainingRun.objects.get(pk=result["run"])
+    assert run.status == RunStatus.FAILED and "SoftTimeLimitExceeded" in run.error
+    assert run.report["adaptation"]["finetune_planned"] is True
+    assert adaptation.finetune_due() is False
+    adaptation.adaptation_round(trigger="labels", force=True)
+    assert calls == [True, False]
+
+
 @pytest.mark.django_db
 def test_a_fine_tuned_candidate_is_judged_beside_the_served_lexical_half(served, settings, tmp_path):
     """keep_served_lexical puts the served lexical half and blend weight in the candidate, and
@@ -564,6 +675,30 @@ def test_a_fine_tuned_candidate_is_judged_beside_the_served_lexical_half(served,
     assert retention.budget == settings.ADAPTATION_FINETUNE_FORGET_BUDGET
     assert retention.rescore is not None
     assert list(retention.rescore(transformer)) == pytest.approx(list(served_probs))
+
+
+def test_a_served_model_without_a_lexical_half_leaves_the_candidate_without_one(tmp_path, monkeypatch):
+    """The candidate is judged as served: with no served lexical half, the one train_text_candidate
+    fitted goes, and serving.json keeps its weight (the classifier ignores it without a file)."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from feedback.services import text
+    from modelops.text.baseline import LEXICAL_FILE
+
+    @contextlib.contextmanager
+    def served_without_lexical() -> Any:
+        yield SimpleNamespace(lexical=None, model_dir=tmp_path / "served", lexical_weight=0.5)
+
+    monkeypatch.setattr(text, "production_text_classifier", served_without_lexical)
+    out = tmp_path / "candidate"
+    out.mkdir()
+    (out / LEXICAL_FILE).write_bytes(b"the candidate's own")
+    serving = {"model_file": "model.onnx", "lexical_weight": 0.3}
+    (out / "serving.json").write_text(json.dumps(serving))
+    adaptation.keep_served_lexical(out_dir=out)
+    assert not (out / LEXICAL_FILE).exists()
+    assert json.loads((out / "serving.json").read_text()) == serving
 
 
 def test_a_candidate_from_an_int8_served_version_names_the_file_it_holds(tmp_path):

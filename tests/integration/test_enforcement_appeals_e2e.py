@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from feedback.selectors import effective_examples
-from moderation.models import Appeal, Author, Domain, ListStatus, Post, PostStatus, ReasonCode
+from moderation.models import Appeal, Author, Domain, ListStatus, Post, PostStatus, ReasonCode, StatementOfReasons
 from moderation.services.appeals import appeal_resolve
 from moderation.services.blocklists import block_domain_value
 from moderation.services.decisions import decision_record
@@ -107,6 +107,13 @@ def test_an_appeal_overturned_by_another_moderator_tells_the_platform_and_relabe
     wait_until(lambda: all_scored([post["id"]]), timeout=SCORED_TIMEOUT, message=f"scored\n{worker.log_tail()}")
     row = Post.objects.get(pk=post["id"])
     assert row.status == PostStatus.AUTO_REMOVED
+    # The automatic removal's statement is written by a task after the scoring commit, and only
+    # while the post is still auto-removed: wait for it before a moderator decides.
+    wait_until(
+        lambda: StatementOfReasons.objects.filter(post=row, decision__isnull=True).exists(),
+        timeout=SCORED_TIMEOUT,
+        message=f"automatic statement\n{worker.log_tail()}",
+    )
     decision_record(post=row, moderator=decider, label="spam", reason_code="scam")
     response = api.post("appeals", {"post_external_id": row.external_id, "statement": "my own shop"})
     assert response.status_code == 201, response.content
