@@ -291,6 +291,8 @@ def _round_locked(*, trigger: str, force: bool, config: AdaptationConfig) -> dic
             "finetune": {
                 k: v for k, v in outcome["report"]["adaptation"].items() if k in ("finetuned", *FINETUNE_OUTCOME_KEYS)
             },
+            # The blend weight, label multiplier and C the round chose (modelops.text.adapt).
+            "blend": (outcome["report"]["adaptation"].get("blend") or {}).get("chosen"),
         }
     )
     run.refresh_from_db(fields=["report"])  # the decision added auto_promotion
@@ -745,7 +747,8 @@ def _fit_lexical_half(
         label_validation=labels,
         transformer=served_model.transformer_rows,
         served_lexical=served_model.lexical,
-        served_weight=served_model.lexical_weight or DEFAULT_LEXICAL_WEIGHT,
+        # A served weight of 0 (the transformer alone) is a weight, not "unset".
+        served_weight=served_model.lexical_weight if served_model.lexical is not None else DEFAULT_LEXICAL_WEIGHT,
     )
     save_lexical(adapted.lexical, out_dir)
     return adapted
@@ -773,6 +776,7 @@ def adaptation_execute(*, run: TrainingRun, finetune: bool, deadline: float | No
     held = {
         "reasons": reasons,
         "suite_f1": result["candidate"]["text"].get("suite_f1"),
+        "blend": adaptation["blend"].get("chosen"),
         **{k: adaptation[k] for k in ("export", "interpolation") if k in adaptation},
     }
     logger.warning("feedback.adaptation_finetune_held", extra={"run_id": run.pk, "reasons": reasons})
@@ -845,7 +849,10 @@ def adaptation_candidate(*, run: TrainingRun, finetune: bool) -> dict[str, Any]:
         seconds["finetune"] = round(time.monotonic() - tick, 1)
         tick = time.monotonic()
     adapted = _fit_lexical_half(
-        out_dir, train, replay_validation=[(str(r["text"]), _violation(r)) for r in sms_val], labels=label_validation
+        out_dir,
+        train,
+        replay_validation=[(str(r["text"]), _violation(r)) for r in sms_val],
+        labels=label_validation,
     )
     lexical = adapted.lexical
     seconds["lexical"] = round(time.monotonic() - tick, 1)

@@ -517,6 +517,9 @@ def test_a_fine_tune_the_gate_would_hold_gives_way_to_the_round_without_it(
     assert held["reasons"] and all("vs production" in r for r in held["reasons"])
     assert "SMS test split (bootstrap)" in held["suite_f1"]
     assert held["interpolation"]["tried"] and held["export"]["serves"]
+    # The blend the held candidate was judged with; the summary names the one kept.
+    assert set(held["blend"]) == {"lexical_weight", "label_multiplier", "c"}
+    assert result["blend"] == report["blend"]["chosen"]
     assert report["seconds"]["held_finetune_round"] > 0
     assert result["finetune"]["finetune_held"] == held
     # The candidate judged last is the served transformer with the refitted lexical half.
