@@ -173,8 +173,10 @@ def _reset_hint() -> None:
 # --- the round ------------------------------------------------------------------------------
 
 
-def adaptation_round(*, trigger: str, force: bool = False) -> dict[str, Any]:
+def adaptation_round(*, trigger: str, force: bool = False, time_limit_s: float | None = None) -> dict[str, Any]:
     """Run one round now, in this process, if it is due (or `force`); return a summary.
+    `time_limit_s`: the soft time limit the round runs under (the task's; None: none, as for
+    the management command), which decides whether a held fine-tune's round is built again.
 
     Outcomes: "promoted" (the new version is served when this returns), "held" (the gate
     held it), "skipped" (why in "reason"), "failed" (the error in "reason")."""
@@ -185,7 +187,7 @@ def adaptation_round(*, trigger: str, force: bool = False) -> dict[str, Any]:
     if not cache.add(_key(LOCK_KEY), token, timeout=ADAPTATION_HARD_LIMIT_S):
         return {"status": "skipped", "reason": "another adaptation round is running", "trigger": trigger}
     try:
-        return _round_locked(trigger=trigger, force=force, config=config)
+        return _round_locked(trigger=trigger, force=force, config=config, time_limit_s=time_limit_s)
     finally:
         if cache.get(_key(LOCK_KEY)) == token:
             cache.delete(_key(LOCK_KEY))
@@ -208,7 +210,7 @@ def _skip_reason(*, trigger: str, force: bool, config: AdaptationConfig, new_lab
     return None
 
 
-def _round_locked(*, trigger: str, force: bool, config: AdaptationConfig) -> dict[str, Any]:
+def _round_locked(*, trigger: str, force: bool, config: AdaptationConfig, time_limit_s: float | None) -> dict[str, Any]:
     from feedback.services.datasets import dataset_snapshot_if_changed
 
     # Holding the lock, no round is running: one still marked so was left by a killed worker.
@@ -247,14 +249,16 @@ def _round_locked(*, trigger: str, force: bool, config: AdaptationConfig) -> dic
             auto_promote=True,
             status=RunStatus.RUNNING,
             started_at=timezone.now(),
-            # Written before the work: a round that fails or is killed mid-fine-tune still
-            # counts as a fine-tune tried (last_finetuned_example_id), so the next round does
-            # not start the same fine-tune again and run into the same limit.
-            report={"adaptation": {"finetune_planned": finetune, "last_example_id": last_example_id}},
+            # Written before the work: a round that fails or is killed after its fine-tune
+            # started (``finetune_started``) still counts as a fine-tune tried
+            # (last_finetuned_example_id), so the next round does not start the same fine-tune
+            # again and run into the same limit.
+            report={"adaptation": {"last_example_id": last_example_id}},
         )
     run_progress(run.pk, 0.01, f"adaptation ({trigger}): {new_labels} new labels, dataset v{dataset.version}")
     try:
-        outcome = adaptation_execute(run=run, finetune=finetune, deadline=started + ADAPTATION_SOFT_LIMIT_S)
+        deadline = None if time_limit_s is None else started + time_limit_s
+        outcome = adaptation_execute(run=run, finetune=finetune, deadline=deadline)
     except Exception as exc:
         logger.exception("feedback.adaptation_failed", extra={"run_id": run.pk})
         TrainingRun.objects.filter(pk=run.pk).update(
@@ -419,9 +423,9 @@ def last_finetuned_example_id() -> int:
     ):
         adaptation = (report or {}).get("adaptation") or {}
         # A failed attempt counts too: it is retried after as many labels again, not every round.
-        # So does a round that failed, or was killed, while one was planned (a time limit).
+        # So does a round that failed, or was killed, after its fine-tune started (a time limit).
         tried = ("finetuned", "finetune_error", "finetune_forgot", "finetune_held")
-        if any(adaptation.get(k) for k in tried) or (status == RunStatus.FAILED and adaptation.get("finetune_planned")):
+        if any(adaptation.get(k) for k in tried) or (status == RunStatus.FAILED and adaptation.get("finetune_started")):
             return int(adaptation.get("last_example_id") or 0)
     return 0
 
@@ -562,6 +566,7 @@ def _candidate_files(
     from modelops.text.data import load_sms_splits
 
     if finetune:
+        _mark_finetune_started(run)
         sms_test = load_sms_splits().test
         try:
             serving = _finetuned_candidate(
@@ -596,6 +601,14 @@ def _candidate_files(
             serving["finetune_error"] = f"{type(exc).__name__}: {exc}"
             return serving, False
     return candidate_from_served(clf_dir=served[0], tok_dir=served[1], out_dir=out_dir), False
+
+
+def _mark_finetune_started(run: TrainingRun) -> None:
+    """Note on the run, before the fine-tune, that it started: should the round fail or be
+    killed from here on, it still counts as a fine-tune tried (last_finetuned_example_id)."""
+    report = dict(TrainingRun.objects.values_list("report", flat=True).get(pk=run.pk) or {})
+    report["adaptation"] = {**(report.get("adaptation") or {}), "finetune_started": True}
+    TrainingRun.objects.filter(pk=run.pk).update(report=report)
 
 
 def served_sms_f1(sms_val: Sequence[Mapping[str, Any]]) -> float | None:
@@ -781,8 +794,10 @@ def adaptation_execute(*, run: TrainingRun, finetune: bool, deadline: float | No
     }
     logger.warning("feedback.adaptation_finetune_held", extra={"run_id": run.pk, "reasons": reasons})
     rebuild_s = sum(v for k, v in adaptation["seconds"].items() if k != "finetune")
-    if deadline is not None and time.monotonic() + RETRY_TIME_MARGIN * rebuild_s + RETRY_SLACK_S > deadline:
-        held["retry"] = f"skipped: about {rebuild_s:.0f} s more would pass the round's time limit"
+    needed_s = RETRY_TIME_MARGIN * rebuild_s + RETRY_SLACK_S
+    if deadline is not None and time.monotonic() + needed_s > deadline:
+        left_s = max(0.0, deadline - time.monotonic())
+        held["retry"] = f"skipped: about {needed_s:.0f} s needed, {left_s:.0f} s left before the time limit"
         adaptation["finetune_held"] = held
         return result
     shutil.rmtree(artifacts_dir() / result["artifacts"]["text"], ignore_errors=True)
@@ -849,10 +864,7 @@ def adaptation_candidate(*, run: TrainingRun, finetune: bool) -> dict[str, Any]:
         seconds["finetune"] = round(time.monotonic() - tick, 1)
         tick = time.monotonic()
     adapted = _fit_lexical_half(
-        out_dir,
-        train,
-        replay_validation=[(str(r["text"]), _violation(r)) for r in sms_val],
-        labels=label_validation,
+        out_dir, train, replay_validation=[(str(r["text"]), _violation(r)) for r in sms_val], labels=label_validation
     )
     lexical = adapted.lexical
     seconds["lexical"] = round(time.monotonic() - tick, 1)
@@ -950,4 +962,4 @@ def adaptation_candidate(*, run: TrainingRun, finetune: bool) -> dict[str, Any]:
 def adapt_text_model_task(trigger: str = "schedule") -> dict[str, Any]:
     """One adaptation round if due (adaptation_round). Not acks_late: a round lost with its
     worker is marked failed by the next one, which starts from the labels again."""
-    return adaptation_round(trigger=trigger)
+    return adaptation_round(trigger=trigger, time_limit_s=ADAPTATION_SOFT_LIMIT_S)

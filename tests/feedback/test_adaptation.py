@@ -382,18 +382,23 @@ def test_n_labels_start_a_round_on_the_training_worker_that_serves_the_new_versi
 
 
 @pytest.mark.integration
-@pytest.mark.django_db
-def test_a_round_fine_tunes_the_transformer_once_enough_labels_arrived(served, source, moderator, settings, tmp_path):
-    """Past ADAPTATION_FINETUNE_MIN_LABELS labels a round fine-tunes the transformer (a tiny one,
-    a few steps) instead of copying the served file; the next round, with fewer new labels than
-    that, refits the lexical half only."""
-    from feedback.services.datasets import artifacts_dir
+def _tiny_finetune_settings(settings: Any, tmp_path: Any) -> None:
     from modelops.text.tiny import build_tiny_checkpoint
 
     settings.FEEDBACK_TEXT_BASE = str(build_tiny_checkpoint(tmp_path / "base"))
     settings.FEEDBACK_TEXT_MAX_STEPS = 4
     settings.TEXT_MAX_LENGTH = 32
     settings.ADAPTATION_FINETUNE_MIN_LABELS = 40
+
+
+@pytest.mark.django_db
+def test_a_round_fine_tunes_the_transformer_once_enough_labels_arrived(served, source, moderator, settings, tmp_path):
+    """Past ADAPTATION_FINETUNE_MIN_LABELS labels a round fine-tunes the transformer (a tiny one,
+    a few steps) instead of copying the served file; the next round, with fewer new labels than
+    that, refits the lexical half only."""
+    from feedback.services.datasets import artifacts_dir
+
+    _tiny_finetune_settings(settings, tmp_path)
     # A few steps on a tiny model say nothing of forgetting: the check is the next tests'.
     settings.PROMOTION_GATE_MAX_F1_DROP = 1.0
     settings.PROMOTION_GATE_MAX_FPR_RISE = 1.0
@@ -450,12 +455,8 @@ def test_a_fine_tune_that_forgets_the_sms_suite_gives_way_to_the_served_transfor
     (its lexical half still learns), records both F1s, and the next fine-tune waits for as many
     labels again. A negative allowance makes any candidate count as forgetting."""
     from feedback.services.datasets import artifacts_dir
-    from modelops.text.tiny import build_tiny_checkpoint
 
-    settings.FEEDBACK_TEXT_BASE = str(build_tiny_checkpoint(tmp_path / "base"))
-    settings.FEEDBACK_TEXT_MAX_STEPS = 4
-    settings.TEXT_MAX_LENGTH = 32
-    settings.ADAPTATION_FINETUNE_MIN_LABELS = 40
+    _tiny_finetune_settings(settings, tmp_path)
     settings.PROMOTION_GATE_MAX_F1_DROP = -1.0
     registry_sync()
     bootstrap = ModelVersion.objects.get(name="text", is_production=True)
@@ -495,12 +496,8 @@ def test_a_fine_tune_the_gate_would_hold_gives_way_to_the_round_without_it(
     fine-tune waits for as many labels again. A negative allowance makes the gate hold every
     candidate; the forgetting check is told the fine-tune kept its F1 (None, its 'kept' answer)."""
     from feedback.services.datasets import artifacts_dir
-    from modelops.text.tiny import build_tiny_checkpoint
 
-    settings.FEEDBACK_TEXT_BASE = str(build_tiny_checkpoint(tmp_path / "base"))
-    settings.FEEDBACK_TEXT_MAX_STEPS = 4
-    settings.TEXT_MAX_LENGTH = 32
-    settings.ADAPTATION_FINETUNE_MIN_LABELS = 40
+    _tiny_finetune_settings(settings, tmp_path)
     settings.PROMOTION_GATE_MAX_F1_DROP = -1.0
     monkeypatch.setattr(adaptation, "finetune_forgetting", lambda *_args, **_kwargs: None)
     registry_sync()
@@ -527,15 +524,6 @@ def test_a_fine_tune_the_gate_would_hold_gives_way_to_the_round_without_it(
     assert (candidate / "model.onnx").read_bytes() == served_onnx
     assert "transformer unchanged" in json.loads((candidate / "serving.json").read_text())["reason"]
     assert adaptation.finetune_due() is False
-
-
-def _tiny_finetune_settings(settings: Any, tmp_path: Any) -> None:
-    from modelops.text.tiny import build_tiny_checkpoint
-
-    settings.FEEDBACK_TEXT_BASE = str(build_tiny_checkpoint(tmp_path / "base"))
-    settings.FEEDBACK_TEXT_MAX_STEPS = 4
-    settings.TEXT_MAX_LENGTH = 32
-    settings.ADAPTATION_FINETUNE_MIN_LABELS = 40
 
 
 def _gate_holding_fine_tunes(monkeypatch: Any) -> None:
@@ -589,17 +577,16 @@ def test_the_round_without_a_held_fine_tune_is_promoted_when_the_gate_passes_it(
 def test_a_held_fine_tune_is_not_built_again_when_that_would_pass_the_time_limit(
     served, source, moderator, settings, tmp_path, monkeypatch
 ):
-    """With no time left before the round's soft limit, the held fine-tuned candidate stays the
-    round's: the gate holds the round, the report says why nothing was built again, and the next
-    round, without a fine-tune, is the one that learns the labels."""
+    """Under a time limit already spent (the task's soft limit, here one second), the held
+    fine-tuned candidate stays the round's: the gate holds the round, the report says why nothing
+    was built again, and the next round, without a fine-tune, is the one that learns the labels."""
     _tiny_finetune_settings(settings, tmp_path)
     monkeypatch.setattr(adaptation, "finetune_forgetting", lambda *_args, **_kwargs: None)
-    monkeypatch.setattr(adaptation, "RETRY_SLACK_S", 10.0 * adaptation.ADAPTATION_SOFT_LIMIT_S)
     _gate_holding_fine_tunes(monkeypatch)
     registry_sync()
 
     label(source, moderator, classifieds(50, seed=9), tag="late")
-    result = _adapt()
+    result = adaptation.adaptation_round(trigger="schedule", force=True, time_limit_s=1.0)
     assert result["status"] == "held", result
     report = TrainingRun.objects.get(pk=result["run"]).report["adaptation"]
     assert report["finetuned"] is True
@@ -612,72 +599,79 @@ def test_a_held_fine_tune_is_not_built_again_when_that_would_pass_the_time_limit
 
 
 @pytest.mark.django_db
-def test_a_round_that_fails_while_a_fine_tune_was_planned_counts_as_tried(
-    served, source, moderator, settings, tmp_path, monkeypatch
+def test_a_round_killed_after_its_fine_tune_started_counts_as_one_tried(
+    served, source, moderator, settings, monkeypatch
 ):
-    """A round killed by its time limit (or failing otherwise) while fine-tuning is recorded as a
+    """A round killed by its time limit (or failing otherwise) once its fine-tune started is a
     failed run that tried: the next round does not start the same fine-tune again."""
     from celery.exceptions import SoftTimeLimitExceeded
 
     settings.ADAPTATION_FINETUNE_MIN_LABELS = 40
     registry_sync()
+
+    def killed(**_kwargs: Any) -> dict[str, Any]:
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr(adaptation, "_finetuned_candidate", killed)
+    label(source, moderator, classifieds(50, seed=11), tag="killed")
+    assert adaptation.finetune_due() is True
+    result = adaptation.adaptation_round(trigger="labels", force=True)
+    assert result["status"] == "failed", result
+    run = TrainingRun.objects.get(pk=result["run"])
+    assert run.status == RunStatus.FAILED and "SoftTimeLimitExceeded" in run.error
+    assert run.report["adaptation"]["finetune_started"] is True
+    assert adaptation.finetune_due() is False
+
     calls: list[bool] = []
 
     def candidate(*, run: TrainingRun, finetune: bool) -> dict[str, Any]:
         calls.append(finetune)
-        raise SoftTimeLimitExceeded()
+        raise RuntimeError("not needed here")
 
     monkeypatch.setattr(adaptation, "adaptation_candidate", candidate)
-    label(source, moderator, classifieds(50, seed=11), tag="killed")
-    assert adaptation.finetune_due() is True
-    result = adaptation.adaptation_round(trigger="labels", force=True)
-    assert result["status"] == "failed" and calls == [True]
-    run = TrainingRun.objects.get(pk=result["run"])
-    assert run.status == RunStatus.FAILED and "SoftTimeLimitExceeded" in run.error
-    assert run.report["adaptation"]["finetune_planned"] is True
-    assert adaptation.finetune_due() is False
     adaptation.adaptation_round(trigger="labels", force=True)
-    assert calls == [True, False]
+    assert calls == [False]
 
 
 @pytest.mark.django_db
-def test_a_fine_tuned_candidate_is_judged_beside_the_served_lexical_half(served, settings, tmp_path):
-    """keep_served_lexical puts the served lexical half and blend weight in the candidate, and
-    served_retention judges a fine-tune's probabilities blended with them, against the served
-    score's F1: the served transformer's own probabilities give exactly that F1."""
-    import joblib
-
-    from feedback.services.text import production_text_classifier
-    from modelops.text.baseline import LEXICAL_FILE
-    from modelops.text.metrics import spam_metrics
-
+def test_a_round_that_fails_before_its_fine_tune_started_leaves_the_fine_tune_due(
+    served, source, moderator, settings, monkeypatch
+):
+    """A failure before the fine-tune (the data, the evaluation suites) is no fine-tune tried:
+    the next round fine-tunes."""
+    settings.ADAPTATION_FINETUNE_MIN_LABELS = 40
     registry_sync()
-    out = tmp_path / "candidate"
-    out.mkdir()
-    (out / LEXICAL_FILE).write_bytes(b"the candidate's own")
-    (out / "serving.json").write_text(json.dumps({"model_file": "model.onnx", "lexical_weight": 0.5}))
-    rows = [
-        {"text": "WINNER!! Claim your free prize now, text WIN to 80082", "label": "spam"},
-        {"text": "are we still on for lunch tomorrow?", "label": "ham"},
-        {"text": "URGENT your account is suspended, call 0800 now", "label": "spam"},
-        {"text": "ok see you at the station at six", "label": "ham"},
-    ]
-    texts = [r["text"] for r in rows]
-    adaptation.keep_served_lexical(out_dir=out)
-    retention = adaptation.served_retention(rows)
-    with production_text_classifier() as classifier:
-        assert classifier is not None and classifier.lexical is not None
-        weight = classifier.lexical_weight
-        lexical = classifier.lexical.predict_proba(texts)[:, 1]
-        served_probs = classifier.predict_proba(texts)
-        transformer = classifier.transformer_rows(texts).probs
-    kept = joblib.load(out / LEXICAL_FILE)
-    assert list(kept.predict_proba(texts)[:, 1]) == pytest.approx(list(lexical))
-    assert json.loads((out / "serving.json").read_text())["lexical_weight"] == weight
-    assert retention.reference_f1 == pytest.approx(spam_metrics([1, 0, 1, 0], served_probs)["f1"])
-    assert retention.budget == settings.ADAPTATION_FINETUNE_FORGET_BUDGET
-    assert retention.rescore is not None
-    assert list(retention.rescore(transformer)) == pytest.approx(list(served_probs))
+
+    def broken(*, run: TrainingRun, finetune: bool) -> dict[str, Any]:
+        raise RuntimeError("suites unavailable")
+
+    monkeypatch.setattr(adaptation, "adaptation_candidate", broken)
+    label(source, moderator, classifieds(50, seed=12), tag="early")
+    result = adaptation.adaptation_round(trigger="labels", force=True)
+    assert result["status"] == "failed", result
+    assert "finetune_started" not in TrainingRun.objects.get(pk=result["run"]).report["adaptation"]
+    assert adaptation.finetune_due() is True
+
+
+def test_a_served_blend_weight_of_zero_is_the_reference_the_round_chooses_against(tmp_path, monkeypatch):
+    """A served model that serves its transformer alone (lexical weight 0) is judged as such:
+    the lexical refit starts from weight 0, not the default."""
+    from types import SimpleNamespace
+
+    from modelops.text import adapt, baseline, inference
+
+    served = SimpleNamespace(lexical=object(), lexical_weight=0.0, transformer_rows=lambda texts: texts)
+    monkeypatch.setattr(inference, "OnnxTextClassifier", lambda _out_dir: served)
+    seen: dict[str, Any] = {}
+
+    def fit(**kwargs: Any) -> Any:
+        seen.update(kwargs)
+        return SimpleNamespace(lexical="refitted")
+
+    monkeypatch.setattr(adapt, "fit_adapted_text", fit)
+    monkeypatch.setattr(baseline, "save_lexical", lambda lexical, out_dir: None)
+    adaptation._fit_lexical_half(tmp_path, [], replay_validation=[], labels=[])
+    assert seen["served_weight"] == 0.0 and seen["served_lexical"] is served.lexical
 
 
 def test_a_served_model_without_a_lexical_half_leaves_the_candidate_without_one(tmp_path, monkeypatch):
