@@ -722,7 +722,9 @@ def class_balanced_weights(rows: Sequence[Mapping[str, Any]], weights: Sequence[
     threshold and lost 5 F1 points on the SMS suite; with the classes balanced, 3 % and 3.5.
     A class's weight is raised at most MAX_CLASS_FACTOR times: one legitimate label among two
     hundred violations would otherwise carry three quarters of its batch's loss every epoch."""
-    labelled = [i for i, r in enumerate(rows) if r.get("origin_of_row") != "bootstrap"]
+    from feedback.services.replay import TrainingRows
+
+    labelled = [i for i, r in enumerate(rows) if TrainingRows.is_label(r)]
     total = {0: 0.0, 1: 0.0}
     for i in labelled:
         total[_violation(rows[i])] += weights[i]
@@ -833,10 +835,8 @@ def adaptation_candidate(*, run: TrainingRun, finetune: bool) -> dict[str, Any]:
     weights = replay_weights()
     held_out = held_out_texts()
     data = training_rows(run=run)  # the labels: this dataset, earlier ones, every other label
-    label_train = [
-        (r, w) for r, w in zip(data.train, data.train_weights, strict=True) if r["origin_of_row"] != "bootstrap"
-    ]
-    label_val = [r for r in data.validation if r["origin_of_row"] != "bootstrap"]
+    label_train = [(r, w) for r, w in zip(data.train, data.train_weights, strict=True) if data.is_label(r)]
+    label_val = [r for r in data.validation if data.is_label(r)]
     sms_train, sms_val, sms_test_texts = _sms_rows()
     sms_train = [r for r in sms_train if normalized_text(r["text"]) not in held_out]
     train = [

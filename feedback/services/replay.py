@@ -68,6 +68,12 @@ class TrainingRows:
             self.validation.append({**row, "origin_of_row": origin})
             count["validation"] += 1
 
+    @staticmethod
+    def is_label(row: Mapping[str, Any]) -> bool:
+        """A row of the labels (this dataset, earlier ones, every other label), not one of the
+        replayed bootstrap texts."""
+        return row.get("origin_of_row") != "bootstrap"
+
     def summary(self) -> dict[str, Any]:
         return {
             "mode": self.mode,

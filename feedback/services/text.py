@@ -110,22 +110,21 @@ def train_text_candidate(
     )
     interpolation = None
     if retained is not None:
+        from feedback.services.replay import TrainingRows
         from modelops.text.finetune import load_base
         from modelops.text.interpolate import interpolate_within
 
         progress(0.7, "text: averaging the fine-tune with its start within the forgetting budget")
         start, _ = load_base(base)
+        # The labels alone: the replayed SMS rows are what ``retained`` already measures.
+        learnt = [r for r in validation if TrainingRows.is_label(r)]
         interpolation = interpolate_within(
             trained.model,
             trained.tokenizer,
             start.state_dict(),
             retained=retained,
             max_length=max_length,
-            # The labels alone: the replayed SMS rows are what ``retained`` already measures.
-            learnt=(
-                _texts(learnt := [r for r in validation if r.get("origin_of_row") != "bootstrap"]),
-                [int(v) for v in labels_of(learnt)],
-            ),
+            learnt=(_texts(learnt), [int(v) for v in labels_of(learnt)]),
         )
         del start
     progress(0.75, "text: fitting the temperature on the validation texts")
