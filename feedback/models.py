@@ -190,8 +190,9 @@ class RunKind(models.TextChoices):
 class TrainingRun(models.Model):
     dataset = models.ForeignKey(DatasetVersion, on_delete=models.PROTECT, related_name="training_runs")
     scope = models.CharField(max_length=10, choices=TrainingScope.choices)
-    # An adaptation refits the text model's lexical half and familiarity reference only
-    # (feedback.services.adaptation); it is judged by the same suites and gate.
+    # An adaptation refits the text model's lexical half and familiarity reference, sometimes
+    # fine-tuning its transformer (feedback.services.adaptation), or retrains the abuse model
+    # (scope "abuse", feedback.services.abuse_adaptation); it is judged by the same suites and gate.
     kind = models.CharField(max_length=12, choices=RunKind.choices, default=RunKind.RETRAINING)
     training_data = models.CharField(max_length=16, choices=TrainingData.choices, default=TrainingData.CUMULATIVE)
     status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)

@@ -533,6 +533,11 @@ ADAPTATION_FINETUNE_FREEZE_LAYERS = env.int("ADAPTATION_FINETUNE_FREEZE_LAYERS",
 # lexical half) keeps the SMS validation F1 within this of the served score's; below the
 # promotion gate's point, leaving the rest to the temperature and the int8 export.
 ADAPTATION_FINETUNE_FORGET_BUDGET = env.float("ADAPTATION_FINETUNE_FORGET_BUDGET", default=0.005)
+# The abuse model's rounds (feedback.services.abuse_adaptation), run by the same task after the
+# text round: False keeps the abuse model to an admin's retraining runs.
+ABUSE_ADAPTATION_ENABLED = env.bool("ABUSE_ADAPTATION_ENABLED", default=True)
+# An abuse round is due once this many removals for abuse or hate arrived since its last round.
+ABUSE_ADAPTATION_MIN_NEW_LABELS = env.int("ABUSE_ADAPTATION_MIN_NEW_LABELS", default=50)
 # ... and by beat every this many seconds when at least one did (0: no scheduled round).
 ADAPTATION_SCHEDULE_S = env.int("ADAPTATION_SCHEDULE_S", default=24 * 3600)
 if ADAPTATION_ENABLED and ADAPTATION_SCHEDULE_S > 0:

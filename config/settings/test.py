@@ -36,6 +36,7 @@ TEXT_BENIGN_CORPORA = env.list("TEXT_BENIGN_CORPORA", default=[])
 
 # Automatic adaptation rounds stay out of reach of other tests' labels; its own tests lower it.
 ADAPTATION_MIN_NEW_LABELS = env.int("ADAPTATION_MIN_NEW_LABELS", default=100_000)
+ABUSE_ADAPTATION_MIN_NEW_LABELS = env.int("ABUSE_ADAPTATION_MIN_NEW_LABELS", default=100_000)
 # Rounds refit the lexical half unless a test asks for a fine-tune (tests/feedback/test_adaptation.py).
 ADAPTATION_FINETUNE_MIN_LABELS = env.int("ADAPTATION_FINETUNE_MIN_LABELS", default=0)
 

