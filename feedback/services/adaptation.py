@@ -164,7 +164,18 @@ def label_hint() -> None:
     try:
         cache.add(_key(COUNTER_KEY), 0, timeout=None)
         count = int(cache.incr(_key(COUNTER_KEY)))
-        if count < _hint_threshold() or not cache.add(_key(ENQUEUED_KEY), 1, timeout=ADAPTATION_HARD_LIMIT_S):
+        if count < _hint_threshold():
+            return
+    except Exception:
+        logger.exception("feedback.adaptation_hint_failed")
+        return
+    _enqueue_round()
+
+
+def _enqueue_round() -> None:
+    """Enqueue the task unless this batch of labels already did (ENQUEUED_KEY)."""
+    try:
+        if not cache.add(_key(ENQUEUED_KEY), 1, timeout=ADAPTATION_HARD_LIMIT_S):
             return
     except Exception:
         logger.exception("feedback.adaptation_hint_failed")
@@ -183,9 +194,20 @@ def _hint_threshold() -> int:
     return min(needed, abuse_min_new_labels()) if abuse_adaptation_enabled() else needed
 
 
-def _reset_hint() -> None:
+def _newest_label_id() -> int:
+    return LabelledExample.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+
+
+def _reset_hint(*, labels_after: int | None = None) -> None:
     """The counter starts again where the model nearest its next round stands: it reaches the
-    threshold after as many labels as that model still needs."""
+    threshold after as many labels as that model still needs.
+
+    `labels_after`: the newest label when the round began. Labels committed during the round
+    found the task already enqueued and enqueued nothing; if they make a model due, the task is
+    enqueued again now, or they would wait for the next label or the schedule. Only labels that
+    arrived during the round re-enqueue, so a round that is due but skipped (a retraining runs)
+    does not enqueue itself in a loop, and none does while a retraining (which learns them) is
+    queued or running."""
     try:
         needs = [(AdaptationConfig.from_settings().min_new_labels, new_label_count())]
         if abuse_adaptation_enabled():
@@ -193,8 +215,18 @@ def _reset_hint() -> None:
         still_needed = min(max(0, needed - arrived) for needed, arrived in needs)
         cache.set(_key(COUNTER_KEY), max(0, _hint_threshold() - still_needed), timeout=None)
         cache.delete(_key(ENQUEUED_KEY))
+        arrived_during = labels_after is not None and _newest_label_id() > labels_after
     except Exception:
         logger.exception("feedback.adaptation_hint_failed")
+        return
+    if still_needed == 0 and arrived_during and not _retraining_busy():
+        _enqueue_round()
+
+
+def _retraining_busy() -> bool:
+    return TrainingRun.objects.filter(
+        kind=RunKind.RETRAINING, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
+    ).exists()
 
 
 # --- the round ------------------------------------------------------------------------------
@@ -213,7 +245,7 @@ def adaptation_round(*, trigger: str, force: bool = False, time_limit_s: float |
     token = uuid.uuid4().hex
     if not cache.add(_key(LOCK_KEY), token, timeout=ADAPTATION_HARD_LIMIT_S):
         return {"status": "skipped", "reason": "another adaptation round is running", "trigger": trigger}
-    started = time.monotonic()
+    started, labels_before = time.monotonic(), _newest_label_id()
     try:
         summary = _round_locked(trigger=trigger, force=force, config=config, time_limit_s=time_limit_s)
         summary["abuse"] = _abuse_round(trigger=trigger, force=force, started=started, time_limit_s=time_limit_s)
@@ -221,7 +253,7 @@ def adaptation_round(*, trigger: str, force: bool = False, time_limit_s: float |
     finally:
         if cache.get(_key(LOCK_KEY)) == token:
             cache.delete(_key(LOCK_KEY))
-        _reset_hint()
+        _reset_hint(labels_after=labels_before)
 
 
 def _abuse_round(*, trigger: str, force: bool, started: float, time_limit_s: float | None) -> dict[str, Any]:
@@ -239,7 +271,7 @@ def _abuse_round(*, trigger: str, force: bool, started: float, time_limit_s: flo
 def _skip_reason(*, trigger: str, force: bool, config: AdaptationConfig, new_labels: int) -> str | None:
     from feedback.services.promotion import served_text_dir
 
-    if TrainingRun.objects.filter(kind=RunKind.RETRAINING, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).exists():
+    if _retraining_busy():
         return "a retraining run is queued or running"
     if served_text_dir() is None:
         return "no text model is served"

@@ -209,3 +209,30 @@ def test_abuse_removals_start_a_round_on_the_training_worker_and_triton_serves_i
     candidate = load_abuse(artifacts_dir() / run.candidate_artifacts["abuse"])
     assert candidate is not None and scored is not None
     assert scored == pytest.approx(float(candidate.predict_proba([text])[0, 1]), abs=1e-5)
+
+
+def test_labels_committed_during_a_round_enqueue_the_next_one_when_they_make_a_model_due(
+    settings, source, moderator, monkeypatch
+):
+    """During a round the task is already enqueued, so a label's hint enqueues nothing; the
+    round's end enqueues again when those labels made a model due, and not otherwise."""
+    settings.ADAPTATION_MIN_NEW_LABELS = 200
+    settings.ABUSE_ADAPTATION_MIN_NEW_LABELS = 3
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(adaptation.adapt_text_model_task, "delay", lambda **kw: calls.append(kw))
+    arriving = iter([3, 1])
+
+    def a_round_while_labels_arrive(**kwargs: Any) -> dict[str, Any]:
+        for i in range(next(arriving)):
+            decide(make_post(source, text=f"get lost clown number {i}", with_score=False), moderator, "spam", "abuse")
+        return {"status": "skipped", "reason": "stubbed"}
+
+    monkeypatch.setattr(adaptation, "_round_locked", a_round_while_labels_arrive)
+    monkeypatch.setattr(adaptation, "_abuse_round", lambda **kwargs: {"status": "skipped"})
+    adaptation.adaptation_round(trigger="labels")
+    assert calls == [{"trigger": "labels"}]  # three removals arrived: the abuse model is due
+
+    cache.delete(adaptation._key(adaptation.ENQUEUED_KEY))
+    monkeypatch.setattr(adaptation, "abuse_new_label_count", lambda: 1)  # as after a round that learnt them
+    adaptation.adaptation_round(trigger="labels")
+    assert calls == [{"trigger": "labels"}]  # one more label: nothing is due
