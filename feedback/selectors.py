@@ -219,14 +219,18 @@ def learning_over_time(*, limit: int = LEARNING_ROWS) -> dict[str, Any]:
         for mv in ModelVersion.objects.filter(name=ModelBundle.TEXT, training_run__in=runs, restored_from__isnull=True)
         if mv.training_run_id is not None
     }
-    # A version's window: from its promotion to the next text promotion (or rollback).
-    starts = sorted(
-        t
-        for t in ModelVersion.objects.filter(name=ModelBundle.TEXT, promoted_at__isnull=False).values_list(
-            "promoted_at", flat=True
-        )
-        if t is not None
+    # A version's window: from its promotion to the next text promotion (or rollback) that serves
+    # another text model. A row carried over from the version served just before it (an abuse
+    # model's promotion renumbers the unchanged text model) does not end the window.
+    versions = ModelVersion.objects.filter(name=ModelBundle.TEXT, promoted_at__isnull=False).order_by(
+        "promoted_at", "pk"
     )
+    starts: list[Any] = []
+    previous: int | None = None
+    for pk, promoted_at, restored_from in versions.values_list("pk", "promoted_at", "restored_from_id"):
+        if previous is None or restored_from != previous:
+            starts.append(promoted_at)
+        previous = pk
     windows: dict[int, tuple[Any, Any]] = {}
     for run_id, mv in promoted.items():
         if mv.promoted_at is None:

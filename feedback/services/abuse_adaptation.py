@@ -8,13 +8,16 @@ admin: a dataset snapshot for the abuse model, a cumulative run (the labels plus
 replay, feedback.services.abuse), the abuse model's own suites and the promotion gate, promotion
 only where the gate passes, audited as the text model's rounds are.
 
-The abuse model is a linear model over hashed n-grams: a round takes seconds on a CPU worker, so
-it runs in the text model's task, after the text round and under the same lock, so the two never
-train at once and one schedule and one label counter serve both (adaptation_round).
+The abuse model is a linear model over hashed n-grams: a round takes under a minute on a CPU
+worker, so it runs in the text model's task, after the text round and under the same lock, so the
+two never train at once and one schedule and one label counter serve both (adaptation_round).
 
 Due when ABUSE_ADAPTATION_MIN_NEW_LABELS removals for abuse or hate arrived since the last abuse
-round (on the schedule: at least one). Approvals are in every snapshot but start no round: most
-of them are about spam, and the text model's rounds learn from those.
+round, promoted, held or failed (on the schedule: at least one). Approvals are in every snapshot
+but start no round: most of them are about spam, and the text model's rounds learn from those.
+Without a served abuse model no round runs (it would have nothing to compare with), and the
+labels do not count towards one. A forced round (`adapt_text_model --force`) still obeys
+ABUSE_ADAPTATION_ENABLED.
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from feedback.models import (
     DatasetVersion,
     LabelledExample,
+    ModelBundle,
     RunKind,
     RunStatus,
     TrainingData,
@@ -42,9 +47,21 @@ logger = logging.getLogger(__name__)
 ABUSE_REMOVAL_CATEGORIES = tuple(c for c in ABUSE_MODEL_CATEGORIES if c != NONE)
 
 
+def abuse_adaptation_switched_on() -> bool:
+    """ABUSE_ADAPTATION_ENABLED alone: what even a forced round obeys."""
+    return bool(getattr(settings, "ABUSE_ADAPTATION_ENABLED", True))
+
+
 def abuse_adaptation_enabled() -> bool:
-    return bool(getattr(settings, "ADAPTATION_ENABLED", True)) and bool(
-        getattr(settings, "ABUSE_ADAPTATION_ENABLED", True)
+    """Whether labels start abuse rounds: adaptation on, the abuse model's rounds on, and an
+    abuse model served for a round to start from (without one, the labels would count towards
+    a round that can never run and every later label would enqueue the task again)."""
+    from feedback.services.abuse import served_abuse_dir
+
+    return (
+        bool(getattr(settings, "ADAPTATION_ENABLED", True))
+        and abuse_adaptation_switched_on()
+        and served_abuse_dir() is not None
     )
 
 
@@ -53,9 +70,14 @@ def abuse_min_new_labels() -> int:
 
 
 def last_abuse_adaptation() -> TrainingRun | None:
-    """The latest abuse round that ended with a candidate (promoted or held)."""
+    """The latest abuse round that ended, with a candidate (promoted or held) or failed: a round
+    that fails waits for as many new removals as any other before it is tried again."""
     return (
-        TrainingRun.objects.filter(kind=RunKind.ADAPTATION, scope=TrainingScope.ABUSE, status=RunStatus.SUCCEEDED)
+        TrainingRun.objects.filter(
+            kind=RunKind.ADAPTATION,
+            scope=TrainingScope.ABUSE,
+            status__in=[RunStatus.SUCCEEDED, RunStatus.FAILED],
+        )
         .order_by("-created_at")
         .first()
     )
@@ -74,9 +96,11 @@ def abuse_new_label_count() -> int:
 def _skip_reason(*, trigger: str, force: bool, new_removals: int) -> str | None:
     from feedback.services.abuse import served_abuse_dir
 
-    if not force and not abuse_adaptation_enabled():
-        return "ABUSE_ADAPTATION_ENABLED (or ADAPTATION_ENABLED) is off"
-    if TrainingRun.objects.filter(kind=RunKind.RETRAINING, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).exists():
+    if not abuse_adaptation_switched_on():
+        return "ABUSE_ADAPTATION_ENABLED is off"
+    if not force and not bool(getattr(settings, "ADAPTATION_ENABLED", True)):
+        return "ADAPTATION_ENABLED is off"
+    if TrainingRun.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).exists():
         return "a retraining run is queued or running"
     if served_abuse_dir() is None:
         return "no abuse model is served"
@@ -107,6 +131,8 @@ def abuse_adaptation_round_locked(*, trigger: str, force: bool = False) -> dict[
     last_example_id = (
         LabelledExample.objects.filter(category__in=ABUSE_MODEL_CATEGORIES).order_by("-pk").values_list("pk", flat=True)
     ).first() or 0
+    # After the busy check: a retraining started since then is caught again under the row locks
+    # below, leaving at most this snapshot unused.
     dataset: DatasetVersion = dataset_snapshot(created_by=None, model=ABUSE, name="abuse adaptation")
     with transaction.atomic():
         # The check an admin's run start makes, under the same row locks (adaptation_round's text
@@ -120,6 +146,14 @@ def abuse_adaptation_round_locked(*, trigger: str, force: bool = False) -> dict[
             kind=RunKind.ADAPTATION,
             training_data=TrainingData.CUMULATIVE,
             auto_promote=False,  # adaptation_decide promotes, on the gate alone
+            # Running from the start, as the text round's run: a worker lost before the run
+            # starts leaves a running adaptation run, which the next round marks failed (a
+            # queued one would block every run).
+            status=RunStatus.RUNNING,
+            started_at=timezone.now(),
+            # Kept by a failed run (training_run_execute rewrites the report only on success),
+            # so a failing round is tried again only after as many new removals.
+            report={"adaptation": {"trigger": trigger, "new_labels": new_removals, "last_example_id": last_example_id}},
         )
     run = training_run_execute(run_id=run.pk)
     if run.status != RunStatus.SUCCEEDED:
@@ -129,7 +163,7 @@ def abuse_adaptation_round_locked(*, trigger: str, force: bool = False) -> dict[
     report["adaptation"] = {"trigger": trigger, "new_labels": new_removals, "last_example_id": last_example_id}
     TrainingRun.objects.filter(pk=run.pk).update(report=report)
     run.refresh_from_db()
-    summary = adaptation_decide(run=run, bundle=ABUSE)
+    summary = adaptation_decide(run=run, bundle=ModelBundle.ABUSE)
     summary.update({"trigger": trigger, "new_labels": new_removals, "dataset": dataset.version})
     logger.info("feedback.abuse_adaptation_done", extra={"run_id": run.pk, "status": summary["status"]})
     return summary

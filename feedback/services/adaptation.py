@@ -83,6 +83,7 @@ from feedback.models import (
 from feedback.services.abuse_adaptation import (
     abuse_adaptation_enabled,
     abuse_adaptation_round_locked,
+    abuse_adaptation_switched_on,
     abuse_min_new_labels,
     abuse_new_label_count,
 )
@@ -98,7 +99,7 @@ logger = logging.getLogger(__name__)
 
 ADAPTATION_SOFT_LIMIT_S = 20 * 60
 ADAPTATION_HARD_LIMIT_S = 25 * 60
-# The abuse model's round (a linear model's fit and its suites: tens of seconds) starts after
+# The abuse model's round (a linear model's fit and its suites: seconds to a minute) starts after
 # the text round only with at least this much of the soft limit left.
 ABUSE_ROUND_RESERVE_S = 180
 # A round without the fine-tune is built again only when its first build's time, times the
@@ -191,7 +192,7 @@ def _hint_threshold() -> int:
     """The counter counts every label (settings only: no query on the moderator's request); each
     round counts its own model's labels in the database before it runs."""
     needed = AdaptationConfig.from_settings().min_new_labels
-    return min(needed, abuse_min_new_labels()) if abuse_adaptation_enabled() else needed
+    return min(needed, abuse_min_new_labels()) if abuse_adaptation_switched_on() else needed
 
 
 def _newest_label_id() -> int:
@@ -213,7 +214,9 @@ def _reset_hint(*, labels_after: int | None = None) -> None:
         if abuse_adaptation_enabled():
             needs.append((abuse_min_new_labels(), abuse_new_label_count()))
         still_needed = min(max(0, needed - arrived) for needed, arrived in needs)
-        cache.set(_key(COUNTER_KEY), max(0, _hint_threshold() - still_needed), timeout=None)
+        # Below zero where the model nearest its round needs more than the threshold (the other
+        # model's is smaller but it cannot run): the counter reaches the threshold when it is due.
+        cache.set(_key(COUNTER_KEY), _hint_threshold() - still_needed, timeout=None)
         cache.delete(_key(ENQUEUED_KEY))
         arrived_during = labels_after is not None and _newest_label_id() > labels_after
     except Exception:
@@ -246,6 +249,7 @@ def adaptation_round(*, trigger: str, force: bool = False, time_limit_s: float |
     if not cache.add(_key(LOCK_KEY), token, timeout=ADAPTATION_HARD_LIMIT_S):
         return {"status": "skipped", "reason": "another adaptation round is running", "trigger": trigger}
     started, labels_before = time.monotonic(), _newest_label_id()
+    summary: dict[str, Any] = {"status": "failed"}
     try:
         summary = _round_locked(trigger=trigger, force=force, config=config, time_limit_s=time_limit_s)
         summary["abuse"] = _abuse_round(trigger=trigger, force=force, started=started, time_limit_s=time_limit_s)
@@ -253,14 +257,21 @@ def adaptation_round(*, trigger: str, force: bool = False, time_limit_s: float |
     finally:
         if cache.get(_key(LOCK_KEY)) == token:
             cache.delete(_key(LOCK_KEY))
-        _reset_hint(labels_after=labels_before)
+        # A round that failed is not followed at once by another: the next label or the
+        # schedule starts it.
+        failed = "failed" in (summary.get("status"), (summary.get("abuse") or {}).get("status"))
+        _reset_hint(labels_after=None if failed else labels_before)
 
 
 def _abuse_round(*, trigger: str, force: bool, started: float, time_limit_s: float | None) -> dict[str, Any]:
     """The abuse model's round after the text model's, under the same lock: its summary, or why
     not. It never fails the text round's summary: its own failure is reported in it."""
     if time_limit_s is not None and time.monotonic() - started > time_limit_s - ABUSE_ROUND_RESERVE_S:
-        return {"status": "skipped", "reason": "too little of the task's time limit left; the next task runs it"}
+        return {
+            "status": "skipped",
+            "reason": "too little of the task's time limit left; the next task runs it",
+            "trigger": trigger,
+        }
     try:
         return abuse_adaptation_round_locked(trigger=trigger, force=force)
     except Exception as exc:

