@@ -24,7 +24,8 @@ how many violations it scores under the approve threshold (0.2) and its F1 on th
 
     .venv/bin/python benchmarks/separability.py --embeddings
 
-Writes benchmarks/results/separability.json. Never part of the tests.
+Writes benchmarks/results/separability.json (separability-balanced.json with --balanced). Never
+part of the tests.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ def main() -> None:
             )
             print(json.dumps(curve[-1]), flush=True)
         results["head_curve"] = {"sms_weight": args.sms_weight, "balanced": args.balanced, "rows": curve}
-    out = REPO / "benchmarks/results/separability.json"
+    out = REPO / f"benchmarks/results/separability{'-balanced' if args.balanced else ''}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2))
     print(json.dumps(results["oracle"], indent=2))

@@ -39,7 +39,9 @@ Triggers (settings ADAPTATION_*): a label committed bumps a counter in the cache
 query on the moderator's request); once it reaches the smaller of ADAPTATION_MIN_NEW_LABELS and
 ABUSE_ADAPTATION_MIN_NEW_LABELS the task is enqueued, and beat enqueues it every
 ADAPTATION_SCHEDULE_S. Each round counts its own model's new labels in the database again before
-it runs. `manage.py adapt_text_model --force` runs both now.
+it runs, from the last round of that model that ended (promoted, held or failed), and a model no
+round can run for (none served) counts none. `manage.py adapt_text_model --force` runs both now
+(the abuse model's only with ABUSE_ADAPTATION_ENABLED on and a new removal for abuse or hate).
 
 Coordination, all in this module:
 - LOCK_KEY (cache.add with a TTL of the task's hard time limit): one round at a time across
@@ -138,9 +140,15 @@ class AdaptationConfig:
 
 
 def last_adaptation() -> TrainingRun | None:
-    """The latest adaptation run that ended with a candidate (promoted or held)."""
+    """The latest text round that ended: with a candidate (promoted or held) or failed. A round
+    that fails waits for as many new labels as any other before it is tried again; its report
+    holds the labels it saw from its start (_round_locked)."""
     return (
-        TrainingRun.objects.filter(kind=RunKind.ADAPTATION, scope=TrainingScope.TEXT, status=RunStatus.SUCCEEDED)
+        TrainingRun.objects.filter(
+            kind=RunKind.ADAPTATION,
+            scope=TrainingScope.TEXT,
+            status__in=[RunStatus.SUCCEEDED, RunStatus.FAILED],
+        )
         .order_by("-created_at")
         .first()
     )
@@ -209,20 +217,33 @@ def _reset_hint(*, labels_after: int | None = None) -> None:
     arrived during the round re-enqueue, so a round that is due but skipped (a retraining runs)
     does not enqueue itself in a loop, and none does while a retraining (which learns them) is
     queued or running."""
+    from feedback.services.promotion import served_text_dir
+
     try:
-        needs = [(AdaptationConfig.from_settings().min_new_labels, new_label_count())]
+        needs = []
+        if served_text_dir() is not None:
+            needs.append((AdaptationConfig.from_settings().min_new_labels, new_label_count()))
         if abuse_adaptation_enabled():
             needs.append((abuse_min_new_labels(), abuse_new_label_count()))
+        if not needs:  # no model served: nothing to count towards until one is
+            cache.set(_key(COUNTER_KEY), 0, timeout=None)
+            cache.delete(_key(ENQUEUED_KEY))
+            return
         still_needed = min(max(0, needed - arrived) for needed, arrived in needs)
         # Below zero where the model nearest its round needs more than the threshold (the other
         # model's is smaller but it cannot run): the counter reaches the threshold when it is due.
         cache.set(_key(COUNTER_KEY), _hint_threshold() - still_needed, timeout=None)
         cache.delete(_key(ENQUEUED_KEY))
-        arrived_during = labels_after is not None and _newest_label_id() > labels_after
+        rearm = (
+            still_needed == 0
+            and labels_after is not None
+            and _newest_label_id() > labels_after
+            and not _retraining_busy()
+        )
     except Exception:
         logger.exception("feedback.adaptation_hint_failed")
         return
-    if still_needed == 0 and arrived_during and not _retraining_busy():
+    if rearm:
         _enqueue_round()
 
 
@@ -248,9 +269,10 @@ def adaptation_round(*, trigger: str, force: bool = False, time_limit_s: float |
     token = uuid.uuid4().hex
     if not cache.add(_key(LOCK_KEY), token, timeout=ADAPTATION_HARD_LIMIT_S):
         return {"status": "skipped", "reason": "another adaptation round is running", "trigger": trigger}
-    started, labels_before = time.monotonic(), _newest_label_id()
+    started, labels_before = time.monotonic(), None
     summary: dict[str, Any] = {"status": "failed"}
     try:
+        labels_before = _newest_label_id()
         summary = _round_locked(trigger=trigger, force=force, config=config, time_limit_s=time_limit_s)
         summary["abuse"] = _abuse_round(trigger=trigger, force=force, started=started, time_limit_s=time_limit_s)
         return summary

@@ -215,7 +215,7 @@ def test_abuse_removals_start_a_round_on_the_training_worker_and_triton_serves_i
 
 
 def test_labels_committed_during_a_round_enqueue_the_next_one_when_they_make_a_model_due(
-    settings, source, moderator, monkeypatch
+    settings, repository, source, moderator, monkeypatch
 ):
     """During a round the task is already enqueued, so a label's hint enqueues nothing; the
     round's end enqueues again when those labels made a model due, and not otherwise."""
@@ -266,3 +266,53 @@ def test_the_abuse_round_waits_for_the_next_task_when_the_time_limit_is_near(rep
     summary = adaptation.adaptation_round(trigger="labels", time_limit_s=adaptation.ABUSE_ROUND_RESERVE_S - 1)
     assert summary["abuse"]["status"] == "skipped" and "time limit" in summary["abuse"]["reason"]
     assert abuse_new_label_count() == 50  # still due
+
+
+def test_a_failed_round_does_not_enqueue_the_next_one_at_once(settings, repository, source, moderator, monkeypatch):
+    settings.ABUSE_ADAPTATION_MIN_NEW_LABELS = 3
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(adaptation.adapt_text_model_task, "delay", lambda **kw: calls.append(kw))
+
+    def a_failing_round_while_labels_arrive(**kwargs: Any) -> dict[str, Any]:
+        for i in range(3):
+            decide(make_post(source, text=f"get lost clown number {i}", with_score=False), moderator, "spam", "abuse")
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr(adaptation, "_round_locked", a_failing_round_while_labels_arrive)
+    with pytest.raises(RuntimeError):
+        adaptation.adaptation_round(trigger="labels")
+    assert calls == []  # the next label or the schedule starts it
+
+
+def test_without_a_served_abuse_model_its_removals_start_no_round(
+    settings, source, moderator, monkeypatch, django_capture_on_commit_callbacks, tmp_path
+):
+    """The counter restarts below zero: the text model, the only one that can run, needs all its
+    labels, so the abuse model's smaller threshold does not enqueue the task on every label."""
+    settings.TRITON_MODEL_REPOSITORY = tmp_path / "empty"
+    settings.ADAPTATION_MIN_NEW_LABELS = 10
+    settings.ABUSE_ADAPTATION_MIN_NEW_LABELS = 3
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(adaptation.adapt_text_model_task, "delay", lambda **kw: calls.append(kw))
+    monkeypatch.setattr("feedback.services.promotion.served_text_dir", lambda: (tmp_path, tmp_path))
+    adaptation._reset_hint()
+    assert cache.get(adaptation._key(adaptation.COUNTER_KEY)) == 3 - 10
+    for i in range(9):
+        with django_capture_on_commit_callbacks(execute=True):
+            decide(make_post(source, text=f"get lost clown {i}", with_score=False), moderator, "spam", "abuse")
+    assert calls == []
+    with django_capture_on_commit_callbacks(execute=True):
+        decide(make_post(source, text="a kind word", with_score=False), moderator, "ham", "legitimate")
+    # The hint counts every label: at ten the text model may be due, and the round counts again.
+    assert calls == [{"trigger": "labels"}]
+    summary = adaptation.adaptation_round(trigger="labels")
+    assert summary["reason"] == "1 new labels, fewer than ADAPTATION_MIN_NEW_LABELS (10)"
+    assert summary["abuse"]["reason"] == "no abuse model is served"
+
+
+def test_a_forced_round_obeys_abuse_adaptation_enabled(settings, repository, source, moderator):
+    platform_labels(source, moderator, n=150)
+    settings.ABUSE_ADAPTATION_ENABLED = False
+    summary = adaptation.adaptation_round(trigger="command", force=True)
+    assert summary["abuse"]["reason"] == "ABUSE_ADAPTATION_ENABLED is off"
+    assert not TrainingRun.objects.filter(scope="abuse").exists()
