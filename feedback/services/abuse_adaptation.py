@@ -39,6 +39,7 @@ from feedback.models import (
     TrainingRun,
     TrainingScope,
 )
+from feedback.services.adaptation_decision import adaptation_decide, labels_since_last_round
 from moderation.categories import ABUSE, ABUSE_MODEL_CATEGORIES, NONE
 
 logger = logging.getLogger(__name__)
@@ -69,28 +70,9 @@ def abuse_min_new_labels() -> int:
     return max(1, int(getattr(settings, "ABUSE_ADAPTATION_MIN_NEW_LABELS", 50)))
 
 
-def last_abuse_adaptation() -> TrainingRun | None:
-    """The latest abuse round that ended, with a candidate (promoted or held) or failed: a round
-    that fails waits for as many new removals as any other before it is tried again."""
-    return (
-        TrainingRun.objects.filter(
-            kind=RunKind.ADAPTATION,
-            scope=TrainingScope.ABUSE,
-            status__in=[RunStatus.SUCCEEDED, RunStatus.FAILED],
-        )
-        .order_by("-created_at")
-        .first()
-    )
-
-
-def _last_seen_example_id() -> int:
-    last = last_abuse_adaptation()
-    return int(((last.report or {}).get("adaptation") or {}).get("last_example_id") or 0) if last else 0
-
-
 def abuse_new_label_count() -> int:
     """Removals for abuse or hate written since the labels the last abuse round saw."""
-    return LabelledExample.objects.filter(pk__gt=_last_seen_example_id(), category__in=ABUSE_REMOVAL_CATEGORIES).count()
+    return labels_since_last_round(TrainingScope.ABUSE, ABUSE_REMOVAL_CATEGORIES)
 
 
 def _skip_reason(*, trigger: str, force: bool, new_removals: int) -> str | None:
@@ -120,7 +102,6 @@ def abuse_adaptation_round_locked(*, trigger: str, force: bool = False) -> dict[
     """One abuse round if due, in this process; the caller holds the adaptation lock
     (feedback.services.adaptation.adaptation_round). Returns a summary: "promoted", "held",
     "skipped" (why in "reason") or "failed" (the run's error in "reason")."""
-    from feedback.services.adaptation_decision import adaptation_decide
     from feedback.services.datasets import dataset_snapshot
     from feedback.services.training import training_run_execute
 

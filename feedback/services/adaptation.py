@@ -89,7 +89,7 @@ from feedback.services.abuse_adaptation import (
     abuse_min_new_labels,
     abuse_new_label_count,
 )
-from feedback.services.adaptation_decision import adaptation_decide
+from feedback.services.adaptation_decision import adaptation_decide, labels_since_last_round
 from feedback.services.training import run_progress
 from moderation.categories import SPAM_MODEL_CATEGORIES
 
@@ -139,26 +139,9 @@ class AdaptationConfig:
 # --- counting and triggering ------------------------------------------------------------------
 
 
-def last_adaptation() -> TrainingRun | None:
-    """The latest text round that ended: with a candidate (promoted or held) or failed. A round
-    that fails waits for as many new labels as any other before it is tried again; its report
-    holds the labels it saw from its start (_round_locked)."""
-    return (
-        TrainingRun.objects.filter(
-            kind=RunKind.ADAPTATION,
-            scope=TrainingScope.TEXT,
-            status__in=[RunStatus.SUCCEEDED, RunStatus.FAILED],
-        )
-        .order_by("-created_at")
-        .first()
-    )
-
-
 def new_label_count() -> int:
-    """Spam-model labels written since the labels the last adaptation round saw."""
-    last = last_adaptation()
-    seen = int(((last.report or {}).get("adaptation") or {}).get("last_example_id") or 0) if last else 0
-    return LabelledExample.objects.filter(pk__gt=seen, category__in=SPAM_MODEL_CATEGORIES).count()
+    """Spam-model labels written since the labels the last text round saw."""
+    return labels_since_last_round(TrainingScope.TEXT, SPAM_MODEL_CATEGORIES)
 
 
 def on_label_recorded(sender: Any, **kwargs: Any) -> None:

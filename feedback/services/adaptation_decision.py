@@ -1,6 +1,7 @@
-"""What an adaptation round does with its candidate: promoted when the promotion gate passes it,
-held otherwise, audited either way. Shared by the text model's rounds
-(feedback.services.adaptation) and the abuse model's (feedback.services.abuse_adaptation).
+"""What the text model's rounds (feedback.services.adaptation) and the abuse model's
+(feedback.services.abuse_adaptation) share: how many labels arrived since a model's last round,
+and what a round does with its candidate: promoted when the promotion gate passes it, held
+otherwise, audited either way.
 
 Unlike an admin's auto-promoting retraining run (feedback.services.promotion.promote_if_better),
 a round's candidate need not be strictly better on a large test split of the labels: labels
@@ -9,13 +10,33 @@ arrive in small batches, and the gate already forbids a loss beyond its toleranc
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.utils import timezone
 
-from feedback.models import ModelVersion, TrainingRun
+from feedback.models import LabelledExample, ModelVersion, RunKind, RunStatus, TrainingRun
 from moderation.services.audit import audit_record
+
+
+def last_round(scope: str) -> TrainingRun | None:
+    """The latest round of the model `scope` names that ended: with a candidate (promoted or
+    held) or failed. A round that fails waits for as many new labels as any other before it is
+    tried again; every round's report holds the newest label it saw from its start."""
+    return (
+        TrainingRun.objects.filter(
+            kind=RunKind.ADAPTATION, scope=scope, status__in=[RunStatus.SUCCEEDED, RunStatus.FAILED]
+        )
+        .order_by("-created_at")
+        .first()
+    )
+
+
+def labels_since_last_round(scope: str, categories: Sequence[str]) -> int:
+    """Labels of `categories` written since the newest label the last round of `scope` saw."""
+    last = last_round(scope)
+    seen = int(((last.report or {}).get("adaptation") or {}).get("last_example_id") or 0) if last else 0
+    return LabelledExample.objects.filter(pk__gt=seen, category__in=categories).count()
 
 
 def adaptation_decide(*, run: TrainingRun, bundle: str = "text") -> dict[str, Any]:
