@@ -324,11 +324,17 @@ class BundledFamiliarity:
     2.1 ms of CPU for one text, twenty times the arithmetic (0.1 ms; benchmarks/familiarity.py
     measures the offline path). The same numbers from the fitted objects: the hasher's own
     analyzer (identical tokens), each token's HashingVectorizer column (_hashed_columns, shared
-    with the lexical half), sublinear tf x idf, L2 norm, then one sparse product with the
-    reference matrix (the rows NearestNeighbors was fitted on) and the k smallest distances; a
-    word is unknown when its column is not among the reference words' (seen_words). A reference
+    with the lexical half), sublinear tf x idf, L2 norm, then the cosine similarity to every
+    reference text (the rows NearestNeighbors was fitted on) and the k largest; a word is
+    unknown when its column is not among the reference words' (seen_words). A reference
     written before the terms were hashed holds a TfidfVectorizer with a vocabulary instead (a
-    rollback target): its columns are looked up there, and a word in it is known."""
+    rollback target): its columns are looked up there, and a word in it is known.
+
+    The similarities are summed from the reference's stored entries of the text's own columns
+    (np.bincount over the column-major reference), not by a scipy sparse product: a text has a
+    few dozen columns, and scipy's per-product checks and the dense distance row over every
+    reference text cost more than the arithmetic (one SMS text: 0.26 -> 0.13 ms of CPU alone,
+    0.14-0.15 -> 0.13 ms a text in batches of 64)."""
 
     def __init__(self, folder):
         path = folder / "familiarity.joblib"
@@ -338,7 +344,6 @@ class BundledFamiliarity:
             import scipy.sparse
 
             data = joblib.load(path)
-            self.sparse = scipy.sparse
             if "vectorizer" in data:
                 vectorizer = data["vectorizer"]
                 self.analyze = vectorizer.build_analyzer()
@@ -352,7 +357,12 @@ class BundledFamiliarity:
                 self.idf = np.asarray(data["tfidf"].idf_, dtype=np.float64)
                 self.seen = np.zeros(len(self.idf), dtype=bool)
                 self.seen[data["seen_words"]] = True
-            self.reference_t = scipy.sparse.csr_matrix(data["reference"].T, dtype=np.float64)
+            # Column-major reference: per term column, the reference texts that hold it.
+            by_column = scipy.sparse.csc_matrix(data["reference"], dtype=np.float64)
+            by_column.sort_indices()
+            self.ref_starts = by_column.indptr.astype(np.intp)
+            self.ref_texts = by_column.indices.astype(np.intp)
+            self.ref_values = by_column.data
             self.k = int(data["k"])
             self.distance_threshold = float(data["distance_threshold"])
             self.unknown_threshold = float(data["unknown_threshold"])
@@ -368,26 +378,36 @@ class BundledFamiliarity:
             return np.zeros(0, dtype=np.intp), np.zeros(0)
         return idx, weights / norm
 
+    def _nearest_distance(self, idx, weights):
+        """Mean cosine distance of one text (its L2-normed columns and weights) to its k most
+        similar reference texts; a reference text sharing no column is at distance 1."""
+        starts, ends = self.ref_starts[idx], self.ref_starts[idx + 1]
+        lengths = ends - starts
+        total = int(lengths.sum())
+        if total == 0:
+            return 1.0
+        # The positions of every stored entry of these columns, column after column.
+        offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+        positions = offsets + np.arange(total)
+        similarity = np.bincount(
+            self.ref_texts[positions], weights=np.repeat(weights, lengths) * self.ref_values[positions]
+        )
+        if len(similarity) > self.k:
+            similarity = np.partition(similarity, len(similarity) - self.k)[-self.k :]
+        return 1.0 - float(similarity.sum()) / self.k  # the texts not in similarity add 0
+
     def __call__(self, texts):
         if not self.loaded or not texts:
             return np.full(len(texts), -1.0, dtype=np.float32)
-        indptr, indices, values, unknown = [0], [], [], []
-        for text in texts:
+        nearest, unknown = np.empty(len(texts)), np.empty(len(texts))
+        for t, text in enumerate(texts):
             tokens = self.analyze(text.decode("utf-8", errors="replace"))
             columns = list(map(self.column, tokens))
-            words = [c for t, c in zip(tokens, columns, strict=True) if " " not in t]  # a word's column
-            unknown.append(sum(c is None or not self.seen[c] for c in words) / len(words) if words else 1.0)
+            words = [c for token, c in zip(tokens, columns, strict=True) if " " not in token]  # a word's column
+            unknown[t] = sum(c is None or not self.seen[c] for c in words) / len(words) if words else 1.0
             idx, weights = self._row(columns)
-            indices.append(idx)
-            values.append(weights)
-            indptr.append(indptr[-1] + len(idx))
-        query = self.sparse.csr_matrix(
-            (np.concatenate(values), np.concatenate(indices), np.asarray(indptr)),
-            shape=(len(texts), self.reference_t.shape[0]),
-        )
-        distance = 1.0 - (query @ self.reference_t).toarray()
-        nearest = np.partition(distance, self.k - 1, axis=1)[:, : self.k].mean(axis=1)
-        ratio = np.maximum(nearest / self.distance_threshold, np.asarray(unknown) / self.unknown_threshold)
+            nearest[t] = self._nearest_distance(idx, weights) if len(idx) else 1.0
+        ratio = np.maximum(nearest / self.distance_threshold, unknown / self.unknown_threshold)
         return ratio.astype(np.float32)
 
 
