@@ -547,10 +547,13 @@ if ADAPTATION_ENABLED and ADAPTATION_SCHEDULE_S > 0:
         "kwargs": {"trigger": "schedule"},
     }
 
-# --- Ingest limits (documented in README) -----------------------------------------------------
-POST_TEXT_MAX_CHARS = 10_000
-PREVIEW_TEXT_MAX_CHARS = 50_000
-INGEST_BATCH_MAX = 500
+# --- Ingest limits (README, Configuration) ----------------------------------------------------
+# A longer text is refused with a 400 naming the field. The text model reads at most
+# TEXT_MAX_WINDOWS windows of a long text, so its cost per post is bounded whatever these are;
+# the lexical half, the abuse model and the familiarity measure read every character.
+POST_TEXT_MAX_CHARS = env.int("POST_TEXT_MAX_CHARS", default=10_000)
+PREVIEW_TEXT_MAX_CHARS = env.int("PREVIEW_TEXT_MAX_CHARS", default=50_000)
+INGEST_BATCH_MAX = env.int("INGEST_BATCH_MAX", default=500)
 JOURNEY_MAX_STEPS = 200
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 
