@@ -6,7 +6,8 @@ worker and beat, Triton and the Django server. Each child runs in its own proces
 waited on until healthy. Once everything is up the script supervises: a child that dies (a
 worker that lost its broker, an OOM-killed Triton) is restarted after a growing delay and the
 restart is logged; a child that keeps crashing (more than --max-restarts in a minute) stops
-everything, as do Ctrl-C and SIGTERM (each child gets SIGTERM, then SIGKILL).
+everything, as do Ctrl-C, SIGTERM and closing the terminal (SIGHUP): each child gets SIGTERM,
+then SIGKILL.
 
 Everything is configurable through the environment like the product itself; with no
 environment it needs no installed service.
@@ -48,8 +49,24 @@ class StackError(RuntimeError):
     """A child failed to start or become healthy."""
 
 
+# Set once the terminal is gone (its window closed: writes fail with EIO; a closed pipe: EPIPE).
+TERMINAL_GONE = threading.Event()
+
+
+def echo(text: str) -> None:
+    """Print to the terminal while there is one. Without it the stack still has to run or stop
+    cleanly: a failed write must not end the relay thread that drains a child's output (the child
+    would block on a full pipe) nor the clean-up that stops the children."""
+    if TERMINAL_GONE.is_set():
+        return
+    try:
+        print(text, end="", flush=True)
+    except OSError:
+        TERMINAL_GONE.set()
+
+
 def say(message: str) -> None:
-    print(f"[run] {message}", flush=True)
+    echo(f"[run] {message}\n")
 
 
 def free_port(preferred: int | None = None) -> int:
@@ -134,7 +151,7 @@ class Child:
             for line in proc.stdout:
                 log.write(line)
                 log.flush()
-                print(f"{self.name:>7} | {line}", end="", flush=True)
+                echo(f"{self.name:>7} | {line}")
                 if self._ready_re and self._ready_re.search(line):
                     self.ready.set()
 
@@ -518,8 +535,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     stack = Stack(args)
-    signal.signal(signal.SIGINT, _raise_interrupted)
-    signal.signal(signal.SIGTERM, _raise_interrupted)
+    # SIGHUP: the terminal was closed. The children run in sessions of their own, so nothing
+    # else stops them: the stack shuts down as on Ctrl-C.
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _raise_interrupted)
     status = 0
     try:
         stack.prepare()
@@ -539,8 +558,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"error: {exc}")
         status = 1
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
         stack.stop()
         say("stopped")
     return status

@@ -4,6 +4,7 @@ Django server - scores a post sent through the API end to end, and stops every c
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -114,6 +115,61 @@ def test_run_local_serves_and_scores_on_embedded_defaults(tmp_path: Path) -> Non
     assert "[run] stopped" in out
     for port in (web, http, grpc):
         assert not _listening(port), f"port {port} still served after the stack stopped"
+
+
+def _kill_by_environment(marker: str) -> list[int]:
+    """SIGKILL every process whose environment holds `marker` (this test's own children carry
+    its private TRITON_LOG_DIR); returns their pids. The clean-up for a stack whose
+    orchestrator died without stopping its children."""
+    killed = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in environ.split(b"\0"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+    return killed
+
+
+@pytest.mark.integration
+def test_closing_the_terminal_stops_the_stack(tmp_path: Path) -> None:
+    """The terminal goes away (the read end of its output closes, then SIGHUP): the children,
+    each in a session of its own, are stopped, not left serving."""
+    env, (web, http, grpc) = _stack_env(tmp_path)
+    marker = f"TRITON_LOG_DIR={env['TRITON_LOG_DIR']}"
+    proc = subprocess.Popen(
+        [sys.executable, "scripts/run_local.py", "--no-models", "--port", str(web), "-c", "1"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 600
+    try:
+        for line in proc.stdout:
+            if "[run] ready:" in line or "[run] error" in line or time.monotonic() > deadline:
+                break
+        assert "[run] ready:" in line, line
+        assert _listening(web) and _listening(http)
+        proc.stdout.close()  # the window closes: every later write fails
+        os.kill(proc.pid, signal.SIGHUP)
+        proc.wait(timeout=180)
+        for port in (web, http, grpc):
+            assert not _listening(port), f"port {port} still served after the terminal closed"
+        assert _kill_by_environment(marker) == [], "children left running after the terminal closed"
+    finally:
+        if proc.poll() is None:
+            _stop_stack(proc)
+        _kill_by_environment(marker)
 
 
 def _load_run_local() -> Any:
