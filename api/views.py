@@ -217,8 +217,8 @@ class PostBatchView(JsonApiView):
         operation_id="posts_batch",
         summary="Ingest up to INGEST_BATCH_MAX posts",
         description=(
-            'Body: `{"posts": [...]}` with at most 500 items (413 above). Each item is validated and '
-            "stored on its own: the 207 body reports per item `created`, `existing`, `conflict` (the "
+            f'Body: `{{"posts": [...]}}` with at most {settings.INGEST_BATCH_MAX} items (413 above). Each item '
+            "is validated and stored on its own: the 207 body reports per item `created`, `existing`, `conflict` (the "
             "external_id was stored with other content: `id` and `content_hash` are the stored post's) "
             "or `invalid` (with field errors); invalid items never block valid ones."
         ),

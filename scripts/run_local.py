@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import re
@@ -56,13 +57,15 @@ TERMINAL_GONE = threading.Event()
 def echo(text: str) -> None:
     """Print to the terminal while there is one. Without it the stack still has to run or stop
     cleanly: a failed write must not end the relay thread that drains a child's output (the child
-    would block on a full pipe) nor the clean-up that stops the children."""
+    would block on a full pipe) nor the clean-up that stops the children. A write that fails for
+    another reason (a full non-blocking terminal) loses only that text."""
     if TERMINAL_GONE.is_set():
         return
     try:
         print(text, end="", flush=True)
-    except OSError:
-        TERMINAL_GONE.set()
+    except OSError as exc:
+        if exc.errno in (errno.EPIPE, errno.EIO, errno.EBADF):
+            TERMINAL_GONE.set()
 
 
 def say(message: str) -> None:
@@ -300,8 +303,18 @@ class Stack:
         return env
 
     def manage(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        # On the terminal while there is one; after it is gone a write there would fail the
+        # command (a Triton restart or stop that worked would report an error).
+        output = subprocess.DEVNULL if TERMINAL_GONE.is_set() else None
         return subprocess.run(
-            [PYTHON, "manage.py", *argv], cwd=ROOT, env=self.env, check=check, stdin=subprocess.DEVNULL, text=True
+            [PYTHON, "manage.py", *argv],
+            cwd=ROOT,
+            env=self.env,
+            check=check,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=output,
+            text=True,
         )
 
     def has_command(self, name: str) -> bool:
@@ -386,8 +399,9 @@ class Stack:
             say("the triton command is not available yet; running without Triton")
             return
         say("starting Triton (manage.py triton start)")
-        self.manage("triton", "start")
+        # Set first: a stop signal during the start leaves a server that the clean-up must stop.
         self.triton_started = True
+        self.manage("triton", "start")
 
     def start_web(self) -> None:
         host, port = self.args.host, self.args.port
@@ -499,7 +513,16 @@ class Interrupted(Exception):
     pass
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    # The first stop signal wins: a second one (closing a terminal often sends SIGHUP twice)
+    # must not interrupt the clean-up it starts.
+    for other in STOP_SIGNALS:
+        signal.signal(other, signal.SIG_IGN)
+    if signum == signal.SIGHUP:  # the terminal is gone: nothing more is written to it
+        TERMINAL_GONE.set()
     raise Interrupted(signal.Signals(signum).name)
 
 
@@ -537,7 +560,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stack = Stack(args)
     # SIGHUP: the terminal was closed. The children run in sessions of their own, so nothing
     # else stops them: the stack shuts down as on Ctrl-C.
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for signum in STOP_SIGNALS:
         signal.signal(signum, _raise_interrupted)
     status = 0
     try:
@@ -558,7 +581,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"error: {exc}")
         status = 1
     finally:
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        for signum in STOP_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
         stack.stop()
         say("stopped")

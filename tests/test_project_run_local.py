@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -43,7 +44,7 @@ def _listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _stop_stack(proc: subprocess.Popen[str]) -> None:
+def _stop_stack(proc: subprocess.Popen[Any]) -> None:
     """After a failure: Ctrl-C first, so run_local stops the children it started in their own
     sessions (a SIGKILL of run_local alone would leave Redis, Celery and Triton running)."""
     if proc.poll() is not None:
@@ -117,11 +118,10 @@ def test_run_local_serves_and_scores_on_embedded_defaults(tmp_path: Path) -> Non
         assert not _listening(port), f"port {port} still served after the stack stopped"
 
 
-def _kill_by_environment(marker: str) -> list[int]:
-    """SIGKILL every process whose environment holds `marker` (this test's own children carry
-    its private TRITON_LOG_DIR); returns their pids. The clean-up for a stack whose
-    orchestrator died without stopping its children."""
-    killed = []
+def _with_environment(marker: str) -> list[int]:
+    """The pids of the processes whose environment holds `marker` (this test's own children
+    carry its private TRITON_LOG_DIR)."""
+    found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
@@ -130,10 +130,32 @@ def _kill_by_environment(marker: str) -> list[int]:
         except OSError:
             continue
         if marker.encode() in environ.split(b"\0"):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed.append(int(entry.name))
-    return killed
+            found.append(int(entry.name))
+    return found
+
+
+def _kill_by_environment(marker: str) -> None:
+    """SIGKILL every process carrying `marker`: the clean-up for a stack whose orchestrator died
+    without stopping its children."""
+    for pid in _with_environment(marker):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _read_until(proc: subprocess.Popen[bytes], needles: tuple[bytes, ...], timeout: float) -> bytes:
+    """What `proc` printed until one of `needles` appears, it closes its output, or `timeout`
+    passes (select: a stack that goes silent cannot hang the test)."""
+    assert proc.stdout is not None
+    fd, out = proc.stdout.fileno(), b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not any(n in out for n in needles):
+        ready, _, _ = select.select([fd], [], [], 1.0)
+        if ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            out += chunk
+    return out
 
 
 @pytest.mark.integration
@@ -149,23 +171,22 @@ def test_closing_the_terminal_stops_the_stack(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
-        text=True,
         start_new_session=True,
     )
     assert proc.stdout is not None
-    deadline = time.monotonic() + 600
     try:
-        for line in proc.stdout:
-            if "[run] ready:" in line or "[run] error" in line or time.monotonic() > deadline:
-                break
-        assert "[run] ready:" in line, line
+        out = _read_until(proc, (b"[run] ready:", b"[run] error"), timeout=600)
+        assert b"[run] ready:" in out, out[-4000:].decode(errors="replace")
         assert _listening(web) and _listening(http)
         proc.stdout.close()  # the window closes: every later write fails
         os.kill(proc.pid, signal.SIGHUP)
         proc.wait(timeout=180)
         for port in (web, http, grpc):
             assert not _listening(port), f"port {port} still served after the terminal closed"
-        assert _kill_by_environment(marker) == [], "children left running after the terminal closed"
+        deadline = time.monotonic() + 15  # a killed child may linger in /proc until it is reaped
+        while _with_environment(marker) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _with_environment(marker) == [], "children left running after the terminal closed"
     finally:
         if proc.poll() is None:
             _stop_stack(proc)

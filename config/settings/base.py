@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 from core.redis_breaker import redis_cache_options
 
@@ -554,6 +555,8 @@ if ADAPTATION_ENABLED and ADAPTATION_SCHEDULE_S > 0:
 POST_TEXT_MAX_CHARS = env.int("POST_TEXT_MAX_CHARS", default=10_000)
 PREVIEW_TEXT_MAX_CHARS = env.int("PREVIEW_TEXT_MAX_CHARS", default=50_000)
 INGEST_BATCH_MAX = env.int("INGEST_BATCH_MAX", default=500)
+if min(POST_TEXT_MAX_CHARS, PREVIEW_TEXT_MAX_CHARS, INGEST_BATCH_MAX) < 1:
+    raise ImproperlyConfigured("POST_TEXT_MAX_CHARS, PREVIEW_TEXT_MAX_CHARS and INGEST_BATCH_MAX must be at least 1")
 JOURNEY_MAX_STEPS = 200
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 

@@ -333,8 +333,8 @@ class BundledFamiliarity:
     The similarities are summed from the reference's stored entries of the text's own columns
     (np.bincount over the column-major reference), not by a scipy sparse product: a text has a
     few dozen columns, and scipy's per-product checks and the dense distance row over every
-    reference text cost more than the arithmetic (one SMS text: 0.26 -> 0.13 ms of CPU alone,
-    0.14-0.15 -> 0.13 ms a text in batches of 64)."""
+    reference text cost more than the arithmetic (one text: 0.19-0.20 -> 0.085-0.088 ms of CPU;
+    in batches of 64 the same 0.08 ms a text; benchmarks/RESULTS.md, Familiarity)."""
 
     def __init__(self, folder):
         path = folder / "familiarity.joblib"
