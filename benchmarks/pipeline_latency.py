@@ -10,9 +10,10 @@ skip the transformer and whether it carried a preview; the slowest 2 % are liste
 lengths. Triton's own statistics give the server-side share.
 
 Part 2 times the served ONNX file in ONNX Runtime with the served session options (one
-intra-op thread), random token ids of each length, one row per call: CPU per call.
+intra-op thread), random token ids of each length, `--batches` rows of that length per call:
+CPU per row.
 
-    .venv/bin/python benchmarks/pipeline_latency.py [--texts 300] [--repeats 3] [--port 8650]
+    .venv/bin/python benchmarks/pipeline_latency.py [--texts 300] [--repeats 3] [--batches 1,4,16,64]
 
 Writes benchmarks/results/pipeline-latency-<UTC time>.json. Never part of the tests."""
 
@@ -142,8 +143,9 @@ def pipeline_requests(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def forward_by_length(args: argparse.Namespace) -> dict[str, float]:
-    """CPU ms of one ONNX Runtime call of one row, per length, with the served session options."""
+def forward_by_length(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    """CPU ms per row of ONNX Runtime calls with the served session options, per length and
+    rows per call (rows of one length: what the classifier's length grouping gives at best)."""
     from modelops.text.inference import make_session
 
     text_dir = Path(resolve_current(args.text))
@@ -151,16 +153,18 @@ def forward_by_length(args: argparse.Namespace) -> dict[str, float]:
     session = make_session(text_dir / serving["model_file"], threads=1)
     names = {i.name for i in session.get_inputs()}
     rng = np.random.default_rng(0)
-    out = {}
+    out: dict[str, dict[str, float]] = {}
     for length in LENGTHS:
-        ids = rng.integers(1000, 20000, size=(1, length)).astype(np.int64)
-        feeds = {k: v for k, v in {"input_ids": ids, "attention_mask": np.ones_like(ids)}.items() if k in names}
-        for _ in range(5):
-            session.run(None, feeds)
-        start = time.process_time()
-        for _ in range(args.forward_calls):
-            session.run(None, feeds)
-        out[str(length)] = (time.process_time() - start) / args.forward_calls * 1000.0
+        for batch in (int(b) for b in args.batches.split(",")):
+            ids = rng.integers(1000, 20000, size=(batch, length)).astype(np.int64)
+            feeds = {k: v for k, v in {"input_ids": ids, "attention_mask": np.ones_like(ids)}.items() if k in names}
+            for _ in range(3):
+                session.run(None, feeds)
+            calls = max(3, args.forward_calls // batch)
+            start = time.process_time()
+            for _ in range(calls):
+                session.run(None, feeds)
+            out.setdefault(str(length), {})[str(batch)] = (time.process_time() - start) / calls / batch * 1000.0
     return out
 
 
@@ -171,7 +175,8 @@ def main() -> int:
     parser.add_argument("--tabular", type=Path, default=artifacts / "tabular" / "current")
     parser.add_argument("--texts", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--forward-calls", type=int, default=100)
+    parser.add_argument("--forward-calls", type=int, default=100, help="rows per forward-pass reading")
+    parser.add_argument("--batches", default="1", help="rows per ONNX Runtime call, e.g. 1,4,16,64")
     parser.add_argument("--port", type=int, default=8650)
     args = parser.parse_args()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -191,8 +196,9 @@ def main() -> int:
         f"{t['ms']:.1f} ms ({t['text_chars']}+{t['preview_chars']} chars)" for t in pipeline["slowest_2_percent"]
     )
     print(f"  slowest 2 %: {lengths}")
-    forward = ", ".join(f"{n} tokens {ms:.2f}" for n, ms in results["forward_cpu_ms_by_length"].items())
-    print(f"text model forward pass, one row, CPU ms: {forward}")
+    print("text model forward pass, CPU ms per row (tokens: rows per call -> ms)")
+    for length, by_batch in results["forward_cpu_ms_by_length"].items():
+        print(f"  {length:>4}: " + ", ".join(f"{b} -> {ms:.2f}" for b, ms in by_batch.items()))
     print(f"wrote {out}")
     return 0
 
