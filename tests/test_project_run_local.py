@@ -142,6 +142,19 @@ def _kill_by_environment(marker: str) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def _alive(pids: list[int]) -> list[int]:
+    """Those of `pids` still running (a zombie counts as gone)."""
+    alive = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.append(pid)
+    return alive
+
+
 def _read_until(proc: subprocess.Popen[bytes], needles: tuple[bytes, ...], timeout: float) -> bytes:
     """What `proc` printed until one of `needles` appears, it closes its output, or `timeout`
     passes (select: a stack that goes silent cannot hang the test)."""
@@ -163,9 +176,22 @@ def test_closing_the_terminal_stops_the_stack(tmp_path: Path) -> None:
     """The terminal goes away (the read end of its output closes, then SIGHUP): the children,
     each in a session of its own, are stopped, not left serving."""
     env, (web, http, grpc) = _stack_env(tmp_path)
+    (redis,) = _free_ports(1)
+    # Children carry the test's TRITON_LOG_DIR, except redis-server, whose process title
+    # overwrites its environment: it is found by its port and the pid the stack prints.
     marker = f"TRITON_LOG_DIR={env['TRITON_LOG_DIR']}"
     proc = subprocess.Popen(
-        [sys.executable, "scripts/run_local.py", "--no-models", "--port", str(web), "-c", "1"],
+        [
+            sys.executable,
+            "scripts/run_local.py",
+            "--no-models",
+            "--port",
+            str(web),
+            "--redis-port",
+            str(redis),
+            "-c",
+            "1",
+        ],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -174,23 +200,30 @@ def test_closing_the_terminal_stops_the_stack(tmp_path: Path) -> None:
         start_new_session=True,
     )
     assert proc.stdout is not None
+    children: list[int] = []
     try:
         out = _read_until(proc, (b"[run] ready:", b"[run] error"), timeout=600)
         assert b"[run] ready:" in out, out[-4000:].decode(errors="replace")
-        assert _listening(web) and _listening(http)
+        children = [int(pid) for pid in re.findall(rb"\[run\] started \S+ \(pid (\d+)\)", out)]
+        assert len(children) >= 4  # redis, worker, beat, web
+        assert _listening(web) and _listening(http) and _listening(redis)
         proc.stdout.close()  # the window closes: every later write fails
         os.kill(proc.pid, signal.SIGHUP)
         proc.wait(timeout=180)
-        for port in (web, http, grpc):
+        for port in (web, http, grpc, redis):
             assert not _listening(port), f"port {port} still served after the terminal closed"
         deadline = time.monotonic() + 15  # a killed child may linger in /proc until it is reaped
-        while _with_environment(marker) and time.monotonic() < deadline:
+        while (_with_environment(marker) or _alive(children)) and time.monotonic() < deadline:
             time.sleep(0.5)
         assert _with_environment(marker) == [], "children left running after the terminal closed"
+        assert _alive(children) == [], "children left running after the terminal closed"
     finally:
         if proc.poll() is None:
             _stop_stack(proc)
         _kill_by_environment(marker)
+        for pid in _alive(children):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _load_run_local() -> Any:
