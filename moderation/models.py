@@ -91,6 +91,12 @@ class Source(models.Model):
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
         help_text="Abuse score at which a post is removed; empty follows ABUSE_REMOVE_THRESHOLD.",
     )
+    spot_check_rate = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Share of automatic decisions a moderator is asked to confirm; empty follows SPOT_CHECK_RATE.",
+    )
     campaign_member_action = models.CharField(
         max_length=10,
         choices=[("queue", "Hold for review"), ("remove", "Remove")],

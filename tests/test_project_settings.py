@@ -96,3 +96,11 @@ def test_local_defaults_need_no_service() -> None:
     assert lines[0] == "django.db.backends.sqlite3"
     assert lines[1] == "IMMEDIATE"
     assert lines[2] == "8010 127.0.0.1:8011"
+
+
+@pytest.mark.parametrize(("rate", "loads"), [("0", True), ("0.5", True), ("1", True), ("-0.1", False), ("1.5", False)])
+def test_the_spot_check_rate_is_a_share(rate: str, loads: bool) -> None:
+    result = _run(LOAD, {**PRODUCTION_ENV, "SPOT_CHECK_RATE": rate})
+    assert (result.returncode == 0) is loads, result.stderr
+    if not loads:
+        assert "SPOT_CHECK_RATE must lie between 0 and 1" in result.stderr

@@ -456,6 +456,15 @@ BENIGN_DATA_CACHE = env.path("BENIGN_DATA_CACHE", default=VAR_DIR / "data")
 # above every non-insult of the held-out test split.
 ABUSE_QUEUE_THRESHOLD = env.float("ABUSE_QUEUE_THRESHOLD", default=0.5)
 ABUSE_REMOVE_THRESHOLD = env.float("ABUSE_REMOVE_THRESHOLD", default=0.994)
+# Share of the posts the models decide on their own (approved or removed at their first score)
+# that the dashboard's Spot checks tab asks a moderator to confirm; a source may set its own.
+# Chosen by a keyed hash of the post id, so a platform cannot tell which posts are checked.
+# Their labels estimate how much spam and abuse the automation lets through, and how much
+# legitimate content it removes, on each source's own content (docs/dashboard.md, Spot checks),
+# and teach the models what they miss. 0 turns it off.
+SPOT_CHECK_RATE = env.float("SPOT_CHECK_RATE", default=0.02)
+if not 0.0 <= SPOT_CHECK_RATE <= 1.0:
+    raise ImproperlyConfigured("SPOT_CHECK_RATE must lie between 0 and 1")
 
 # --- Language detection at ingest (moderation.language) -------------------------------------
 LANGUAGE_CANDIDATES = env.list(

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from dashboard.selectors import metrics as m
 from dashboard.selectors.appeals import appeal_figures
+from dashboard.selectors.spot_checks import spot_check_figures
 from dashboard.views.charts import Series, bar_chart, line_chart
 from moderation.permissions import CAN_VIEW_METRICS, role_required
 from moderation.services.priority import sla_seconds
@@ -118,6 +119,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
             "agreement": agreement,
             "latency": latency,
             "appeal_figures": appeal_figures(),
+            "spot_checks": spot_check_figures(since=since),
         },
     )
 

@@ -39,6 +39,7 @@ from scoring.services.policy import (
     strongest_sub_score,
 )
 from scoring.services.shortcircuit import SHORT_CIRCUIT_MODEL_SET
+from scoring.services.spot_checks import spot_check_selected
 from scoring.triton_types import ScoringOutput
 
 ACTION_STATUS: dict[str, str] = {
@@ -107,6 +108,9 @@ class Decision:
     abuse: str = ""  # how the abuse score changed the action, if it did
     campaign: str = ""  # how a decided campaign changed the action, if it did
     campaign_before: str = ""  # the action the campaign changed (its audit row's "before")
+    # The models approved or removed the post on their own at its first score and it was drawn
+    # for a moderator to confirm (scoring.services.spot_checks).
+    spot_check: bool = False
 
     @property
     def post_id(self) -> int:
@@ -176,6 +180,14 @@ def _scored(item: Item, *, action: Action, current: str, routing_reason: str, no
     routing_reason = routing_reason or campaign or abuse
     target = ACTION_STATUS[final]
     moves = target != current and target in POST_TRANSITIONS[current]
+    # Only the models' own first call: not a block list's, an enforcement's or a campaign's.
+    models_alone = item.reason is None and not why and not campaign and current == PostStatus.RECEIVED
+    spot_check = (
+        moves
+        and models_alone
+        and final in (Action.APPROVE, Action.REMOVE)
+        and spot_check_selected(item.post.id, item.post.source)
+    )
     return Decision(
         item=item,
         status=target if moves else current,
@@ -188,6 +200,7 @@ def _scored(item: Item, *, action: Action, current: str, routing_reason: str, no
         abuse=abuse,
         campaign=campaign,
         campaign_before=str(before) if campaign else "",
+        spot_check=spot_check,
     )
 
 

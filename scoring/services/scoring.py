@@ -242,6 +242,7 @@ def _score_row(decision: Decision, *, policy: DecisionPolicy, latency_ms: float)
         contributions=dict(out.contributions) if out else {},
         model_versions=dict(out.model_versions) if out else {},
         latency_ms=round(latency_ms, 3),
+        spot_check=decision.spot_check,
     )
 
 

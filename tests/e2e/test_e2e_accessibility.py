@@ -11,7 +11,9 @@ from moderation.services.assignment import post_claim
 from moderation.services.decisions import decision_record
 from moderation.services.notes import note_create
 from scoring.services.policy import policy_active
-from tests.dashboard.dashboard_factories import UserFactory
+from moderation.models import Post, PostStatus
+from scoring.models import Action
+from tests.dashboard.dashboard_factories import PostFactory, ScoreFactory, UserFactory
 from tests.e2e.axe import axe_violations
 from tests.e2e.seed import seed_world
 from tests.e2e.test_e2e_dashboard import login
@@ -26,6 +28,7 @@ def _pages(world, appeal, note) -> dict[str, str]:
         "queue": reverse("dashboard:queue"),
         "reported": reverse("dashboard:queue") + "?view=reported",
         "teach": reverse("dashboard:teach"),
+        "spot checks": reverse("dashboard:spot_checks"),
         "post": reverse("dashboard:post_detail", args=[post.pk]),
         "decided post": reverse("dashboard:post_detail", args=[world["posts"][1].pk]),
         "author": reverse("dashboard:author", args=[world["spammer"].pk]),
@@ -45,6 +48,10 @@ def _pages(world, appeal, note) -> dict[str, str]:
     }
 
 
+def spot_checked(count: int) -> list[Post]:
+    return [PostFactory(status=PostStatus.AUTO_APPROVED, final_score=0.05) for _ in range(count)]
+
+
 @pytest.mark.parametrize("width", [1440, 390])
 def test_no_axe_violations_and_no_sideways_scroll(browser, live_server, width):
     world = seed_world()
@@ -58,6 +65,11 @@ def test_no_axe_violations_and_no_sideways_scroll(browser, live_server, width):
     decided = world["posts"][1]
     decision_record(post=decided, moderator=mia, label="spam", reason_code="scam")
     appeal, _ = appeal_submit(source=decided.source, post_external_id=decided.external_id, statement="Mine")
+    # Two automatic approvals drawn for a spot check, one of them since found a violation: a row
+    # in the Spot checks tab and a figure on the metrics page.
+    for post in spot_checked(2):
+        ScoreFactory(post=post, action=Action.APPROVE, spot_check=True)
+    decision_record(post=Post.objects.filter(status=PostStatus.AUTO_APPROVED).first(), moderator=mia, label="spam")
     context = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True)
     page = context.new_page()
     page.set_default_timeout(10_000)

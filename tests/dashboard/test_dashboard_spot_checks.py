@@ -1,0 +1,105 @@
+"""The Spot checks tab and its figures: drawn automatic decisions wait there oldest first until a
+moderator decides them, and the metrics page turns those decisions into per-source error
+shares with a Wilson interval equal to scipy's."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+from scipy.stats import binomtest
+
+from dashboard.selectors.spot_checks import spot_check_figures, wilson_interval
+from moderation.models import PostStatus
+from scoring.models import Action
+from tests.dashboard.dashboard_factories import AuthorFactory, PostFactory, ScoreFactory, SourceFactory
+from tests.dashboard.dashboard_fixtures import *  # noqa: F403
+from tests.dashboard.dashboard_fixtures import client_for
+
+pytestmark = pytest.mark.django_db
+
+ROW = re.compile(r'<tr class="qrow[^"]*" data-post-id="(\d+)"')
+
+
+def _auto(status: str, *, drawn: bool = True, ago_h: float = 1.0, source=None, text: str = "a post"):
+    source = source or SourceFactory()
+    post = PostFactory(status=status, source=source, author=AuthorFactory(source=source), text=text, final_score=0.1)
+    action = Action.APPROVE if status == PostStatus.AUTO_APPROVED else Action.REMOVE
+    ScoreFactory(post=post, action=action, spot_check=drawn, created_at=timezone.now() - timedelta(hours=ago_h))
+    return post
+
+
+def _rows(client, **query: str) -> list[int]:
+    response = client.get(reverse("dashboard:spot_checks"), query)
+    assert response.status_code == 200
+    return [int(pk) for pk in ROW.findall(response.content.decode())]
+
+
+def test_drawn_automatic_decisions_wait_oldest_first(mod_client) -> None:
+    newer = _auto(PostStatus.AUTO_APPROVED, ago_h=1)
+    older = _auto(PostStatus.AUTO_REMOVED, ago_h=5)
+    _auto(PostStatus.AUTO_APPROVED, drawn=False)
+    _auto(PostStatus.QUEUED)  # a report sent it back to the queue: the queue has it
+    assert _rows(mod_client) == [older.pk, newer.pk]
+    html = mod_client.get(reverse("dashboard:spot_checks")).content.decode()
+    assert 'data-spot-check="approved"' in html and 'data-spot-check="removed"' in html
+    assert 'data-tab-count="spot_checks">2<' in html
+
+
+def test_a_moderators_decision_takes_it_off_the_tab_and_into_the_figures(mod_client) -> None:
+    source = SourceFactory(name="Forum")
+    missed = _auto(PostStatus.AUTO_APPROVED, source=source)
+    fine = _auto(PostStatus.AUTO_APPROVED, source=source)
+    wrongly_removed = _auto(PostStatus.AUTO_REMOVED, source=source)
+    waiting = _auto(PostStatus.AUTO_APPROVED, source=source)
+    for post, label in ((missed, "spam"), (fine, "ham"), (wrongly_removed, "ham")):
+        response = mod_client.post(
+            reverse("dashboard:decide", args=[post.pk]), {"label": label, "quick": "1"}, HTTP_ACCEPT="application/json"
+        )
+        assert response.status_code == 200, response.content
+    assert _rows(mod_client) == [waiting.pk]
+    (figures,) = spot_check_figures(since=timezone.now() - timedelta(days=1))
+    assert figures.source == "Forum"
+    assert (figures.approve.checked, figures.approve.wrong, figures.approve.waiting) == (2, 1, 1)
+    assert (figures.remove.checked, figures.remove.wrong, figures.remove.waiting) == (1, 1, 0)
+    assert figures.approve.share == 0.5
+    page = mod_client.get(reverse("dashboard:metrics"), {"window": "7"}).content.decode()
+    assert 'data-spot-source="Forum"' in page
+    assert "1 · 50.0%" in page  # one violation of two approvals checked
+
+
+def test_the_source_filter_and_the_window(mod_client) -> None:
+    mine, theirs = SourceFactory(slug="tenant-a", name="A"), SourceFactory(slug="tenant-b", name="B")
+    kept = _auto(PostStatus.AUTO_APPROVED, source=mine)
+    _auto(PostStatus.AUTO_APPROVED, source=theirs, text="tenant-b secret words")
+    response = mod_client.get(reverse("dashboard:spot_checks"), {"source": "tenant-a"})
+    assert [int(pk) for pk in ROW.findall(response.content.decode())] == [kept.pk]
+    assert "tenant-b secret words" not in response.content.decode()
+    old = _auto(PostStatus.AUTO_APPROVED, source=mine, ago_h=24 * 40)
+    assert old.pk in _rows(mod_client)  # still waiting, however old
+    figures = {f.source: f for f in spot_check_figures(since=timezone.now() - timedelta(days=30))}
+    assert figures["A"].approve.waiting == 1  # the 40-day-old draw is outside the window
+
+
+def test_nothing_drawn_says_so_on_the_metrics_page(mod_client) -> None:
+    assert 'data-metric="spot-none"' in mod_client.get(reverse("dashboard:metrics")).content.decode()
+    assert "Nothing to check." in mod_client.get(reverse("dashboard:spot_checks")).content.decode()
+
+
+@pytest.mark.parametrize(("wrong", "checked"), [(0, 1), (0, 40), (1, 2), (3, 50), (25, 50), (50, 50), (7, 900)])
+def test_the_wilson_interval_is_scipys(wrong: int, checked: int) -> None:
+    expected = binomtest(wrong, checked).proportion_ci(confidence_level=0.95, method="wilson")
+    low, high = wilson_interval(wrong, checked)
+    assert low == pytest.approx(expected.low, abs=1e-9)
+    assert high == pytest.approx(expected.high, abs=1e-9)
+
+
+def test_nothing_checked_is_no_information() -> None:
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+def test_only_moderators_see_the_tab(analyst) -> None:
+    assert client_for(analyst).get(reverse("dashboard:spot_checks")).status_code == 403

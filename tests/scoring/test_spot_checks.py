@@ -1,0 +1,111 @@
+"""The spot-check draw (scoring.services.spot_checks) and where decide and persist apply it:
+only the models' own first approvals and removals are drawn, at the source's rate."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from django.test import override_settings
+
+from moderation.models import PostStatus, Report, Source
+from scoring.models import Action, Score
+from scoring.services.decide import decide
+from scoring.services.scoring import rescore_post, score_posts
+from scoring.services.spot_checks import spot_check_draw, spot_check_rate, spot_check_selected
+from tests.scoring.pipeline_support import FakeClient, make_post, make_source
+from tests.scoring.test_decide import EARLIER, NOW, RECEIVED, RESCORE, Case, item_of
+
+
+def test_the_draw_is_uniform_deterministic_and_keyed():
+    draws = [spot_check_draw(i) for i in range(1, 20_001)]
+    assert all(0.0 <= d < 1.0 for d in draws)
+    assert draws == [spot_check_draw(i) for i in range(1, 20_001)]  # a retried batch draws the same
+    share = sum(d < 0.02 for d in draws) / len(draws)
+    assert 0.017 < share < 0.023  # 2 % of 20,000 is 400 +- 20 (one standard deviation)
+    assert 0.45 < sum(draws) / len(draws) < 0.55
+    with override_settings(SECRET_KEY="another deployment's key"):
+        other = [spot_check_draw(i) for i in range(1, 1001)]
+    assert other != draws[:1000]  # which posts are checked cannot be worked out without the key
+
+
+def test_the_rate_is_the_sources_own_else_the_setting():
+    with override_settings(SPOT_CHECK_RATE=0.05):
+        assert spot_check_rate(Source(slug="a")) == 0.05
+        assert spot_check_rate(Source(slug="b", spot_check_rate=0.5)) == 0.5
+        assert spot_check_rate(Source(slug="c", spot_check_rate=0.0)) == 0.0
+    assert not any(spot_check_selected(i, Source(slug="d", spot_check_rate=0.0)) for i in range(1, 500))
+    assert all(spot_check_selected(i, Source(slug="e", spot_check_rate=1.0)) for i in range(1, 500))
+
+
+def _spot_checked(case: Case, *, rate: float = 1.0) -> tuple[str, bool]:
+    item = item_of(case)
+    item.post.source.spot_check_rate = rate
+    rows = {7: {"status": case.current, "report_count": case.reports}}
+    (decision,) = decide([item], case.policy, NOW, rows=rows, allowed_from=case.allowed)
+    return decision.status, decision.spot_check
+
+
+@pytest.mark.parametrize(
+    ("name", "case", "want"),
+    [
+        ("the models approve on their own", Case(final=0.1), (PostStatus.AUTO_APPROVED, True)),
+        ("the models remove on their own", Case(final=0.95), (PostStatus.AUTO_REMOVED, True)),
+        ("the abuse model removes", Case(final=0.1, abuse=0.95), (PostStatus.AUTO_REMOVED, True)),
+        ("queued: a moderator sees it anyway", Case(final=0.5), (PostStatus.QUEUED, False)),
+        ("a block list removed it", Case(final=None), (PostStatus.AUTO_REMOVED, False)),
+        (
+            "a moderator's suspension removed it",
+            Case(final=0.1, author={"suspended_at": EARLIER}, suspended_posts="remove"),
+            (PostStatus.AUTO_REMOVED, False),
+        ),
+        (
+            "a re-score after a report is not the first call",
+            Case(final=0.95, current=PostStatus.AUTO_APPROVED, allowed=RESCORE),
+            (PostStatus.AUTO_REMOVED, False),
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_only_the_models_own_first_calls_are_drawn(name: str, case: Case, want: tuple[str, bool]) -> None:
+    assert _spot_checked(case) == want
+
+
+def test_nothing_is_drawn_at_rate_zero():
+    assert _spot_checked(Case(final=0.1), rate=0.0) == (PostStatus.AUTO_APPROVED, False)
+    assert _spot_checked(dataclasses.replace(Case(final=0.95), allowed=RECEIVED), rate=0.0)[1] is False
+
+
+@pytest.mark.django_db
+def test_a_scored_batch_marks_its_drawn_scores():
+    source = make_source(spot_check_rate=1.0)
+    spam, maybe, ham = (make_post(text=t, source=source) for t in ("spam!", "maybe", "hi"))
+    score_posts(post_ids=[spam.id, maybe.id, ham.id], client=FakeClient())
+    drawn = dict(Score.objects.values_list("post_id", "spot_check"))
+    assert drawn == {spam.id: True, maybe.id: False, ham.id: True}
+    assert Score.objects.get(post=ham).action == Action.APPROVE
+
+
+@pytest.mark.django_db
+def test_at_the_default_rate_about_one_in_fifty_is_drawn():
+    source = make_source()
+    posts = [make_post(text="hi", source=source) for _ in range(400)]
+    score_posts(post_ids=[p.id for p in posts], client=FakeClient())
+    drawn = Score.objects.filter(spot_check=True).count()
+    expected = sum(spot_check_draw(p.id) < 0.02 for p in posts)
+    assert drawn == expected  # exactly the posts the keyed draw picks
+    assert Score.objects.count() == 400
+
+
+@pytest.mark.django_db
+def test_a_rescore_draws_nothing_new():
+    source = make_source(spot_check_rate=0.0)
+    post = make_post(text="hi", source=source)
+    score_posts(post_ids=[post.id], client=FakeClient())
+    Source.objects.filter(pk=source.pk).update(spot_check_rate=1.0)
+    Report.objects.create(post=post, reporter_id="r-1", reason="spam")
+    rescore_post(post_id=post.id, client=FakeClient(lambda item: 0.95))  # the re-score removes it
+    post.refresh_from_db()
+    assert post.status == PostStatus.AUTO_REMOVED
+    assert Score.objects.filter(post=post).count() == 2
+    assert not Score.objects.filter(post=post, spot_check=True).exists()
