@@ -9,24 +9,26 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from moderation.models import Post, PostStatus
+from moderation.models import Post, PostStatus, Source
 from scoring.models import Action
-from tests.dashboard.dashboard_factories import PostFactory, ScoreFactory, UserFactory
+from tests.dashboard.dashboard_factories import AuthorFactory, PostFactory, ScoreFactory, SourceFactory, UserFactory
 from tests.e2e.test_e2e_dashboard import current_id, login, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-def _drawn(status: str, hours_ago: float) -> Post:
-    post = PostFactory(status=status, final_score=0.05 if status == PostStatus.AUTO_APPROVED else 0.97)
+def _drawn(status: str, hours_ago: float, source: Source) -> Post:
+    score = 0.05 if status == PostStatus.AUTO_APPROVED else 0.97
+    post = PostFactory(status=status, final_score=score, source=source, author=AuthorFactory(source=source))
     action = Action.APPROVE if status == PostStatus.AUTO_APPROVED else Action.REMOVE
     ScoreFactory(post=post, action=action, spot_check=True, created_at=timezone.now() - timedelta(hours=hours_ago))
     return post
 
 
 def test_spot_checks_are_decided_with_the_queues_keys(page, live_server, screenshot_dir):
-    approved = _drawn(PostStatus.AUTO_APPROVED, hours_ago=3)
-    removed = _drawn(PostStatus.AUTO_REMOVED, hours_ago=1)
+    source = SourceFactory(name="Forum")
+    approved = _drawn(PostStatus.AUTO_APPROVED, hours_ago=3, source=source)
+    removed = _drawn(PostStatus.AUTO_REMOVED, hours_ago=1, source=source)
     UserFactory(username="sam", role="moderator")
     login(page, live_server, "sam")
 
@@ -48,7 +50,7 @@ def test_spot_checks_are_decided_with_the_queues_keys(page, live_server, screens
     wait_for(lambda: Post.objects.get(pk=removed.pk).status == PostStatus.APPROVED, what="removal overturned")
 
     page.goto(f"{live_server.url}/dashboard/metrics/?window=7")
-    row = page.locator("[data-spot-check-figures] tr[data-spot-source]")
+    row = page.locator('[data-spot-check-figures] tr[data-spot-source="Forum"]')
     assert row.count() == 1
     assert "1 · 100.0%" in row.locator('[data-metric="spot-missed"]').inner_text()
     assert "1 · 100.0%" in row.locator('[data-metric="spot-wrongly-removed"]').inner_text()
