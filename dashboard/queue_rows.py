@@ -224,12 +224,25 @@ def _reports_cell(count: int) -> SafeString:
     return mark_safe('<span class="muted">0</span>')
 
 
+def _check_cell(post_id: int) -> SafeString:
+    return format_html(
+        '<input type="checkbox" name="post_ids" value="{}" form="bulk-form" aria-label="Select post {}" data-select>',
+        post_id,
+        post_id,
+    )
+
+
 def render_queue_rows(
-    rows: list[QueueRow], *, thresholds: Any, user_id: Any, notes: Mapping[int, SafeString] | None = None
+    rows: list[QueueRow],
+    *,
+    thresholds: Any,
+    user_id: Any,
+    notes: Mapping[int, SafeString] | None = None,
+    selectable: bool = True,
 ) -> SafeString:
     """The <tr> of every row; `thresholds` is the live policy (for the score colours), `user_id`
     the moderator looking (for "claimed by you"); `notes`: post id -> markup shown under the
-    post (the Teach tab's reasons)."""
+    post (the Teach tab's reasons); `selectable`: each row has the bulk form's checkbox."""
     detail_of, decide_of = _path_of("dashboard:post_detail"), _path_of("dashboard:decide")
     campaign_of = _path_of("dashboard:campaign")
     policy_title = (
@@ -243,8 +256,7 @@ def render_queue_rows(
             format_html(
                 '<tr class="qrow{}" data-post-id="{}" data-url="{}" data-decide-url="{}" data-version="{}" '
                 'tabindex="-1">'
-                '<td class="col-check"><input type="checkbox" name="post_ids" value="{}" form="bulk-form" '
-                'aria-label="Select post {}" data-select></td>'
+                '<td class="col-check">{}</td>'
                 '<td class="col-score">{}</td>'
                 '<td class="col-post">{}</td>'
                 '<td class="col-subs">{}</td>'
@@ -256,8 +268,7 @@ def render_queue_rows(
                 detail_of(p.pk),
                 decide_of(p.pk),
                 post_version(p),
-                p.pk,
-                p.pk,
+                _check_cell(p.pk) if selectable else "",
                 _score_cell(row, thresholds, policy_title),
                 _post_cell(row, detail_of, user_id, campaign_of) + (notes or {}).get(p.pk, mark_safe("")),
                 _subs_cell(row, thresholds),

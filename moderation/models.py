@@ -394,6 +394,13 @@ RESCORABLE_STATUSES = frozenset(
 )
 
 
+# Drawn for a spot check and still as the models left them (scoring.services.spot_checks): the
+# dashboard's Spot checks tab, and the predicate of its partial index.
+SPOT_CHECK_WAITING = Q(spot_check_action="approve", status=PostStatus.AUTO_APPROVED) | Q(
+    spot_check_action="remove", status=PostStatus.AUTO_REMOVED
+)
+
+
 class Post(models.Model):
     # No single-column index on the hot foreign keys (source, author, link, ip): the unique
     # (source, external_id) and the (fk, received_at) indexes below lead with them and answer
@@ -442,6 +449,10 @@ class Post(models.Model):
     priority = models.FloatField(default=0.0, db_default=0.0)
     model_version = models.CharField(max_length=120, blank=True)
     scored_at = models.DateTimeField(null=True, blank=True)
+    # What the models did on their own at the post's first score ("approve" or "remove") when
+    # that decision was drawn for a moderator to confirm; "" when it was not
+    # (scoring.services.spot_checks). Kept after the check: the figures count the outcome.
+    spot_check_action = models.CharField(max_length=10, blank=True, default="", db_default="")
     # Near-copies of this text in the same source (scoring.services.campaigns); empty when none.
     campaign = models.ForeignKey(
         "Campaign", null=True, blank=True, on_delete=models.SET_NULL, related_name="posts", db_index=False
@@ -492,6 +503,15 @@ class Post(models.Model):
                 name="post_assigned_queue_idx",
                 condition=Q(status="queued", assigned_queue__isnull=False),
             ),
+            # The Spot checks tab: drawn posts still as the models left them. Partial: a
+            # moderator's decision moves the status and takes the post out of it.
+            models.Index(
+                fields=["received_at", "id"],
+                name="post_spot_check_waiting_idx",
+                condition=SPOT_CHECK_WAITING,
+            ),
+            # The metrics page's spot-check figures over a window; only drawn posts pay an entry.
+            models.Index(fields=["received_at"], name="post_spot_check_idx", condition=~Q(spot_check_action="")),
             # Partial: most posts belong to no campaign and pay no index entry for it.
             models.Index(
                 fields=["campaign", "received_at"], name="post_campaign_idx", condition=Q(campaign__isnull=False)

@@ -41,20 +41,13 @@ class Score(models.Model):
     contributions = StoredJSONField(default=dict, help_text="model -> feature -> contribution (pred_contribs).")
     model_versions = StoredJSONField(default=dict, help_text="model name -> version.")
     latency_ms = models.FloatField(default=0.0)
-    # The models decided this post on their own and it was drawn for a moderator to confirm
-    # (scoring.services.spot_checks): the dashboard's Spot checks tab.
-    spot_check = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["post", "model_set", "revision"], name="score_post_modelset_rev_uniq")
         ]
-        indexes = [
-            models.Index(fields=["created_at"], name="score_created_idx"),
-            # Partial: only the few rows drawn for a spot check pay an entry.
-            models.Index(fields=["created_at"], name="score_spot_check_idx", condition=models.Q(spot_check=True)),
-        ]
+        indexes = [models.Index(fields=["created_at"], name="score_created_idx")]
 
     def __str__(self) -> str:
         return f"post {self.post_id}: {self.final_score:.3f} ({self.model_set})"

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from dashboard.selectors.keyset import Cursor, after_cursor_q
 from dashboard.selectors.query_values import day_range_q, query_date, query_float, query_ip, query_text
-from moderation.models import Post, PostStatus, Report, SpecialistQueue
+from moderation.models import SPOT_CHECK_WAITING, Post, PostStatus, Report, SpecialistQueue
 from moderation.services.assignment import servable_q
 from moderation.services.claims import claimable_q
 from moderation.services.decisions import DECIDED_STATUSES
@@ -229,11 +229,13 @@ def queue_next_post(*, after_post_id: int, user: Any) -> Post | None:
 
 
 def queue_tab_counts() -> dict[str, int]:
-    """How many posts each queue tab holds, unfiltered: waiting for review, and reported and
-    not decided by a moderator yet (the Reported view)."""
+    """How many posts each queue tab holds, unfiltered: waiting for review, reported and not
+    decided by a moderator yet (the Reported view), and drawn for a spot check and not yet
+    checked (post_spot_check_waiting_idx: only those posts are in it)."""
     return {
         "queue": Post.objects.filter(status=PostStatus.QUEUED).count(),
         "reported": queue_queryset(filters=QueueFilters(view="reported")).order_by().count(),
+        "spot_checks": Post.objects.filter(SPOT_CHECK_WAITING).count(),
     }
 
 

@@ -1,13 +1,17 @@
 """The Spot checks tab and what its labels say: the automatic decisions drawn for a moderator
-to confirm (scoring.services.spot_checks), those still waiting, and per source the share of
-the checked ones the models got wrong, with a 95 % interval.
+to confirm (scoring.services.spot_checks; Post.spot_check_action), those still waiting, and per
+source the share of the checked ones the models got wrong, with a 95 % interval.
 
 A drawn post counts by where it stands now: approved automatically and since removed by a
 moderator is a violation the models let through; removed automatically and since approved (on
-review or appeal) is legitimate content they removed. A drawn post that a report sent back to
-the queue counts in neither until someone decides it. The draw is uniform over the models' own
-decisions, so these shares estimate the error of all of them, unlike the agreement on posts
-moderators happened to review (reports, appeals)."""
+review or appeal) is legitimate content they removed. A drawn post whose status a report's
+re-score has moved counts in neither until someone decides it, and is not in the tab (the queue
+has it, or its removal is the re-score's, not the drawn decision).
+
+The draw is uniform over the models' own first decisions, so once the window's draws are all
+labelled the shares estimate the error of all of them. Before that they lean towards errors:
+appeals and reports reach wrong decisions sooner than the tab reaches right ones. So each share
+comes with its coverage (labelled of drawn) and the range it can still move in."""
 
 from __future__ import annotations
 
@@ -18,10 +22,11 @@ from datetime import datetime
 from django.db.models import Count
 
 from dashboard.selectors.queue import PAGE_SIZE, QUEUE_ROW_JOINS, QueueRow, queue_rows
-from moderation.models import Post, PostStatus
+from moderation.models import SPOT_CHECK_WAITING, Post, PostStatus
 
-# What a moderator's label turns a drawn post into, per automatic action.
-WAITING = {"approve": PostStatus.AUTO_APPROVED, "remove": PostStatus.AUTO_REMOVED}
+# Per drawn action: the status while the check waits, and the moderator's status that says the
+# models were wrong / right.
+AWAITING_CHECK = {"approve": PostStatus.AUTO_APPROVED, "remove": PostStatus.AUTO_REMOVED}
 WRONG = {"approve": PostStatus.REMOVED, "remove": PostStatus.APPROVED}
 RIGHT = {"approve": PostStatus.APPROVED, "remove": PostStatus.REMOVED}
 Z_95 = 1.959963984540054
@@ -31,8 +36,8 @@ def wilson_interval(wrong: int, checked: int, z: float = Z_95) -> tuple[float, f
     """The Wilson score interval of wrong / checked ((0, 1) when nothing was checked).
 
     Written out rather than taken from scipy.stats (binomtest(...).proportion_ci(method=
-    "wilson") gives the same numbers, tests/dashboard/test_spot_checks.py): importing scipy.stats
-    would add tens of megabytes to every web process for five lines of arithmetic."""
+    "wilson") gives the same numbers, tests/dashboard/test_dashboard_spot_checks.py): importing
+    scipy.stats would add tens of megabytes to every web process for five lines of arithmetic."""
     if checked <= 0:
         return 0.0, 1.0
     p = wrong / checked
@@ -58,6 +63,18 @@ class SpotCheckShare:
     def interval(self) -> tuple[float, float]:
         return wilson_interval(self.wrong, self.checked)
 
+    @property
+    def coverage(self) -> float | None:
+        """Labelled of drawn: below 1 the share is provisional."""
+        drawn = self.checked + self.waiting
+        return self.checked / drawn if drawn else None
+
+    @property
+    def possible(self) -> tuple[float, float] | None:
+        """Where the share ends once the waiting draws are labelled: all right, all wrong."""
+        drawn = self.checked + self.waiting
+        return (self.wrong / drawn, (self.wrong + self.waiting) / drawn) if drawn else None
+
 
 @dataclass(frozen=True)
 class SourceSpotChecks:
@@ -65,31 +82,37 @@ class SourceSpotChecks:
     approve: SpotCheckShare
     remove: SpotCheckShare
 
+    @property
+    def waiting(self) -> int:
+        return self.approve.waiting + self.remove.waiting
+
+    @property
+    def cells(self) -> tuple[tuple[SpotCheckShare, str], ...]:
+        """The metrics card's two cells, with their data-metric names."""
+        return ((self.approve, "spot-missed"), (self.remove, "spot-wrongly-removed"))
+
 
 def spot_check_figures(*, since: datetime) -> list[SourceSpotChecks]:
-    """Per source (by name), the posts drawn since `since` by automatic action: checked,
-    wrong, waiting. One grouped query over the drawn scores (score_spot_check_idx)."""
-    from scoring.api import Score
-
+    """Per source (by name), the posts received since `since` and drawn, by drawn action:
+    checked, wrong, waiting. One grouped query (post_spot_check_idx)."""
     rows = (
-        Score.objects.filter(spot_check=True, created_at__gte=since)
-        .values("post__source__name", "action", "post__status")
-        .annotate(n=Count("post_id", distinct=True))
+        Post.objects.filter(received_at__gte=since)
+        .exclude(spot_check_action="")
+        .values("source__name", "spot_check_action", "status")
+        .annotate(n=Count("id"))
         .order_by()
     )
     counts: dict[tuple[str, str], dict[str, int]] = {}
     for r in rows:
-        action = r["action"]
-        if action not in WAITING:
+        action, status = r["spot_check_action"], r["status"]
+        if action not in AWAITING_CHECK:
             continue
-        tally = counts.setdefault((r["post__source__name"], action), {"checked": 0, "wrong": 0, "waiting": 0})
-        status = r["post__status"]
-        if status == WAITING[action]:
+        tally = counts.setdefault((r["source__name"], action), {"checked": 0, "wrong": 0, "waiting": 0})
+        if status == AWAITING_CHECK[action]:
             tally["waiting"] += r["n"]
         elif status in (WRONG[action], RIGHT[action]):
             tally["checked"] += r["n"]
             tally["wrong"] += r["n"] if status == WRONG[action] else 0
-    sources = sorted({source for source, _ in counts})
     empty = {"checked": 0, "wrong": 0, "waiting": 0}
     return [
         SourceSpotChecks(
@@ -97,31 +120,14 @@ def spot_check_figures(*, since: datetime) -> list[SourceSpotChecks]:
             approve=SpotCheckShare(**counts.get((source, "approve"), empty)),
             remove=SpotCheckShare(**counts.get((source, "remove"), empty)),
         )
-        for source in sources
+        for source in sorted({source for source, _ in counts})
     ]
 
 
-def spot_check_waiting_count() -> int:
-    """Drawn posts still as the models left them (the tab's count)."""
-    from scoring.api import Score
-
-    return (
-        Score.objects.filter(spot_check=True, post__status__in=list(WAITING.values()))
-        .values("post_id")
-        .distinct()
-        .count()
-    )
-
-
 def spot_check_rows(*, source_slug: str = "", limit: int = PAGE_SIZE) -> list[QueueRow]:
-    """The oldest drawn posts still as the models left them, as the queue's rows (oldest
-    first: an estimate is only as fresh as its oldest unlabelled draw)."""
-    from scoring.api import Score
-
-    drawn = Score.objects.filter(spot_check=True, post__status__in=list(WAITING.values()))
+    """The oldest drawn posts still as the models left them, as the queue's rows (oldest first:
+    an estimate is only as fresh as its oldest unlabelled draw)."""
+    posts = Post.objects.filter(SPOT_CHECK_WAITING)
     if source_slug:
-        drawn = drawn.filter(post__source__slug=source_slug)
-    ids = list(dict.fromkeys(drawn.order_by("created_at", "id").values_list("post_id", flat=True)[: limit * 2]))
-    ids = ids[:limit]
-    posts = {p.pk: p for p in Post.objects.filter(pk__in=ids).select_related(*QUEUE_ROW_JOINS)}
-    return queue_rows([posts[i] for i in ids if i in posts])
+        posts = posts.filter(source__slug=source_slug)
+    return queue_rows(list(posts.select_related(*QUEUE_ROW_JOINS).order_by("received_at", "id")[:limit]))

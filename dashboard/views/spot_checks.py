@@ -9,17 +9,18 @@ from django.utils.html import format_html
 
 from dashboard.queue_rows import render_queue_rows
 from dashboard.selectors.queue import queue_tab_counts
-from dashboard.selectors.spot_checks import spot_check_rows, spot_check_waiting_count
+from dashboard.selectors.spot_checks import spot_check_rows
 from dashboard.selectors.thresholds import live_thresholds
 from dashboard.templatetags.dashboard import duration_s
-from moderation.models import PostStatus, ReasonCode, Source
+from moderation.models import ReasonCode, Source
 from moderation.permissions import CAN_MODERATE, role_required
 from moderation.services.decisions import key_reason
 from moderation.services.priority import sla_seconds
 
+# Per drawn action (Post.spot_check_action): the row's word and its hover text.
 NOTES: dict[str, tuple[str, str]] = {
-    PostStatus.AUTO_APPROVED: ("approved", "The models approved this post on their own; is it fine?"),
-    PostStatus.AUTO_REMOVED: ("removed", "The models removed this post on their own; was it a violation?"),
+    "approve": ("approved", "The models approved this post on their own; is it fine?"),
+    "remove": ("removed", "The models removed this post on their own; was it a violation?"),
 }
 
 
@@ -30,24 +31,27 @@ def spot_checks(request: HttpRequest) -> HttpResponse:
     notes = {
         row.post.pk: format_html(
             '<div class="reasons" data-spot-check="{}" title="{}"><span class="badge badge-teach">{}</span></div>',
-            NOTES[row.post.status][0],
-            NOTES[row.post.status][1],
-            f"spot check: {NOTES[row.post.status][0]} automatically",
+            NOTES[row.post.spot_check_action][0],
+            NOTES[row.post.spot_check_action][1],
+            f"spot check: {NOTES[row.post.spot_check_action][0]} automatically",
         )
         for row in rows
-        if row.post.status in NOTES
+        if row.post.spot_check_action in NOTES
     }
     reason_codes = list(ReasonCode.objects.filter(is_active=True))
     context = {
         "nav": "queue",
         "tab": "spot_checks",
         "rows": rows,
-        "rows_html": render_queue_rows(rows, thresholds=live_thresholds(), user_id=request.user.pk, notes=notes),
+        # No selection: each check is one post's own call, never a bulk one.
+        "rows_html": render_queue_rows(
+            rows, thresholds=live_thresholds(), user_id=request.user.pk, notes=notes, selectable=False
+        ),
         "source": source,
         "sources": list(Source.objects.only("slug", "name").order_by("name")),
         "reason_codes": reason_codes,
         "key_reasons": {label: key_reason(label=label, reason_codes=reason_codes) for label in ("spam", "ham")},
         "sla_label": duration_s(sla_seconds()),
-        "tab_counts": {**queue_tab_counts(), "spot_checks": spot_check_waiting_count()},
+        "tab_counts": queue_tab_counts(),
     }
     return render(request, "dashboard/spot_checks.html", context)

@@ -1,5 +1,7 @@
-"""Source.spot_check_rate: a source's own share of automatic decisions to spot-check (empty
-follows settings.SPOT_CHECK_RATE). A nullable column: adding it rewrites nothing."""
+"""Spot checks: `Source.spot_check_rate` (a source's own share of automatic decisions to check;
+empty follows settings.SPOT_CHECK_RATE) and `Post.spot_check_action` (what the models did
+alone when the post was drawn). A nullable column and a column with a database default: adding
+them rewrites nothing. Their indexes come in 0033, built concurrently."""
 
 import django.core.validators
 from django.db import migrations, models
@@ -21,5 +23,10 @@ class Migration(migrations.Migration):
                     django.core.validators.MaxValueValidator(1.0),
                 ],
             ),
+        ),
+        migrations.AddField(
+            model_name="post",
+            name="spot_check_action",
+            field=models.CharField(blank=True, db_default="", default="", max_length=10),
         ),
     ]

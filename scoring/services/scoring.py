@@ -53,7 +53,15 @@ logger = logging.getLogger(__name__)
 # score could not move it anywhere, only rewrite the score a moderator sees next to the removal.
 INITIAL_FROM = frozenset({PostStatus.RECEIVED})
 RESCORE_FROM = RESCORABLE_STATUSES - INITIAL_FROM
-POST_SCORE_FIELDS = ["status", "status_changed_at", "final_score", "abuse_score", "model_version", "scored_at"]
+POST_SCORE_FIELDS = [
+    "status",
+    "status_changed_at",
+    "final_score",
+    "abuse_score",
+    "model_version",
+    "scored_at",
+    "spot_check_action",
+]
 # The model version a model_error post is written with (decide.MODEL_ERROR): a human looks at it.
 MODEL_ERROR_VERSION = "model_error"
 
@@ -242,7 +250,6 @@ def _score_row(decision: Decision, *, policy: DecisionPolicy, latency_ms: float)
         contributions=dict(out.contributions) if out else {},
         model_versions=dict(out.model_versions) if out else {},
         latency_ms=round(latency_ms, 3),
-        spot_check=decision.spot_check,
     )
 
 
@@ -306,6 +313,8 @@ def persist(
         post.abuse_score = score.abuse_score
         post.model_version = item.model_set[:120]
         post.scored_at = now
+        if decision.spot_check:
+            post.spot_check_action = str(decision.action)
         changed.append(post)
         if decision.campaign:
             _campaign_audit(decision)

@@ -308,7 +308,8 @@
         case "o": case "Enter": { const r = currentRow(); if (r) window.location.href = r.dataset.url; break; }
         case "x": {
           const r = currentRow();
-          if (r) { const c = $("input[data-select]", r); c.checked = !c.checked; updateBulk(); }
+          const c = r && $("input[data-select]", r);  // rows of a view without selection have none
+          if (c) { c.checked = !c.checked; updateBulk(); }
           break;
         }
         case "s": quickDecide("spam"); break;

@@ -13,7 +13,7 @@ from django.utils import timezone
 from scipy.stats import binomtest
 
 from dashboard.selectors.spot_checks import spot_check_figures, wilson_interval
-from moderation.models import PostStatus
+from moderation.models import Post, PostStatus
 from scoring.models import Action
 from tests.dashboard.dashboard_factories import AuthorFactory, PostFactory, ScoreFactory, SourceFactory
 from tests.dashboard.dashboard_fixtures import *  # noqa: F403
@@ -25,10 +25,20 @@ ROW = re.compile(r'<tr class="qrow[^"]*" data-post-id="(\d+)"')
 
 
 def _auto(status: str, *, drawn: bool = True, ago_h: float = 1.0, source=None, text: str = "a post"):
+    """A post the models approved or removed on their own, drawn for a check or not."""
     source = source or SourceFactory()
-    post = PostFactory(status=status, source=source, author=AuthorFactory(source=source), text=text, final_score=0.1)
     action = Action.APPROVE if status == PostStatus.AUTO_APPROVED else Action.REMOVE
-    ScoreFactory(post=post, action=action, spot_check=drawn, created_at=timezone.now() - timedelta(hours=ago_h))
+    received = timezone.now() - timedelta(hours=ago_h)
+    post = PostFactory(
+        status=status,
+        source=source,
+        author=AuthorFactory(source=source),
+        text=text,
+        final_score=0.1,
+        received_at=received,
+        spot_check_action=action if drawn else "",
+    )
+    ScoreFactory(post=post, action=action, created_at=received)
     return post
 
 
@@ -42,7 +52,10 @@ def test_drawn_automatic_decisions_wait_oldest_first(mod_client) -> None:
     newer = _auto(PostStatus.AUTO_APPROVED, ago_h=1)
     older = _auto(PostStatus.AUTO_REMOVED, ago_h=5)
     _auto(PostStatus.AUTO_APPROVED, drawn=False)
-    _auto(PostStatus.QUEUED)  # a report sent it back to the queue: the queue has it
+    requeued = _auto(PostStatus.AUTO_APPROVED)
+    Post.objects.filter(pk=requeued.pk).update(status=PostStatus.QUEUED)  # a report's re-score: the queue has it
+    rescored = _auto(PostStatus.AUTO_APPROVED)
+    Post.objects.filter(pk=rescored.pk).update(status=PostStatus.AUTO_REMOVED)  # the re-score's removal, not the draw's
     assert _rows(mod_client) == [older.pk, newer.pk]
     html = mod_client.get(reverse("dashboard:spot_checks")).content.decode()
     assert 'data-spot-check="approved"' in html and 'data-spot-check="removed"' in html
@@ -66,12 +79,16 @@ def test_a_moderators_decision_takes_it_off_the_tab_and_into_the_figures(mod_cli
     assert (figures.approve.checked, figures.approve.wrong, figures.approve.waiting) == (2, 1, 1)
     assert (figures.remove.checked, figures.remove.wrong, figures.remove.waiting) == (1, 1, 0)
     assert figures.approve.share == 0.5
+    assert figures.approve.coverage == 2 / 3 and figures.approve.possible == (1 / 3, 2 / 3)
+    assert figures.remove.coverage == 1.0
     page = mod_client.get(reverse("dashboard:metrics"), {"window": "7"}).content.decode()
     assert 'data-spot-source="Forum"' in page
-    assert "1 · 50.0%" in page  # one violation of two approvals checked
+    assert "1 of 2 · 50.0%" in page  # one violation of two approvals checked
+    assert "provisional: 67% of the draws labelled; ends between 33.3% and 66.7%" in page
+    assert page.count("data-spot-provisional") == 1  # the removals are all labelled
 
 
-def test_the_source_filter_and_the_window(mod_client) -> None:
+def test_the_source_filter_keeps_other_sources_rows_out_and_the_window_holds(mod_client) -> None:
     mine, theirs = SourceFactory(slug="tenant-a", name="A"), SourceFactory(slug="tenant-b", name="B")
     kept = _auto(PostStatus.AUTO_APPROVED, source=mine)
     _auto(PostStatus.AUTO_APPROVED, source=theirs, text="tenant-b secret words")
@@ -82,6 +99,24 @@ def test_the_source_filter_and_the_window(mod_client) -> None:
     assert old.pk in _rows(mod_client)  # still waiting, however old
     figures = {f.source: f for f in spot_check_figures(since=timezone.now() - timedelta(days=30))}
     assert figures["A"].approve.waiting == 1  # the 40-day-old draw is outside the window
+    assert figures["B"].approve.waiting == 1
+
+
+def test_the_tab_costs_the_same_queries_for_3_or_30_drawn_posts(mod_client) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert mod_client.get(reverse("dashboard:spot_checks")).status_code == 200
+        return len(ctx.captured_queries)
+
+    for _ in range(3):
+        _auto(PostStatus.AUTO_APPROVED)
+    few = count()
+    for _ in range(27):
+        _auto(PostStatus.AUTO_REMOVED)
+    assert count() == few
 
 
 def test_nothing_drawn_says_so_on_the_metrics_page(mod_client) -> None:

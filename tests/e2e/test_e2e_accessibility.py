@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from moderation.models import Post, PostStatus
 from moderation.services.appeals import appeal_submit
 from moderation.services.assignment import post_claim
 from moderation.services.decisions import decision_record
 from moderation.services.notes import note_create
-from scoring.services.policy import policy_active
-from moderation.models import Post, PostStatus
 from scoring.models import Action
+from scoring.services.policy import policy_active
 from tests.dashboard.dashboard_factories import PostFactory, ScoreFactory, UserFactory
 from tests.e2e.axe import axe_violations
 from tests.e2e.seed import seed_world
@@ -49,7 +49,10 @@ def _pages(world, appeal, note) -> dict[str, str]:
 
 
 def spot_checked(count: int) -> list[Post]:
-    return [PostFactory(status=PostStatus.AUTO_APPROVED, final_score=0.05) for _ in range(count)]
+    return [
+        PostFactory(status=PostStatus.AUTO_APPROVED, final_score=0.05, spot_check_action=Action.APPROVE)
+        for _ in range(count)
+    ]
 
 
 @pytest.mark.parametrize("width", [1440, 390])
@@ -67,9 +70,10 @@ def test_no_axe_violations_and_no_sideways_scroll(browser, live_server, width):
     appeal, _ = appeal_submit(source=decided.source, post_external_id=decided.external_id, statement="Mine")
     # Two automatic approvals drawn for a spot check, one of them since found a violation: a row
     # in the Spot checks tab and a figure on the metrics page.
-    for post in spot_checked(2):
-        ScoreFactory(post=post, action=Action.APPROVE, spot_check=True)
-    decision_record(post=Post.objects.filter(status=PostStatus.AUTO_APPROVED).first(), moderator=mia, label="spam")
+    drawn = spot_checked(2)
+    for post in drawn:
+        ScoreFactory(post=post, action=Action.APPROVE)
+    decision_record(post=drawn[0], moderator=mia, label="spam")
     context = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True)
     page = context.new_page()
     page.set_default_timeout(10_000)
