@@ -31,6 +31,7 @@ def main() -> None:
     parser.add_argument("--posts", type=int, default=1280, help="posts measured (plus 3 unmeasured batches)")
     parser.add_argument("--batch", type=int, default=64, help="posts per score_posts call")
     parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parents[1], help="the checkout to run")
+    parser.add_argument("--load-repeats", type=int, default=3, help="passes of the scoring load alone, timed after")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     tree = args.tree.resolve()
@@ -100,6 +101,16 @@ def main() -> None:
         "db_cpu_ms_per_post": round(1000 * db_cpu / len(measured), 3),
         "wall_ms_per_post": round(1000 * wall / len(measured), 3),
     }
+    # The scoring load alone (posts_with_features: one statement, the instances, the features),
+    # the same batches again: the in-process share of the worker's CPU that is Python.
+    from scoring.features.extract import posts_with_features
+
+    load_cpu = time.process_time()
+    for _ in range(args.load_repeats):
+        for start in range(0, len(measured), size):
+            posts_with_features(measured[start : start + size])
+    load_cpu = time.process_time() - load_cpu
+    out["load_cpu_ms_per_post"] = round(1000 * load_cpu / max(1, len(measured) * args.load_repeats), 4)
     print(json.dumps(out), flush=True)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

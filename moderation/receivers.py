@@ -73,3 +73,15 @@ def json_as_text(sender: Any, connection: Any, **kwargs: Any) -> None:
         from psycopg.types.string import TextLoader
 
         adapters.register_loader("json", TextLoader)
+
+
+@receiver(connection_created, dispatch_uid="moderation.timestamptz_iso")
+def timestamptz_iso(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """Timestamps parsed in C rather than by Django's pure-Python loader (core.pg_loaders)."""
+    if connection.vendor != "postgresql":
+        return
+    adapters = getattr(connection.connection, "adapters", None)  # psycopg 3; psycopg2 has none
+    if adapters is not None:
+        from core.pg_loaders import iso_timestamptz_loader
+
+        adapters.register_loader("timestamptz", iso_timestamptz_loader(connection.timezone))

@@ -1,0 +1,66 @@
+"""core.sql_rows builds instances as the ORM does: the same attribute values, loaded state and
+behaviour (related access, save) as a queryset's, and a model something listens to at init
+still gets its pre_init/post_init signals."""
+
+from __future__ import annotations
+
+import pytest
+from django.db.models import Model
+from django.db.models.signals import post_init
+
+from core import sql_rows
+from moderation.models import Author, Domain, IpAddress, Link, Post, Source
+from tests.scoring.pipeline_support import make_author, make_ip, make_link, make_post, make_source
+
+pytestmark = pytest.mark.django_db
+
+
+def _same(built, loaded) -> None:
+    names = [f.attname for f in type(loaded)._meta.concrete_fields]
+    assert {n: getattr(built, n) for n in names} == {n: getattr(loaded, n) for n in names}
+    assert (built._state.adding, built._state.db) == (False, loaded._state.db)
+    assert built.get_deferred_fields() == set()
+
+
+def test_instances_equal_the_orms():
+    source = make_source()
+    link = make_link()
+    post = make_post(source=source, author=make_author(source), link=link, ip=make_ip())
+    cases: list[tuple[type[Model], object]] = [
+        (Post, post.pk),
+        (Source, source.pk),
+        (Author, post.author_id),
+        (Link, link.pk),
+        (Domain, link.domain_id),
+        (IpAddress, post.ip_id),
+    ]
+    for model, pk in cases:
+        built = sql_rows.select_first(model, where="t.id = %s", params=[pk])
+        _same(built, model._default_manager.get(pk=pk))
+
+
+def test_an_instance_behaves_as_a_loaded_one():
+    post = make_post(text="hello")
+    built = sql_rows.select_first(Post, where="t.id = %s", params=[post.pk])
+    assert built is not None
+    assert built.author.pk == post.author_id  # related access loads the row
+    built.text = "changed"
+    built.save(update_fields=["text"])  # an UPDATE, not an INSERT: the state says loaded
+    assert Post.objects.get(pk=post.pk).text == "changed"
+    assert Post.objects.count() == 1
+
+
+def test_a_model_with_an_init_listener_still_gets_its_signal():
+    post = make_post()
+    seen: list[int] = []
+
+    def listener(sender, instance, **kwargs):
+        seen.append(instance.pk)
+
+    post_init.connect(listener, sender=Post)
+    try:
+        built = sql_rows.select_first(Post, where="t.id = %s", params=[post.pk])
+    finally:
+        post_init.disconnect(listener, sender=Post)
+    assert seen == [post.pk]
+    _same(built, Post.objects.get(pk=post.pk))
