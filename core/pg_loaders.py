@@ -30,11 +30,13 @@ class IsoTimestamptzLoader(Loader):
     def load(self, data: Any) -> datetime:
         try:
             value = datetime.fromisoformat(bytes(data).decode("ascii"))
-        except (ValueError, UnicodeDecodeError):
+            if self.timezone is None:  # Django without USE_TZ: naive values, as its loader gives
+                return value.replace(tzinfo=None)
+            return value.astimezone(self.timezone)
+        except (ValueError, UnicodeDecodeError, OverflowError):
+            # Not ISO text, or an instant at the edge of the calendar that the zone's shift
+            # pushes out of it: psycopg's loader decides, with its errors.
             return self._fallback.load(data).replace(tzinfo=self.timezone)
-        if self.timezone is None:  # Django without USE_TZ: naive values, as its loader gives
-            return value.replace(tzinfo=None)
-        return value.astimezone(self.timezone)
 
 
 def iso_timestamptz_loader(zone: tzinfo | None) -> type[IsoTimestamptzLoader]:

@@ -4,6 +4,7 @@ same instant with the same tzinfo object, and psycopg's errors for what ISO pars
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
@@ -60,6 +61,54 @@ def test_a_zone_other_than_utc_keeps_the_instant() -> None:
     assert got == datetime(2026, 11, 27, 14, 8, 14, 123456, tzinfo=UTC)
     naive = iso_timestamptz_loader(None)(TIMESTAMPTZ_OID, None).load(b"2026-11-27 14:08:14+00")
     assert naive == datetime(2026, 11, 27, 14, 8, 14, tzinfo=UTC).replace(tzinfo=None) and naive.tzinfo is None
+
+
+AMSTERDAM_VALUES = [
+    b"2026-11-27 14:08:14.123456+00",
+    b"2026-10-25 00:30:00+00",  # 02:30 summer time, the first of the two 02:30s that night
+    b"2026-10-25 01:30:00+00",  # 02:30 winter time, the second (fold 1)
+    b"2026-03-29 01:30:00+00",  # just after the spring gap
+]
+
+
+@pytest.mark.parametrize("raw", AMSTERDAM_VALUES)
+def test_in_a_zone_with_daylight_saving_as_djangos_loader(raw: bytes) -> None:
+    """A deployment whose DATABASES TIME_ZONE is not UTC: the session and Django's zone agree,
+    and the two loaders give the same instant, wall time and fold, in the same zone object."""
+    zone = ZoneInfo("Europe/Amsterdam")
+    with psycopg.connect(_dsn(), options="-c TimeZone=Europe/Amsterdam") as session:
+        expected = type("DjangoLoader", (BaseTzLoader,), {"timezone": zone})(TIMESTAMPTZ_OID, session).load(raw)
+        got = iso_timestamptz_loader(zone)(TIMESTAMPTZ_OID, session).load(raw)
+    assert got == expected
+    assert (got.replace(tzinfo=None), got.fold, got.tzinfo) == (expected.replace(tzinfo=None), expected.fold, zone)
+
+
+def test_the_edge_of_the_calendar_falls_back_as_django_does() -> None:
+    zone = ZoneInfo("America/New_York")
+    with psycopg.connect(_dsn(), options="-c TimeZone=America/New_York") as session:
+        loaders = [
+            type("DjangoLoader", (BaseTzLoader,), {"timezone": zone})(TIMESTAMPTZ_OID, session),
+            iso_timestamptz_loader(zone)(TIMESTAMPTZ_OID, session),
+        ]
+        for raw in (b"9999-12-31 23:59:59-05", b"0001-01-01 00:00:00+00"):
+            outcomes = []
+            for loader in loaders:
+                try:
+                    outcomes.append(loader.load(raw))
+                except (psycopg.DataError, OverflowError) as exc:
+                    outcomes.append(type(exc).__name__)
+            assert outcomes[0] == outcomes[1], raw
+
+
+def _dsn() -> str:
+    settings = connection.settings_dict
+    return psycopg.conninfo.make_conninfo(
+        dbname=settings["NAME"],
+        user=settings["USER"],
+        password=settings["PASSWORD"] or None,
+        host=settings["HOST"] or None,
+        port=str(settings["PORT"] or "") or None,
+    )
 
 
 def test_djangos_connections_read_timestamps_with_it() -> None:

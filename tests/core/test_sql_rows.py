@@ -39,6 +39,45 @@ def test_instances_equal_the_orms():
         _same(built, model._default_manager.get(pk=pk))
 
 
+def test_the_scoring_loads_other_rows_equal_the_orms():
+    from moderation.models import Campaign, SourceDomainStats, SourceIpStats, SourceLinkStats
+    from scoring.models import DecisionPolicy
+    from scoring.services.policy import policy_active
+
+    source = make_source()
+    link, ip = make_link(), make_ip()
+    make_post(source=source, link=link, ip=ip)
+    rows: list[Model] = [
+        Campaign.objects.create(source=source),
+        SourceLinkStats.objects.get_or_create(source=source, link=link)[0],
+        SourceDomainStats.objects.get_or_create(source=source, domain_id=link.domain_id)[0],
+        SourceIpStats.objects.get_or_create(source=source, ip=ip)[0],
+        policy_active(),
+    ]
+    for row in rows:
+        model = type(row)
+        built = sql_rows.select_first(model, where="t.id = %s", params=[row.pk])
+        _same(built, model._default_manager.get(pk=row.pk))
+    assert isinstance(rows[-1], DecisionPolicy)
+
+
+def test_a_model_with_its_own_from_db_goes_through_it():
+    post = make_post()
+    calls: list[int] = []
+    inherited = Model.from_db.__func__  # type: ignore[attr-defined]
+
+    def tracking(cls, db, field_names, values):
+        calls.append(len(values))
+        return inherited(cls, db, field_names, values)
+
+    Post.from_db = classmethod(tracking)  # type: ignore[method-assign, assignment]
+    try:
+        sql_rows.select_first(Post, where="t.id = %s", params=[post.pk])
+    finally:
+        del Post.from_db  # back to Model's
+    assert calls == [len(Post._meta.concrete_fields)]
+
+
 def test_an_instance_behaves_as_a_loaded_one():
     post = make_post(text="hello")
     built = sql_rows.select_first(Post, where="t.id = %s", params=[post.pk])

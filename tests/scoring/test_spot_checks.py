@@ -93,14 +93,14 @@ def test_a_scored_batch_marks_its_drawn_posts():
 
 
 @pytest.mark.django_db
-def test_at_the_default_rate_about_one_in_fifty_is_drawn():
-    source = make_source()
+def test_exactly_the_posts_the_keyed_draw_picks_are_drawn():
+    source = make_source(spot_check_rate=0.1)
     posts = [make_post(text="hi", source=source) for _ in range(400)]
     score_posts(post_ids=[p.id for p in posts], client=FakeClient())
-    drawn = Post.objects.exclude(spot_check_action="").count()
-    expected = sum(spot_check_draw(p.id) < 0.02 for p in posts)
-    assert expected > 0  # the ids drawn here include at least one, whatever the key
-    assert drawn == expected  # exactly the posts the keyed draw picks
+    drawn = set(Post.objects.exclude(spot_check_action="").values_list("id", flat=True))
+    expected = {p.id for p in posts if spot_check_draw(p.id) < 0.1}
+    assert expected  # 40 expected; none drawn would have a chance of about 1e-18
+    assert drawn == expected
     assert Score.objects.count() == 400
 
 
