@@ -1,6 +1,6 @@
 from django.urls import path
 
-from api import notes, sanctions, statements, views
+from api import notes, sanctions, spot_checks, statements, views
 
 urlpatterns = [
     path("posts", views.PostCreateView.as_view(), name="api-posts"),
@@ -8,6 +8,7 @@ urlpatterns = [
     path("posts/<path:external_id>", views.PostDetailView.as_view(), name="api-post-detail"),
     path("reports", views.ReportCreateView.as_view(), name="api-reports"),
     path("sanctions", sanctions.SanctionsView.as_view(), name="api-sanctions"),
+    path("spot-checks", spot_checks.SpotChecksView.as_view(), name="api-spot-checks"),
     path("statements/<int:statement_id>", statements.StatementDetailView.as_view(), name="api-statement"),
     path(
         "decisions/<int:decision_id>/statement",

@@ -341,9 +341,9 @@ def spot_check_measure(source: Any, labels: dict[str, int]) -> dict[str, Any]:
     truth: per automatic action, how many posts it decided and the true share it got wrong
     (insults approved, other comments removed), and, from the posts drawn for a check (labelled
     here with their true label, as a moderator would), the estimated share with its 95 %
-    interval (dashboard.selectors.spot_checks.wilson_interval)."""
-    from dashboard.selectors.spot_checks import wilson_interval
+    interval (moderation.selectors.spot_checks.wilson_interval)."""
     from moderation.models import Post, PostStatus
+    from moderation.selectors.spot_checks import wilson_interval
 
     decided = list(
         Post.objects.filter(source=source, status__in=[PostStatus.AUTO_APPROVED, PostStatus.AUTO_REMOVED]).values_list(

@@ -9,9 +9,9 @@ from django.utils import timezone
 
 from dashboard.selectors import metrics as m
 from dashboard.selectors.appeals import appeal_figures
-from dashboard.selectors.spot_checks import spot_check_figures
 from dashboard.views.charts import Series, bar_chart, line_chart
 from moderation.permissions import CAN_VIEW_METRICS, role_required
+from moderation.selectors.spot_checks import spot_check_figures
 from moderation.services.priority import sla_seconds
 
 # "48h": hourly buckets for the last 48 hours; the others: daily buckets over that many days.

@@ -4,7 +4,7 @@ models approve or remove on their own at their first score.
 Why. Moderators label what the policy queues, so the labels say nothing about the posts the
 models decided alone: how much spam or abuse was approved, how much legitimate content was
 removed, on this platform's own content. A small uniform sample of those decisions, labelled
-like any other post, estimates both (dashboard.selectors.spot_checks) and teaches the models the
+like any other post, estimates both (moderation.selectors.spot_checks) and teaches the models the
 kind of post they miss. Only the models' own calls are drawn: a block list, a moderator's
 enforcement or a decided campaign are people's rules, not the model's.
 

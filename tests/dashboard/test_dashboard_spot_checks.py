@@ -1,6 +1,6 @@
 """The Spot checks tab and its figures: drawn automatic decisions wait there oldest first until a
 moderator decides them, and the metrics page turns those decisions into per-source error
-shares with a Wilson interval equal to scipy's."""
+shares (their interval: tests/moderation/test_spot_check_figures.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 from django.utils import timezone
-from scipy.stats import binomtest
 
-from dashboard.selectors.spot_checks import spot_check_figures, wilson_interval
 from moderation.models import Post, PostStatus
+from moderation.selectors.spot_checks import spot_check_figures
 from scoring.models import Action
 from tests.dashboard.dashboard_factories import AuthorFactory, PostFactory, ScoreFactory, SourceFactory
 from tests.dashboard.dashboard_fixtures import *  # noqa: F403
@@ -122,18 +121,6 @@ def test_the_tab_costs_the_same_queries_for_3_or_30_drawn_posts(mod_client) -> N
 def test_nothing_drawn_says_so_on_the_metrics_page(mod_client) -> None:
     assert 'data-metric="spot-none"' in mod_client.get(reverse("dashboard:metrics")).content.decode()
     assert "Nothing to check." in mod_client.get(reverse("dashboard:spot_checks")).content.decode()
-
-
-@pytest.mark.parametrize(("wrong", "checked"), [(0, 1), (0, 40), (1, 2), (3, 50), (25, 50), (50, 50), (7, 900)])
-def test_the_wilson_interval_is_scipys(wrong: int, checked: int) -> None:
-    expected = binomtest(wrong, checked).proportion_ci(confidence_level=0.95, method="wilson")
-    low, high = wilson_interval(wrong, checked)
-    assert low == pytest.approx(expected.low, abs=1e-9)
-    assert high == pytest.approx(expected.high, abs=1e-9)
-
-
-def test_nothing_checked_is_no_information() -> None:
-    assert wilson_interval(0, 0) == (0.0, 1.0)
 
 
 def test_only_moderators_see_the_tab(analyst) -> None:

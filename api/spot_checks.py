@@ -1,0 +1,95 @@
+"""How often the automation is wrong on the caller's own content: the spot-check figures
+(moderation.selectors.spot_checks) of the API key's source, for a platform's own reports and
+alerts. Counts and shares only: no post, text or other source's figure."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.authentication import request_source
+from api.views import ERRORS, JsonApiView
+from moderation.models import ApiScope
+from moderation.selectors.spot_checks import SpotCheckShare, spot_check_figures
+
+MAX_DAYS = 365
+
+
+class WindowInputSerializer(serializers.Serializer):
+    days = serializers.IntegerField(min_value=1, max_value=MAX_DAYS, default=30)
+
+
+class ShareOutputSerializer(serializers.Serializer):
+    checked = serializers.IntegerField(help_text="Drawn posts a moderator has decided since.")
+    wrong = serializers.IntegerField(
+        help_text="Of them, approved posts that broke the rules, or removed posts that were legitimate."
+    )
+    waiting = serializers.IntegerField(help_text="Drawn posts not decided yet.")
+    share = serializers.FloatField(allow_null=True, help_text="wrong / checked; null when none was checked.")
+    interval = serializers.ListField(
+        child=serializers.FloatField(), help_text="The share's 95 % Wilson interval ([0, 1] when none was checked)."
+    )
+    coverage = serializers.FloatField(
+        allow_null=True, help_text="checked / drawn. Below 1 the share is provisional: it leans towards errors."
+    )
+    possible = serializers.ListField(
+        child=serializers.FloatField(),
+        allow_null=True,
+        help_text="Where the share ends once every waiting draw is decided: all right, all wrong.",
+    )
+
+
+class SpotChecksOutputSerializer(serializers.Serializer):
+    since = serializers.DateTimeField(help_text="Posts received from this moment on count.")
+    approve = ShareOutputSerializer(help_text="The models' own approvals drawn for a check.")
+    remove = ShareOutputSerializer(help_text="The models' own removals drawn for a check.")
+
+
+def _share(part: SpotCheckShare) -> dict[str, object]:
+    possible = part.possible
+    return {
+        "checked": part.checked,
+        "wrong": part.wrong,
+        "waiting": part.waiting,
+        "share": part.share,
+        "interval": list(part.interval),
+        "coverage": part.coverage,
+        "possible": list(possible) if possible is not None else None,
+    }
+
+
+class SpotChecksView(JsonApiView):
+    required_scopes = {"GET": ApiScope.READ}
+
+    @extend_schema(
+        operation_id="spot_checks_retrieve",
+        summary="How often the automation is wrong on your content",
+        description="Of the posts received in the last `days` that the models approved or removed on their own and "
+        "that were drawn for a moderator to check (`SPOT_CHECK_RATE`, or the source's own rate), how many a moderator "
+        "has decided and how many the models got wrong, with the share and its 95 % interval. The draw is uniform, so "
+        "once every draw is decided the shares estimate the error of all the automatic decisions; until then "
+        "(`coverage` below 1) they are provisional. Only the caller's source.",
+        parameters=[OpenApiParameter("days", int, OpenApiParameter.QUERY, description="1 to 365; 30 by default.")],
+        responses={200: SpotChecksOutputSerializer, **ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        # A plain dict, not the QueryDict: DRF reads "?days=" from a form-like input as absent
+        # and would answer the default; an empty value is a 400 like any other bad one.
+        raw = request.query_params.get("days")
+        window = WindowInputSerializer(data={} if raw is None else {"days": raw})
+        window.is_valid(raise_exception=True)
+        since = timezone.now() - timedelta(days=window.validated_data["days"])
+        source = request_source(request)
+        empty = SpotCheckShare(checked=0, wrong=0, waiting=0)
+        figures = spot_check_figures(since=since, source_id=source.pk)  # this source's, or none
+        body = {
+            "since": since,
+            "approve": _share(figures[0].approve if figures else empty),
+            "remove": _share(figures[0].remove if figures else empty),
+        }
+        return Response(SpotChecksOutputSerializer(body).data)

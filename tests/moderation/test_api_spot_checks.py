@@ -1,0 +1,73 @@
+"""A platform reads how often the automation is wrong on its own content: its source's
+spot-check figures over the API, never another source's."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from moderation.models import ApiScope, PostStatus
+from scoring.models import Action
+from tests.factories import create_api_key
+from tests.moderation.api_helpers import ApiCaller
+from tests.scoring.pipeline_support import make_post
+
+pytest_plugins = ["tests.moderation.api_fixtures"]
+pytestmark = pytest.mark.django_db
+
+
+def _drawn(source, status: str, action: str, *, days_ago: float = 1.0):
+    return make_post(
+        source=source, status=status, spot_check_action=action, received_at=timezone.now() - timedelta(days=days_ago)
+    )
+
+
+def test_a_source_reads_its_own_figures(api, other_api):
+    for status in (PostStatus.REMOVED, PostStatus.APPROVED, PostStatus.APPROVED, PostStatus.AUTO_APPROVED):
+        _drawn(api.source, status, Action.APPROVE)
+    _drawn(api.source, PostStatus.APPROVED, Action.REMOVE)
+    _drawn(api.source, PostStatus.REMOVED, Action.APPROVE, days_ago=40)  # outside the default 30 days
+    for _ in range(5):  # another source's misses never count here
+        _drawn(other_api.source, PostStatus.REMOVED, Action.APPROVE)
+    response = api.get("/api/v1/spot-checks")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    approve, remove = body["approve"], body["remove"]
+    assert (approve["checked"], approve["wrong"], approve["waiting"]) == (3, 1, 1)
+    assert approve["share"] == pytest.approx(1 / 3) and approve["coverage"] == pytest.approx(0.75)
+    assert approve["possible"] == pytest.approx([0.25, 0.5])
+    low, high = approve["interval"]
+    assert 0 < low < 1 / 3 < high < 1
+    assert (remove["checked"], remove["wrong"], remove["share"]) == (1, 1, 1.0)
+    longer = api.get("/api/v1/spot-checks", {"days": 60}).json()["approve"]
+    assert (longer["checked"], longer["wrong"]) == (4, 2)
+    theirs = other_api.get("/api/v1/spot-checks").json()["approve"]
+    assert (theirs["checked"], theirs["wrong"]) == (5, 5)
+
+
+def test_nothing_drawn_is_no_information(api):
+    body = api.get("/api/v1/spot-checks").json()
+    assert body["approve"] == {
+        "checked": 0,
+        "wrong": 0,
+        "waiting": 0,
+        "share": None,
+        "interval": [0.0, 1.0],
+        "coverage": None,
+        "possible": None,
+    }
+
+
+@pytest.mark.parametrize("days", ["0", "366", "soon", ""])
+def test_a_bad_window_is_a_400_naming_it(api, days: str):
+    response = api.get("/api/v1/spot-checks", {"days": days})
+    assert response.status_code == 400
+    assert "days" in response.json()["error"]["fields"]
+
+
+def test_the_read_scope_is_needed(api):
+    writer = ApiCaller(api.source, create_api_key(api.source, scopes=[ApiScope.POSTS_WRITE]))
+    response = writer.get("/api/v1/spot-checks")
+    assert response.status_code == 403 and response.json()["error"]["code"] == "insufficient_scope"
