@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,34 +20,46 @@ from moderation.selectors.spot_checks import SpotCheckShare, spot_check_figures
 MAX_DAYS = 365
 
 
-class WindowInputSerializer(serializers.Serializer):
-    days = serializers.IntegerField(min_value=1, max_value=MAX_DAYS, default=30)
+class SpotCheckWindowInputSerializer(serializers.Serializer):
+    days = serializers.IntegerField(
+        min_value=1, max_value=MAX_DAYS, default=30, help_text="Posts received in this many days count."
+    )
 
 
-class ShareOutputSerializer(serializers.Serializer):
-    checked = serializers.IntegerField(help_text="Drawn posts a moderator has decided since.")
+class SpotCheckShareOutputSerializer(serializers.Serializer):
+    checked = serializers.IntegerField(
+        help_text="Of the drawn posts received since `since`, those a moderator decided."
+    )
     wrong = serializers.IntegerField(
         help_text="Of them, approved posts that broke the rules, or removed posts that were legitimate."
     )
     waiting = serializers.IntegerField(help_text="Drawn posts not decided yet.")
     share = serializers.FloatField(allow_null=True, help_text="wrong / checked; null when none was checked.")
     interval = serializers.ListField(
-        child=serializers.FloatField(), help_text="The share's 95 % Wilson interval ([0, 1] when none was checked)."
+        child=serializers.FloatField(),
+        min_length=2,
+        max_length=2,
+        help_text="The share's 95 % Wilson interval, [low, high] ([0, 1] when none was checked).",
     )
     coverage = serializers.FloatField(
-        allow_null=True, help_text="checked / drawn. Below 1 the share is provisional: it leans towards errors."
+        allow_null=True,
+        help_text="checked / drawn; null when none was drawn. Below 1 the share is provisional: it leans towards "
+        "errors.",
     )
     possible = serializers.ListField(
         child=serializers.FloatField(),
+        min_length=2,
+        max_length=2,
         allow_null=True,
-        help_text="Where the share ends once every waiting draw is decided: all right, all wrong.",
+        help_text="Where the share ends once every waiting draw is decided, [all right, all wrong]; null when none "
+        "was drawn.",
     )
 
 
 class SpotChecksOutputSerializer(serializers.Serializer):
     since = serializers.DateTimeField(help_text="Posts received from this moment on count.")
-    approve = ShareOutputSerializer(help_text="The models' own approvals drawn for a check.")
-    remove = ShareOutputSerializer(help_text="The models' own removals drawn for a check.")
+    approve = SpotCheckShareOutputSerializer(help_text="The models' own approvals drawn for a check.")
+    remove = SpotCheckShareOutputSerializer(help_text="The models' own removals drawn for a check.")
 
 
 def _share(part: SpotCheckShare) -> dict[str, object]:
@@ -74,14 +86,14 @@ class SpotChecksView(JsonApiView):
         "has decided and how many the models got wrong, with the share and its 95 % interval. The draw is uniform, so "
         "once every draw is decided the shares estimate the error of all the automatic decisions; until then "
         "(`coverage` below 1) they are provisional. Only the caller's source.",
-        parameters=[OpenApiParameter("days", int, OpenApiParameter.QUERY, description="1 to 365; 30 by default.")],
+        parameters=[SpotCheckWindowInputSerializer],
         responses={200: SpotChecksOutputSerializer, **ERRORS},
     )
     def get(self, request: Request) -> Response:
         # A plain dict, not the QueryDict: DRF reads "?days=" from a form-like input as absent
         # and would answer the default; an empty value is a 400 like any other bad one.
         raw = request.query_params.get("days")
-        window = WindowInputSerializer(data={} if raw is None else {"days": raw})
+        window = SpotCheckWindowInputSerializer(data={} if raw is None else {"days": raw})
         window.is_valid(raise_exception=True)
         since = timezone.now() - timedelta(days=window.validated_data["days"])
         source = request_source(request)

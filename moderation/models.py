@@ -510,8 +510,12 @@ class Post(models.Model):
                 name="post_spot_check_waiting_idx",
                 condition=SPOT_CHECK_WAITING,
             ),
-            # The metrics page's spot-check figures over a window; only drawn posts pay an entry.
+            # The spot-check figures over a window, every source's (the metrics page) or one's
+            # (the API); only drawn posts pay an entry.
             models.Index(fields=["received_at"], name="post_spot_check_idx", condition=~Q(spot_check_action="")),
+            models.Index(
+                fields=["source", "received_at"], name="post_spot_check_source_idx", condition=~Q(spot_check_action="")
+            ),
             # Partial: most posts belong to no campaign and pay no index entry for it.
             models.Index(
                 fields=["campaign", "received_at"], name="post_campaign_idx", condition=Q(campaign__isnull=False)

@@ -1,6 +1,6 @@
 """The spot checks' indexes on the post table: the drawn posts still waiting for a check (the
-dashboard's tab), and every drawn post by arrival (the metrics page's figures). Partial: a post
-that was not drawn pays no entry.
+dashboard's tab), and every drawn post by arrival, all sources' (the metrics page's figures) and
+one source's (the API's). Partial: a post that was not drawn pays no entry.
 
 Built CONCURRENTLY on PostgreSQL so that applying them to a live database does not block ingest
 or scoring. An index left INVALID by an interrupted build is dropped first, so a re-run builds
@@ -23,6 +23,12 @@ INDEXES = {
     "post_spot_check_idx": (
         models.Index(fields=["received_at"], name="post_spot_check_idx", condition=~Q(spot_check_action="")),
         "(received_at) WHERE NOT (spot_check_action = '')",
+    ),
+    "post_spot_check_source_idx": (
+        models.Index(
+            fields=["source", "received_at"], name="post_spot_check_source_idx", condition=~Q(spot_check_action="")
+        ),
+        "(source_id, received_at) WHERE NOT (spot_check_action = '')",
     ),
 }
 

@@ -3,7 +3,7 @@ spot-check figures over the API, never another source's."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -43,6 +43,9 @@ def test_a_source_reads_its_own_figures(api, other_api):
     assert (remove["checked"], remove["wrong"], remove["share"]) == (1, 1, 1.0)
     longer = api.get("/api/v1/spot-checks", {"days": 60}).json()["approve"]
     assert (longer["checked"], longer["wrong"]) == (4, 2)
+    assert api.get("/api/v1/spot-checks", {"days": 1}).json()["approve"]["checked"] == 0  # a day ago is outside
+    since = datetime.fromisoformat(api.get("/api/v1/spot-checks", {"days": 365}).json()["since"])
+    assert abs(since - (timezone.now() - timedelta(days=365))) < timedelta(minutes=1)
     theirs = other_api.get("/api/v1/spot-checks").json()["approve"]
     assert (theirs["checked"], theirs["wrong"]) == (5, 5)
 
