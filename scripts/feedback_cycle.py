@@ -48,6 +48,9 @@ class CycleOptions:
     campaign_share: float = 0.5  # of the spam
     reviewer_error: float = 0.02
     seed: int = 21
+    # Names the run's source, authors and posts; empty: a fresh random one. The dataset split
+    # hashes the source and author names, so a fixed id gives the same split on every run.
+    run_id: str = ""
     train_here: bool = False
     promote: bool = False
     timeout_s: float = 600.0
@@ -114,7 +117,7 @@ def run_cycle(options: CycleOptions, *, log: Callable[[str], None] = print) -> d
     from moderation.services.api_keys import api_key_create
     from moderation.services.decisions import decision_record
 
-    run = uuid.uuid4().hex[:8]
+    run = options.run_id or uuid.uuid4().hex[:8]
     rng = random.Random(options.seed + 1)
     source = Source.objects.create(name=f"Feedback cycle {run}", slug=f"feedback-cycle-{run}")
     _, raw_key = api_key_create(source=source, name="feedback cycle", scopes=ALL_SCOPES)
