@@ -394,10 +394,12 @@ RESCORABLE_STATUSES = frozenset(
 )
 
 
+# Per drawn action (Post.spot_check_action), the status the post keeps until it is checked.
+SPOT_CHECK_AWAITING = {"approve": PostStatus.AUTO_APPROVED, "remove": PostStatus.AUTO_REMOVED}
 # Drawn for a spot check and still as the models left them (scoring.services.spot_checks): the
 # dashboard's Spot checks tab, and the predicate of its partial index.
-SPOT_CHECK_WAITING = Q(spot_check_action="approve", status=PostStatus.AUTO_APPROVED) | Q(
-    spot_check_action="remove", status=PostStatus.AUTO_REMOVED
+SPOT_CHECK_WAITING = Q(spot_check_action="approve", status=SPOT_CHECK_AWAITING["approve"]) | Q(
+    spot_check_action="remove", status=SPOT_CHECK_AWAITING["remove"]
 )
 
 

@@ -20,11 +20,10 @@ from datetime import datetime
 
 from django.db.models import Count
 
-from moderation.models import Post, PostStatus
+from moderation.models import SPOT_CHECK_AWAITING, Post, PostStatus
 
 # Per drawn action: the status while the check waits, and the moderator's status that says the
 # models were wrong / right.
-AWAITING_CHECK = {"approve": PostStatus.AUTO_APPROVED, "remove": PostStatus.AUTO_REMOVED}
 WRONG = {"approve": PostStatus.REMOVED, "remove": PostStatus.APPROVED}
 RIGHT = {"approve": PostStatus.APPROVED, "remove": PostStatus.REMOVED}
 Z_95 = 1.959963984540054
@@ -101,10 +100,10 @@ def spot_check_figures(*, since: datetime, source_id: int | None = None) -> list
     counts: dict[tuple[str, str], dict[str, int]] = {}
     for r in rows:
         action, status = r["spot_check_action"], r["status"]
-        if action not in AWAITING_CHECK:
+        if action not in SPOT_CHECK_AWAITING:
             continue
         tally = counts.setdefault((r["source__name"], action), {"checked": 0, "wrong": 0, "waiting": 0})
-        if status == AWAITING_CHECK[action]:
+        if status == SPOT_CHECK_AWAITING[action]:
             tally["waiting"] += r["n"]
         elif status in (WRONG[action], RIGHT[action]):
             tally["checked"] += r["n"]
