@@ -97,6 +97,16 @@ class Source(models.Model):
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
         help_text="Share of automatic decisions a moderator is asked to confirm; empty follows SPOT_CHECK_RATE.",
     )
+    # How far the models may approve on their own (scoring.services.earned_approval): 0, the
+    # posts they are surest of; 1, the policy's full approve band. Raised by
+    # scoring.services.approval_levels as the source's reviewed posts show the wider band safe.
+    approval_level = models.FloatField(
+        default=0.0,
+        db_default=0.0,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="How far the models may approve on their own: 0 only the surest posts, 1 the policy's full band. "
+        "Raised automatically as reviewed posts show the wider band safe.",
+    )
     campaign_member_action = models.CharField(
         max_length=10,
         choices=[("queue", "Hold for review"), ("remove", "Remove")],

@@ -40,11 +40,13 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.conf import settings
 from django.utils import timezone
 
 from scoring import sweeper
-from scoring.services import retention, scoring
+from scoring.services import approval_levels, retention, scoring
 from scoring.services.batching import RETRY_OPTIONS, publish_batch, score_batch_task
+from scoring.services.policy import policy_active
 from scoring.services.queue_rescore import rescore_waiting_task
 from scoring.services.removal_statements import record_removal_statements
 from scoring.services.webhooks import deliver_webhook
@@ -114,3 +116,11 @@ def apply_retention() -> dict[str, dict[str, int]]:
     # Batched: a run cut short by its time limit leaves whole batches done, and the next run
     # (hourly, CELERY_BEAT_SCHEDULE) carries on.
     return retention.retention_apply(now=timezone.now())
+
+
+@shared_task(name="scoring.update_approval_levels", acks_late=True, soft_time_limit=120, time_limit=150)
+def update_approval_levels() -> dict[int, float]:
+    # Every EARNED_APPROVAL_INTERVAL_S (CELERY_BEAT_SCHEDULE): one aggregate query per source below level 1.
+    if not settings.EARNED_APPROVAL:
+        return {}
+    return approval_levels.update_approval_levels(policy=policy_active(), now=timezone.now())

@@ -104,3 +104,20 @@ def test_the_spot_check_rate_is_a_share(rate: str, loads: bool) -> None:
     assert (result.returncode == 0) is loads, result.stderr
     if not loads:
         assert "SPOT_CHECK_RATE must lie between 0 and 1" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "refusal"),
+    [
+        ("EARNED_APPROVAL_START_FINAL", "1.2", "EARNED_APPROVAL_START_FINAL must lie between 0 and 1"),
+        ("EARNED_APPROVAL_START_ABUSE", "-0.1", "EARNED_APPROVAL_START_ABUSE must lie between 0 and 1"),
+        ("EARNED_APPROVAL_MAX_SHARE", "2", "EARNED_APPROVAL_MAX_SHARE must lie between 0 and 1"),
+        ("EARNED_APPROVAL_MIN_LABELS", "0", "EARNED_APPROVAL_MIN_LABELS and EARNED_APPROVAL_WINDOW_DAYS"),
+        ("EARNED_APPROVAL_INTERVAL_S", "0", "EARNED_APPROVAL_INTERVAL_S above 0"),
+        ("EARNED_APPROVAL_START_FINAL", "0.1", ""),
+    ],
+)
+def test_the_earned_approval_settings_are_checked(name: str, value: str, refusal: str) -> None:
+    result = _run(LOAD, {**PRODUCTION_ENV, name: value})
+    assert (result.returncode == 0) is (not refusal), result.stderr
+    assert refusal in result.stderr

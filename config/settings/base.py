@@ -465,6 +465,32 @@ ABUSE_REMOVE_THRESHOLD = env.float("ABUSE_REMOVE_THRESHOLD", default=0.994)
 SPOT_CHECK_RATE = env.float("SPOT_CHECK_RATE", default=0.02)
 if not 0.0 <= SPOT_CHECK_RATE <= 1.0:
     raise ImproperlyConfigured("SPOT_CHECK_RATE must lie between 0 and 1")
+# Earned approval (scoring.services.earned_approval, docs/design.md): a source starts at
+# approval_level 0, where the models approve only posts with a final score under START_FINAL and
+# an abuse score under START_ABUSE, and the rest of the policy's approve band is queued. The level
+# rises (scoring.services.approval_levels, every EARNED_APPROVAL_INTERVAL_S) as far as the
+# source's reviewed, unreported posts of the last WINDOW_DAYS show that the wider band approves
+# violations at most MAX_SHARE of the time (95 % Wilson upper bound, MIN_LABELS such posts at
+# least). Off: every source has the policy's full band.
+EARNED_APPROVAL = env.bool("EARNED_APPROVAL", default=True)
+EARNED_APPROVAL_START_FINAL = env.float("EARNED_APPROVAL_START_FINAL", default=0.05)
+EARNED_APPROVAL_START_ABUSE = env.float("EARNED_APPROVAL_START_ABUSE", default=0.15)
+EARNED_APPROVAL_MAX_SHARE = env.float("EARNED_APPROVAL_MAX_SHARE", default=0.05)
+EARNED_APPROVAL_MIN_LABELS = env.int("EARNED_APPROVAL_MIN_LABELS", default=50)
+EARNED_APPROVAL_WINDOW_DAYS = env.int("EARNED_APPROVAL_WINDOW_DAYS", default=90)
+EARNED_APPROVAL_INTERVAL_S = env.float("EARNED_APPROVAL_INTERVAL_S", default=300.0)
+for _name in ("EARNED_APPROVAL_START_FINAL", "EARNED_APPROVAL_START_ABUSE", "EARNED_APPROVAL_MAX_SHARE"):
+    if not 0.0 <= globals()[_name] <= 1.0:
+        raise ImproperlyConfigured(f"{_name} must lie between 0 and 1")
+if EARNED_APPROVAL_MIN_LABELS < 1 or EARNED_APPROVAL_WINDOW_DAYS < 1 or EARNED_APPROVAL_INTERVAL_S <= 0:
+    raise ImproperlyConfigured(
+        "EARNED_APPROVAL_MIN_LABELS and EARNED_APPROVAL_WINDOW_DAYS must be at least 1, "
+        "EARNED_APPROVAL_INTERVAL_S above 0"
+    )
+CELERY_BEAT_SCHEDULE["scoring.update_approval_levels"] = {
+    "task": "scoring.update_approval_levels",
+    "schedule": EARNED_APPROVAL_INTERVAL_S,
+}
 
 # --- Language detection at ingest (moderation.language) -------------------------------------
 LANGUAGE_CANDIDATES = env.list(

@@ -43,3 +43,7 @@ ADAPTATION_FINETUNE_MIN_LABELS = env.int("ADAPTATION_FINETUNE_MIN_LABELS", defau
 # A promotion's re-score of the waiting queue would publish a task to this suite's broker from
 # every promotion test; its own tests switch it on (tests/scoring/test_queue_rescore.py).
 QUEUE_RESCORE_AFTER_PROMOTION = env.bool("QUEUE_RESCORE_AFTER_PROMOTION", default=False)
+
+# Every other test states the policy's thresholds for a new source; the earned approval's own tests
+# switch it on (tests/scoring/test_earned_approval.py, the routing test through a real worker).
+EARNED_APPROVAL = env.bool("EARNED_APPROVAL", default=False)

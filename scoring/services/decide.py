@@ -7,7 +7,8 @@ scoring load joined, the policy, the clock's `now`, the post rows locked for the
 settings. It holds the whole rule: the policy's thresholds (scoring.services.policy), the
 block-list short-circuit's removal, a moderator's enforcement (scoring.services.enforcement),
 the language and familiarity routing, the abuse rule (scoring.services.abuse_policy), the rule of
-a campaign a moderator decided (scoring.services.campaigns.campaign_action), and the status
+a campaign a moderator decided (scoring.services.campaigns.campaign_action), the source's earned
+approval (scoring.services.earned_approval), and the status
 transitions a score may make (moderation.models
 POST_TRANSITIONS). scoring.services.scoring.settle loads, calls it and hands the decisions to
 persist, which only writes; the worker's batches, the inline pre-publish check and re-scores all
@@ -25,12 +26,14 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 
 from moderation.models import POST_TRANSITIONS, Post, PostStatus
 from scoring.features.extract import PostFeatures
 from scoring.models import Action, DecisionPolicy
 from scoring.services.abuse_policy import abuse_decide, abuse_thresholds
 from scoring.services.campaigns import campaign_action
+from scoring.services.earned_approval import approval_gate, earned_approval_decide
 from scoring.services.enforcement import enforced_action
 from scoring.services.policy import (
     familiarity_routing_reason,
@@ -158,7 +161,9 @@ def decide(
         actions = policy_batch_actions(scored, policy, [r for _, _, _, r in to_score], language, unfamiliar)
         for (index, item, current, _), action, lang, odd in zip(to_score, actions, language, unfamiliar, strict=True):
             reason = "; ".join(r for r in (lang, odd) if r)
-            decided[index] = _scored(item, action=action, current=current, routing_reason=reason, now=now)
+            decided[index] = _scored(
+                item, action=action, current=current, routing_reason=reason, now=now, policy=policy
+            )
     return [decided[index] for index in range(len(items))]
 
 
@@ -166,18 +171,30 @@ def _unfamiliarity(item: Item) -> float | None:
     return item.output.unfamiliarity if item.output is not None else None
 
 
-def _scored(item: Item, *, action: Action, current: str, routing_reason: str, now: datetime) -> Decision:
-    """The policy's action as enforcement, then the abuse score, then a decided campaign change
-    it (each only stricter, except a trusted author's pass), and the transition it makes, if the
-    post may make it. The source, author and campaign are the rows joined: no query."""
+def _scored(
+    item: Item, *, action: Action, current: str, routing_reason: str, now: datetime, policy: DecisionPolicy
+) -> Decision:
+    """The policy's action as enforcement, then the abuse score, then a decided campaign, then
+    the source's earned approval change it (each only stricter, except a trusted author's pass),
+    and the transition it makes, if the post may make it. The source, author and campaign are
+    the rows joined: no query."""
     final, why = enforced_action(post=item.post, action=action, short_circuited=item.reason is not None, now=now)
     abuse_prob = item.output.abuse_prob if item.output is not None else None
-    final, abuse = abuse_decide(final, abuse_prob, abuse_thresholds(item.post.source))
+    thresholds = abuse_thresholds(item.post.source)
+    final, abuse = abuse_decide(final, abuse_prob, thresholds)
     before = final
     final, campaign = campaign_action(post=item.post, action=final, now=now)
-    # A campaign's hold, then the abuse rule's, is the reason the post waits for a human, like a
-    # language routing.
-    routing_reason = routing_reason or campaign or abuse
+    earned = ""
+    if settings.EARNED_APPROVAL and item.reason is None and not why:
+        gate = approval_gate(
+            item.post.source.approval_level,
+            approve_threshold=policy.approve_threshold,
+            abuse_queue_threshold=thresholds.queue,
+        )
+        final, earned = earned_approval_decide(final, item.final_score, abuse_prob, gate)
+    # A campaign's hold, then the abuse rule's, then the earned approval's, is the reason the
+    # post waits for a human, like a language routing.
+    routing_reason = routing_reason or campaign or abuse or earned
     target = ACTION_STATUS[final]
     moves = target != current and target in POST_TRANSITIONS[current]
     # Only the models' own first call: not a block list's, an enforcement's or a campaign's.

@@ -1,6 +1,6 @@
 """The decision step (scoring.services.decide.decide) as a table: every branch of the policy,
-the short-circuit, enforcement, language and familiarity routing, the abuse rule, a decided
-campaign's rule and the status transitions, on rows built in memory. No database: these tests
+the short-circuit, enforcement, language and familiarity routing, the abuse rule, the earned
+approval, a decided campaign's rule and the status transitions, on rows built in memory. No database: these tests
 carry no django_db mark, and a query would fail them."""
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ class Case:
     abuse_remove: float = 0.9
     campaign: str | None = None  # the post's campaign's decided_label; None: in no campaign
     campaign_action: str = "queue"  # the source's campaign_member_action
+    level: float | None = None  # the source's approval_level; None: earned approval off
 
 
 def item_of(case: Case) -> Item:
@@ -65,6 +66,7 @@ def item_of(case: Case) -> Item:
         abuse_queue_threshold=case.abuse_queue,
         abuse_remove_threshold=case.abuse_remove,
         campaign_member_action=case.campaign_action,
+        approval_level=case.level or 0.0,
     )
     author = Author(id=1, source=source, external_id="u-1", **case.author)
     link = None
@@ -359,3 +361,48 @@ def test_decide_rules_after_the_policy(case: Case, want: tuple[Any, ...]) -> Non
     (decision,) = decide([item], case.policy, NOW, rows=rows, allowed_from=case.allowed)
     assert (decision.status, decision.action, decision.routing_reason, decision.abuse, decision.campaign) == want
     assert bool(decision.campaign_before) == bool(decision.campaign)  # its audit row's "before"
+
+
+SCORE_UNEARNED = "approval not yet earned: score 0.100 >= 0.050"
+ABUSE_UNEARNED = "approval not yet earned: abuse 0.200 >= 0.150"
+# The earned approval (scoring.services.earned_approval), with the policy's 0.2 and the source's
+# abuse queue threshold 0.5, starting at 0.05 and 0.15: only ever an approval turned into a queue.
+EARNED = [
+    ("level 0 approves the surest posts", Case(final=0.04, level=0.0), (A, Action.APPROVE, "")),
+    ("level 0 queues the rest of the band", Case(final=0.1, level=0.0), (Q, Action.QUEUE, SCORE_UNEARNED)),
+    ("level 0 queues a milder abuse score", Case(final=0.04, abuse=0.2, level=0.0), (Q, Action.QUEUE, ABUSE_UNEARNED)),
+    ("half the band at level 0.5", Case(final=0.12, abuse=0.32, level=0.5), (A, Action.APPROVE, "")),
+    (
+        "beyond half the band at level 0.5",
+        Case(final=0.13, level=0.5),
+        (Q, Action.QUEUE, "approval not yet earned: score 0.130 >= 0.125"),
+    ),
+    ("level 1 is the policy's band", Case(final=0.19, abuse=0.49, level=1.0), (A, Action.APPROVE, "")),
+    ("off, the policy's band", Case(final=0.1, level=None), (A, Action.APPROVE, "")),
+    ("a removal is untouched", Case(final=0.95, level=0.0), (R, Action.REMOVE, "")),
+    ("a block list's removal is untouched", Case(final=None, level=0.0), (R, Action.REMOVE, "")),
+    ("a queue is untouched", Case(final=0.5, level=0.0), (Q, Action.QUEUE, "")),
+    ("the abuse rule's hold is the reason first", Case(final=0.1, abuse=0.6, level=0.0), (Q, Action.QUEUE, ABUSE_HELD)),
+    (
+        "a suspended author's queue is enforcement's",
+        Case(final=0.1, author=SUSPENDED, suspended_posts="queue", level=0.0),
+        (Q, Action.QUEUE, ""),
+    ),
+    (
+        "a spam campaign's hold is the reason first",
+        Case(final=0.1, campaign=Label.SPAM, level=0.0),
+        (Q, Action.QUEUE, CAMPAIGN_SPAM_REASON),
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "want"), [row[1:] for row in EARNED], ids=[row[0] for row in EARNED])
+def test_decide_earned_approval(case: Case, want: tuple[Any, ...], settings: Any) -> None:
+    settings.EARNED_APPROVAL = case.level is not None
+    settings.EARNED_APPROVAL_START_FINAL = 0.05
+    settings.EARNED_APPROVAL_START_ABUSE = 0.15
+    item = item_of(case)
+    rows = {7: {"status": case.current, "report_count": case.reports}}
+    (decision,) = decide([item], case.policy, NOW, rows=rows, allowed_from=case.allowed)
+    assert (decision.status, decision.action, decision.routing_reason) == want
+    assert not decision.spot_check or decision.action != Action.QUEUE

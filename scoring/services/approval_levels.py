@@ -1,0 +1,138 @@
+"""Raising a source's approval level (scoring.services.earned_approval) from its reviewed posts.
+
+The levels are steps of a quarter of the band between the gate at level 0 and the policy's. The
+evidence for a step is the posts of the source that a moderator decided, that nobody reported (a
+report sends a post to a human whatever its score, so reported posts say nothing about the
+approve band), received within EARNED_APPROVAL_WINDOW_DAYS, and that the step's gate would
+approve but the gate one step lower would not: the slice of the band the step adds. While the
+source is below the step those posts are queued, so moderators label all of them, not a sample.
+A step is earned when at least EARNED_APPROVAL_MIN_LABELS of its posts were labelled and the 95 %
+Wilson upper bound of the share removed is at most EARNED_APPROVAL_MAX_SHARE (with none removed
+that takes 73 labels at 5 %); the source moves to the highest step below which every step is
+earned. Each slice answers for itself: posts just above the start, where most of a band's labels
+fall, do not vouch for posts near the policy's threshold.
+
+The level only rises here. Once a band is approved its posts are no longer queued, so the only
+new labels in it are the spot checks' (a 2 % sample): too few to take a band back in minutes,
+and a level that fell for lack of labels would flood the queue. The Spot checks card shows the
+error of what is approved. An admin may set a level by hand in the Source admin: a higher one
+skips ahead (an operator who already trusts the models on this content), a lower one comes back
+up to what the evidence earns at the next update.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Count, Q
+
+from moderation.models import Post, PostStatus, Source
+from moderation.selectors.spot_checks import wilson_interval
+from moderation.services.audit import audit_record
+from scoring.models import DecisionPolicy
+from scoring.services.abuse_policy import abuse_thresholds
+from scoring.services.earned_approval import ApprovalGate, approval_gate
+
+logger = logging.getLogger(__name__)
+
+# The levels a source can move to: a quarter of the band at a time, so a step's evidence is the
+# posts of a slice a moderator team labels in days, not weeks.
+LEVELS = (0.25, 0.5, 0.75, 1.0)
+
+
+@dataclass(frozen=True)
+class LevelEvidence:
+    """The slice of the band one step adds, on one source: posts labelled in it, how many removed."""
+
+    level: float
+    labelled: int
+    removed: int
+
+    @property
+    def upper_bound(self) -> float:
+        return wilson_interval(self.removed, self.labelled)[1]
+
+    @property
+    def earned(self) -> bool:
+        return (
+            self.labelled >= settings.EARNED_APPROVAL_MIN_LABELS
+            and self.upper_bound <= settings.EARNED_APPROVAL_MAX_SHARE
+        )
+
+
+def _approvable(gate: ApprovalGate) -> Q:
+    return Q(final_score__lt=gate.final_below) & (Q(abuse_score__isnull=True) | Q(abuse_score__lt=gate.abuse_below))
+
+
+def level_evidence(source: Source, policy: DecisionPolicy, *, now: datetime) -> list[LevelEvidence]:
+    """Per step of LEVELS, the labelled posts of the slice it adds (one query)."""
+    queue = abuse_thresholds(source).queue
+    gates = [
+        approval_gate(level, approve_threshold=policy.approve_threshold, abuse_queue_threshold=queue)
+        for level in (0.0, *LEVELS)
+    ]
+    slices = [_approvable(gates[i + 1]) & ~_approvable(gates[i]) for i in range(len(LEVELS))]
+    reviewed = Post.objects.filter(
+        _approvable(gates[-1]),
+        source_id=source.id,
+        status__in=(PostStatus.APPROVED, PostStatus.REMOVED),
+        report_count=0,
+        final_score__isnull=False,
+        received_at__gte=now - timedelta(days=settings.EARNED_APPROVAL_WINDOW_DAYS),
+    ).exclude(_approvable(gates[0]))
+    counts = reviewed.aggregate(
+        **{f"n{i}": Count("id", filter=band) for i, band in enumerate(slices)},
+        **{f"r{i}": Count("id", filter=band & Q(status=PostStatus.REMOVED)) for i, band in enumerate(slices)},
+    )
+    return [
+        LevelEvidence(level=level, labelled=int(counts[f"n{i}"]), removed=int(counts[f"r{i}"]))
+        for i, level in enumerate(LEVELS)
+    ]
+
+
+def earned_level(current: float, evidence: list[LevelEvidence]) -> float:
+    """The highest step below which every step is earned, never below `current`."""
+    level = float(current)
+    for step in evidence:
+        if not step.earned:
+            break
+        level = max(level, step.level)
+    return level
+
+
+def update_approval_levels(*, policy: DecisionPolicy, now: datetime) -> dict[int, float]:
+    """Raise every active source below level 1 to the level its reviewed posts earn; an
+    AuditLog row per change. Returns source id -> new level for the sources that moved."""
+    moved: dict[int, float] = {}
+    for source in Source.objects.filter(is_active=True, approval_level__lt=1.0).order_by("id"):
+        evidence = level_evidence(source, policy, now=now)
+        level = earned_level(source.approval_level, evidence)
+        if level <= source.approval_level:
+            continue
+        # Conditional: a level an admin set meanwhile is not overwritten from a stale read.
+        if not Source.objects.filter(pk=source.pk, approval_level=source.approval_level).update(approval_level=level):
+            continue
+        audit_record(
+            actor=None,
+            action="source.approval_level_earned",
+            target=source,
+            before={"approval_level": source.approval_level},
+            after={
+                "approval_level": level,
+                "evidence": [
+                    {
+                        "level": e.level,
+                        "labelled": e.labelled,
+                        "removed": e.removed,
+                        "upper_bound": round(e.upper_bound, 4),
+                    }
+                    for e in evidence
+                ],
+            },
+        )
+        logger.info("scoring.approval_level source=%s %.2f -> %.2f", source.id, source.approval_level, level)
+        moved[source.id] = level
+    return moved

@@ -1,0 +1,193 @@
+"""Earned approval: the gate at a level (scoring.services.earned_approval) as a table, and the
+level a source's reviewed posts earn (scoring.services.approval_levels) on rows in PostgreSQL.
+How decide applies the gate is in tests/scoring/test_decide.py; through a real worker and
+Triton in tests/integration/test_earned_approval_e2e.py."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from moderation.models import AuditLog, Author, Post, PostStatus, Source
+from scoring import tasks
+from scoring.models import Action, DecisionPolicy
+from scoring.services.approval_levels import LevelEvidence, earned_level, level_evidence, update_approval_levels
+from scoring.services.earned_approval import ApprovalGate, approval_gate, earned_approval_decide
+
+POLICY = DecisionPolicy(version=1, remove_threshold=0.9, approve_threshold=0.2, escalate_threshold=0.9)
+
+
+@pytest.fixture(autouse=True)
+def _earned(settings: Any) -> None:
+    settings.EARNED_APPROVAL = True
+    settings.EARNED_APPROVAL_START_FINAL = 0.05
+    settings.EARNED_APPROVAL_START_ABUSE = 0.15
+    settings.EARNED_APPROVAL_MAX_SHARE = 0.05
+    settings.EARNED_APPROVAL_MIN_LABELS = 50
+    settings.EARNED_APPROVAL_WINDOW_DAYS = 90
+
+
+@pytest.mark.parametrize(
+    ("level", "approve", "abuse_queue", "want"),
+    [
+        (0.0, 0.2, 0.5, ApprovalGate(0.05, 0.15)),
+        (0.5, 0.2, 0.5, ApprovalGate(0.125, 0.325)),
+        (1.0, 0.2, 0.5, ApprovalGate(0.2, 0.5)),
+        (1.7, 0.2, 0.5, ApprovalGate(0.2, 0.5)),  # clipped
+        (-1.0, 0.2, 0.5, ApprovalGate(0.05, 0.15)),
+        # A start above the policy's own bound never widens it.
+        (0.0, 0.03, 0.1, ApprovalGate(0.03, 0.1)),
+    ],
+)
+def test_the_gate_moves_linearly_from_the_start_to_the_policy(
+    level: float, approve: float, abuse_queue: float, want: ApprovalGate
+) -> None:
+    gate = approval_gate(level, approve_threshold=approve, abuse_queue_threshold=abuse_queue)
+    assert gate.final_below == pytest.approx(want.final_below)
+    assert gate.abuse_below == pytest.approx(want.abuse_below)
+
+
+@pytest.mark.parametrize(
+    ("action", "final", "abuse", "want"),
+    [
+        (Action.APPROVE, 0.04, 0.1, Action.APPROVE),
+        (Action.APPROVE, 0.05, 0.1, Action.QUEUE),  # at the bound: not below it
+        (Action.APPROVE, 0.04, 0.15, Action.QUEUE),
+        (Action.APPROVE, 0.04, None, Action.APPROVE),  # no abuse model served
+        (Action.QUEUE, 0.5, 0.9, Action.QUEUE),
+        (Action.REMOVE, 0.95, 0.0, Action.REMOVE),
+    ],
+)
+def test_only_an_approval_beyond_the_gate_is_queued(
+    action: Action, final: float, abuse: float | None, want: Action
+) -> None:
+    got, why = earned_approval_decide(action, final, abuse, ApprovalGate(0.05, 0.15))
+    assert got == want
+    assert bool(why) is (got != action)
+
+
+def test_every_step_below_must_be_earned() -> None:
+    def step(level: float, labelled: int, removed: int = 0) -> LevelEvidence:
+        return LevelEvidence(level=level, labelled=labelled, removed=removed)
+
+    assert earned_level(0.0, [step(0.25, 80), step(0.5, 80), step(0.75, 0), step(1.0, 200)]) == 0.5
+    assert earned_level(0.0, [step(0.25, 70), step(0.5, 200)]) == 0.0  # 0 of 70: upper bound 5.2 %
+    assert earned_level(0.0, [step(0.25, 200, 12), step(0.5, 200)]) == 0.0  # 6 % removed
+    assert earned_level(0.0, [step(0.25, 400, 8)]) == 0.25  # 2 %: upper bound 3.9 %
+    assert earned_level(0.75, [step(0.25, 0)]) == 0.75  # never lowered
+
+
+def _posts(source: Source, n: int, *, final: float, abuse: float | None = None, **fields: Any) -> None:
+    author, _ = Author.objects.get_or_create(source=source, external_id="a")
+    start = Post.objects.filter(source=source).count()
+    now = timezone.now()
+    Post.objects.bulk_create(
+        Post(
+            source=source,
+            external_id=f"p-{start + i}",
+            author=author,
+            created_at=now,
+            final_score=final,
+            abuse_score=abuse,
+            **{"status": PostStatus.APPROVED, **fields},
+        )
+        for i in range(n)
+    )
+
+
+@pytest.mark.django_db
+def test_a_clean_slice_earns_its_step_and_the_next_empty_one_stops_it() -> None:
+    source = Source.objects.create(name="s", slug="s")
+    assert source.approval_level == 0.0  # a new source starts narrow
+    _posts(source, 80, final=0.06)  # the first step's slice: 0.05 <= final < 0.0875
+    _posts(source, 500, final=0.01)  # below the start: approved anyway, no evidence
+    _posts(source, 40, final=0.5, status=PostStatus.REMOVED)  # above the policy's band
+    moved = update_approval_levels(policy=POLICY, now=timezone.now())
+    source.refresh_from_db()
+    assert moved == {source.id: 0.25}
+    assert source.approval_level == 0.25
+    audit = AuditLog.objects.get(action="source.approval_level_earned", target_id=str(source.id))
+    assert audit.before == {"approval_level": 0.0}
+    assert audit.after["approval_level"] == 0.25
+    assert [e["labelled"] for e in audit.after["evidence"]] == [80, 0, 0, 0]
+
+
+@pytest.mark.django_db
+def test_the_abuse_bound_has_slices_too_and_each_step_answers_for_itself() -> None:
+    source = Source.objects.create(name="s", slug="s")
+    _posts(source, 80, final=0.01, abuse=0.2)  # step 1 by its abuse score (0.15 <= abuse < 0.2375)
+    _posts(source, 80, final=0.1, abuse=0.0)  # step 2 (0.0875 <= final < 0.125)
+    _posts(source, 60, final=0.14)  # step 3, clean but too few for the bound
+    update_approval_levels(policy=POLICY, now=timezone.now())
+    source.refresh_from_db()
+    assert source.approval_level == 0.5
+    _posts(source, 20, final=0.14)
+    update_approval_levels(policy=POLICY, now=timezone.now())
+    source.refresh_from_db()
+    assert source.approval_level == 0.75
+
+
+@pytest.mark.django_db
+def test_removals_in_a_slice_hold_the_level() -> None:
+    source = Source.objects.create(name="s", slug="s")
+    _posts(source, 80, final=0.06)
+    _posts(source, 8, final=0.06, status=PostStatus.REMOVED)  # 9 %
+    assert update_approval_levels(policy=POLICY, now=timezone.now()) == {}
+    source.refresh_from_db()
+    assert source.approval_level == 0.0
+
+
+@pytest.mark.django_db
+def test_only_the_sources_own_unreported_reviewed_recent_posts_count() -> None:
+    source = Source.objects.create(name="s", slug="s")
+    other = Source.objects.create(name="o", slug="o", approval_level=0.0)
+    now = timezone.now()
+    _posts(other, 200, final=0.06)  # another tenant's labels
+    _posts(source, 200, final=0.06, report_count=1)  # reported: queued whatever the score
+    _posts(source, 200, final=0.06, status=PostStatus.QUEUED)  # not labelled yet
+    _posts(source, 200, final=0.06, status=PostStatus.AUTO_APPROVED)
+    old = now - timedelta(days=91)
+    _posts(source, 200, final=0.06, received_at=old)  # outside the window
+    evidence = level_evidence(source, POLICY, now=now)
+    assert [e.labelled for e in evidence] == [0, 0, 0, 0]
+    moved = update_approval_levels(policy=POLICY, now=now)
+    assert source.id not in moved
+    assert moved == {other.id: 0.25}
+
+
+@pytest.mark.django_db
+def test_a_source_at_the_full_band_or_inactive_is_not_read_and_a_level_is_never_lowered() -> None:
+    full = Source.objects.create(name="f", slug="f", approval_level=1.0)
+    idle = Source.objects.create(name="i", slug="i", is_active=False)
+    ahead = Source.objects.create(name="a", slug="a", approval_level=0.75)
+    for source in (full, idle, ahead):
+        _posts(source, 80, final=0.06)
+    assert update_approval_levels(policy=POLICY, now=timezone.now()) == {}
+    ahead.refresh_from_db()
+    assert ahead.approval_level == 0.75
+
+
+@pytest.mark.django_db
+def test_the_command_raises_and_prints_each_sources_evidence() -> None:
+    source = Source.objects.create(name="s", slug="s")
+    _posts(source, 80, final=0.06)
+    _posts(source, 3, final=0.1, status=PostStatus.REMOVED)
+    out = StringIO()
+    call_command("update_approval_levels", stdout=out)
+    assert "s: level 0.25 (raised); bands 0.25: 0/80 removed" in out.getvalue()
+    assert "0.50: 3/3 removed" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_the_beat_task_does_nothing_when_switched_off(settings: Any) -> None:
+    source = Source.objects.create(name="s", slug="s")
+    _posts(source, 80, final=0.06)
+    settings.EARNED_APPROVAL = False
+    assert tasks.update_approval_levels() == {}
+    settings.EARNED_APPROVAL = True
+    assert tasks.update_approval_levels() == {source.id: 0.25}
