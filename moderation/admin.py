@@ -92,7 +92,7 @@ class ApiKeyForm(forms.ModelForm):
 
 @admin.register(Source)
 class SourceAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "is_active", "callback_url", "created_at"]
+    list_display = ["name", "slug", "is_active", "approval_level", "callback_url", "created_at"]
     list_filter = ["is_active"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
