@@ -21,7 +21,9 @@ DATABASE_URL's and dropped afterwards) and a model repository of its own:
    posted through the API as new posts of another source, so no decision ever touches it) is
    scored and measured: F1 of the final score at 0.5, violations auto-approved, legitimate posts
    auto-removed, the queue rate and the share of it queued as unfamiliar text; and the bootstrap
-   SMS suite's F1 with the served text score.
+   SMS suite's F1 with the served text score. Before the held-out part is sent, the arrivals'
+   source's approval level is raised as the beat task would (scoring.services.approval_levels)
+   and the held-out source takes it (--no-earned-approval: the policy's full band throughout).
 
 On arrival it also measures what the Spot checks tab would say about the arrivals' automatic
 decisions (``spot_check_measure``): the share of insults among the posts the models approved, and
@@ -250,6 +252,7 @@ def run_order(args: argparse.Namespace, order: str) -> dict[str, Any]:
 
     call_command("migrate", verbosity=0)
     pool, held = load_data(args)
+    os.environ["EARNED_APPROVAL"] = "false" if args.no_earned_approval else "true"
     env = dict(os.environ) | {"PYTHONUNBUFFERED": "1"}
     args.repository = repository
     publish_models(args, env)
@@ -293,6 +296,7 @@ def run_order(args: argparse.Namespace, order: str) -> dict[str, Any]:
                 if checkpoint
                 else {"via": "bootstrap"}
             )
+            approval_level = earn_approval(source, held_source) if not args.no_earned_approval else None
             run = f"held{round_no}"
             held_ids = post_texts(
                 base_url=base_url, raw_key=held_key, run=run, texts=[t for t, _ in held], timeout_s=60
@@ -309,6 +313,7 @@ def run_order(args: argparse.Namespace, order: str) -> dict[str, Any]:
             row = {
                 "order": order,
                 "labels": given,
+                "approval_level": approval_level,
                 "insults_among_labels": sum(labels[p.external_id] for p in decided_posts(source)),
                 **held_out_metrics(measured),
                 "queued_as_unfamiliar_share": queued_as_unfamiliar_share(held_source, run, len(measured)),
@@ -334,6 +339,22 @@ def run_order(args: argparse.Namespace, order: str) -> dict[str, Any]:
         "spot_checks": spot_checks,
         "rows": rows,
     }
+
+
+def earn_approval(source: Any, held_source: Any) -> float:
+    """What the beat task would do now (scoring.services.approval_levels): raise the arrivals'
+    source's approval level from its decided posts. The held-out posts stand for that platform's
+    next posts, so their source takes the same level (it has no decisions of its own)."""
+    from django.utils import timezone
+
+    from scoring.services.approval_levels import update_approval_levels
+    from scoring.services.policy import policy_active
+
+    update_approval_levels(policy=policy_active(), now=timezone.now())
+    source.refresh_from_db()
+    type(source).objects.filter(pk=held_source.pk).update(approval_level=source.approval_level)
+    print(f"approval level {source.approval_level:.2f}", flush=True)
+    return float(source.approval_level)
 
 
 def spot_check_measure(source: Any, labels: dict[str, int]) -> dict[str, Any]:
@@ -603,17 +624,19 @@ def markdown(results: Sequence[dict[str, Any]]) -> str:
             f"{result['held_out']} held out)",
             "",
             "| labels | of them violations | F1 (score 0.5) | violations auto-approved | legitimate auto-removed "
-            "| queue rate | of it as unfamiliar text | SMS suite F1 |",
-            "|---|---|---|---|---|---|---|---|",
+            "| queue rate | of it as unfamiliar text | approval level | SMS suite F1 |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for r in result["rows"]:
             share = r.get("queued_as_unfamiliar_share")
             unfamiliar = "" if share is None else f"{100 * share:.1f} %"
+            level = r.get("approval_level")
+            approval = "off" if level is None else f"{level:.2f}"
             lines.append(
                 f"| {r['labels']} | {r['insults_among_labels']} | {r['f1']:.3f} | {r['violations_auto_approved']} "
                 f"({100 * r['violations_auto_approved_share']:.1f} %) | {r['legitimate_auto_removed']} "
                 f"({100 * r['legitimate_auto_removed_share']:.1f} %) | {100 * r['queue_rate']:.1f} % "
-                f"| {unfamiliar} | {r['sms_suite_f1']:.3f} |"
+                f"| {unfamiliar} | {approval} | {r['sms_suite_f1']:.3f} |"
             )
         lines.append("")
         for action, what in (("approve", "insults among the approved"), ("remove", "comments among the removed")):
@@ -650,6 +673,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--fallback-retraining",
         action="store_true",
         help=f"without manage.py {ADAPT_COMMAND}: adapt with the admin's retraining run (fine-tunes; slow)",
+    )
+    parser.add_argument(
+        "--no-earned-approval",
+        action="store_true",
+        help="every source gets the policy's full approve band from the start (EARNED_APPROVAL=false)",
     )
     parser.add_argument(
         "--skip-adaptation",
