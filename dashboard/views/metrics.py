@@ -3,16 +3,19 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
 from dashboard.selectors import metrics as m
 from dashboard.selectors.appeals import appeal_figures
+from dashboard.selectors.earned_approval import approval_overview
 from dashboard.views.charts import Series, bar_chart, line_chart
 from moderation.permissions import CAN_VIEW_METRICS, role_required
 from moderation.selectors.spot_checks import spot_check_figures
 from moderation.services.priority import sla_seconds
+from scoring.services.policy import policy_active
 
 # "48h": hourly buckets for the last 48 hours; the others: daily buckets over that many days.
 WINDOWS = ("48h", "7", "14", "30", "90")
@@ -120,6 +123,8 @@ def metrics(request: HttpRequest) -> HttpResponse:
             "latency": latency,
             "appeal_figures": appeal_figures(),
             "spot_checks": spot_check_figures(since=since),
+            "approval": approval_overview(policy_active(), now=timezone.now()),
+            "approval_max_share": settings.EARNED_APPROVAL_MAX_SHARE,
         },
     )
 

@@ -93,6 +93,25 @@ def level_evidence(source: Source, policy: DecisionPolicy, *, now: datetime) -> 
     ]
 
 
+# labels_to_open stops counting here: a step that needs more is shown as "more than" this.
+LABELS_TO_OPEN_CAP = 10_000
+
+
+def labels_to_open(step: LevelEvidence) -> int | None:
+    """How many more labels the step needs before it opens if none of them is removed (0: it is
+    earned; None: more than LABELS_TO_OPEN_CAP). The fewest, so the dashboard can say "at least"."""
+    low, high = 0, LABELS_TO_OPEN_CAP
+    if not LevelEvidence(step.level, step.labelled + high, step.removed).earned:
+        return None
+    while low < high:  # the bound only falls as clean labels are added: bisect
+        middle = (low + high) // 2
+        if LevelEvidence(step.level, step.labelled + middle, step.removed).earned:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
 def earned_level(current: float, evidence: list[LevelEvidence]) -> float:
     """The highest step below which every step is earned, never below `current`."""
     level = float(current)

@@ -56,7 +56,8 @@ def spot_checked(count: int) -> list[Post]:
 
 
 @pytest.mark.parametrize("width", [1440, 390])
-def test_no_axe_violations_and_no_sideways_scroll(browser, live_server, width):
+def test_no_axe_violations_and_no_sideways_scroll(browser, live_server, width, settings):
+    settings.EARNED_APPROVAL = True  # the metrics page's earned-approval card, one row per source
     world = seed_world()
     policy_active()
     mia = UserFactory(username="mia", role="moderator")
