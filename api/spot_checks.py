@@ -5,6 +5,7 @@ alerts. Counts and shares only: no post, text or other source's figure."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
@@ -16,6 +17,10 @@ from api.authentication import request_source
 from api.views import ERRORS, JsonApiView
 from moderation.models import ApiScope
 from moderation.selectors.spot_checks import SpotCheckShare, spot_check_figures
+from scoring import api as scoring
+
+if TYPE_CHECKING:
+    from scoring.services.approval_levels import SourceApproval
 
 MAX_DAYS = 365
 
@@ -56,10 +61,58 @@ class SpotCheckShareOutputSerializer(serializers.Serializer):
     )
 
 
+class ApprovalStepOutputSerializer(serializers.Serializer):
+    level = serializers.FloatField(help_text="The level this step opens.")
+    labelled = serializers.IntegerField(
+        help_text="Reviewed, unreported posts of the slice of the band this step adds (its window)."
+    )
+    removed = serializers.IntegerField(help_text="Of them, removed by a moderator.")
+    upper_bound = serializers.FloatField(help_text="The removed share's 95 % Wilson upper bound.")
+    labels_to_open = serializers.IntegerField(
+        allow_null=True,
+        help_text="Labels of this slice still needed if none is removed (0: opens at the next check); null: more "
+        "than 10,000.",
+    )
+
+
+class ApprovalOutputSerializer(serializers.Serializer):
+    level = serializers.FloatField(
+        help_text="How far the models may approve on their own: 0 only the surest posts, 1 the policy's full band."
+    )
+    approves_below_score = serializers.FloatField(help_text="The models approve alone only below this final score …")
+    approves_below_abuse = serializers.FloatField(help_text="… and below this abuse score.")
+    next_step = ApprovalStepOutputSerializer(allow_null=True, help_text="null: the full band is open.")
+
+
 class SpotChecksOutputSerializer(serializers.Serializer):
     since = serializers.DateTimeField(help_text="Posts received from this moment on count.")
     approve = SpotCheckShareOutputSerializer(help_text="The models' own approvals drawn for a check.")
     remove = SpotCheckShareOutputSerializer(help_text="The models' own removals drawn for a check.")
+    approval = ApprovalOutputSerializer(
+        allow_null=True,
+        help_text="Earned approval: how far the models may approve this source's posts on their own, and what the "
+        "next step still needs (not windowed by `days`); null when the deployment switched it off.",
+    )
+
+
+def _approval(approval: SourceApproval | None) -> dict[str, object] | None:
+    if approval is None:
+        return None
+    step = approval.next_step
+    return {
+        "level": approval.level,
+        "approves_below_score": approval.gate.final_below,
+        "approves_below_abuse": approval.gate.abuse_below,
+        "next_step": None
+        if step is None
+        else {
+            "level": step.level,
+            "labelled": step.labelled,
+            "removed": step.removed,
+            "upper_bound": step.upper_bound,
+            "labels_to_open": approval.to_open,
+        },
+    }
 
 
 def _share(part: SpotCheckShare) -> dict[str, object]:
@@ -85,7 +138,8 @@ class SpotChecksView(JsonApiView):
         "that were drawn for a moderator to check (`SPOT_CHECK_RATE`, or the source's own rate), how many a moderator "
         "has decided and how many the models got wrong, with the share and its 95 % interval. The draw is uniform, so "
         "once every draw is decided the shares estimate the error of all the automatic decisions; until then "
-        "(`coverage` below 1) they are provisional. Only the caller's source.",
+        "(`coverage` below 1) they are provisional. With them, how far the models may approve on their own "
+        "(earned approval) and how many labels the next step still needs. Only the caller's source.",
         parameters=[SpotCheckWindowInputSerializer],
         responses={200: SpotChecksOutputSerializer, **ERRORS},
     )
@@ -103,5 +157,6 @@ class SpotChecksView(JsonApiView):
             "since": since,
             "approve": _share(figures[0].approve if figures else empty),
             "remove": _share(figures[0].remove if figures else empty),
+            "approval": _approval(scoring.source_approval(source)),
         }
         return Response(SpotChecksOutputSerializer(body).data)

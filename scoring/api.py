@@ -22,6 +22,7 @@ from scoring.models import Action, DecisionPolicy, Score
 if TYPE_CHECKING:
     from moderation.models import Post, Source
     from scoring.services.abuse_policy import AbuseThresholds
+    from scoring.services.approval_levels import SourceApproval
     from scoring.services.inline import PrePublish
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "policy_active",
     "prepublish_hold",
     "score_inline",
+    "source_approval",
     "triton_metrics_text",
     "waiting_rescore_on_commit",
     "warm_up",
@@ -97,3 +99,17 @@ def abuse_thresholds(source: Source) -> AbuseThresholds:
     from scoring.services.abuse_policy import abuse_thresholds as thresholds
 
     return thresholds(source)
+
+
+def source_approval(source: Source) -> SourceApproval | None:
+    """How far `source`'s models may approve on their own and what its next step still needs
+    (scoring.services.earned_approval, approval_levels); None when earned approval is off."""
+    from django.conf import settings
+    from django.utils import timezone
+
+    from scoring.services.approval_levels import source_approval as approval
+    from scoring.services.policy import policy_active as active
+
+    if not settings.EARNED_APPROVAL:
+        return None
+    return approval(source, active(), now=timezone.now())

@@ -15,7 +15,6 @@ from dashboard.views.charts import Series, bar_chart, line_chart
 from moderation.permissions import CAN_VIEW_METRICS, role_required
 from moderation.selectors.spot_checks import spot_check_figures
 from moderation.services.priority import sla_seconds
-from scoring.services.policy import policy_active
 
 # "48h": hourly buckets for the last 48 hours; the others: daily buckets over that many days.
 WINDOWS = ("48h", "7", "14", "30", "90")
@@ -123,7 +122,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
             "latency": latency,
             "appeal_figures": appeal_figures(),
             "spot_checks": spot_check_figures(since=since),
-            "approval": approval_overview(policy_active(), now=timezone.now()),
+            "approval": approval_overview(),
             "approval_max_share": settings.EARNED_APPROVAL_MAX_SHARE,
         },
     )

@@ -122,6 +122,31 @@ def earned_level(current: float, evidence: list[LevelEvidence]) -> float:
     return level
 
 
+@dataclass(frozen=True)
+class SourceApproval:
+    """Where one source stands: its level, what its models approve alone, and its next step."""
+
+    level: float
+    gate: ApprovalGate
+    next_step: LevelEvidence | None  # None: the full band is open
+    to_open: int | None  # labels the next step still needs if none is removed; None: over the cap
+
+
+def source_approval(source: Source, policy: DecisionPolicy, *, now: datetime) -> SourceApproval:
+    """One aggregate query below level 1, none at it."""
+    gate = approval_gate(
+        source.approval_level,
+        approve_threshold=policy.approve_threshold,
+        abuse_queue_threshold=abuse_thresholds(source).queue,
+    )
+    if source.approval_level >= 1.0:
+        return SourceApproval(level=source.approval_level, gate=gate, next_step=None, to_open=0)
+    next_step = next(e for e in level_evidence(source, policy, now=now) if e.level > source.approval_level)
+    return SourceApproval(
+        level=source.approval_level, gate=gate, next_step=next_step, to_open=labels_to_open(next_step)
+    )
+
+
 def update_approval_levels(*, policy: DecisionPolicy, now: datetime) -> dict[int, float]:
     """Raise every active source below level 1 to the level its reviewed posts earn; an
     AuditLog row per change. Returns source id -> new level for the sources that moved."""

@@ -74,3 +74,29 @@ def test_the_read_scope_is_needed(api):
     writer = ApiCaller(api.source, create_api_key(api.source, scopes=[ApiScope.POSTS_WRITE]))
     response = writer.get("/api/v1/spot-checks")
     assert response.status_code == 403 and response.json()["error"]["code"] == "insufficient_scope"
+
+
+def test_a_source_reads_its_own_approval_level_and_what_its_next_step_needs(api, other_api, settings):
+    settings.EARNED_APPROVAL = True
+    settings.EARNED_APPROVAL_START_FINAL = 0.05
+    settings.EARNED_APPROVAL_START_ABUSE = 0.15
+    settings.EARNED_APPROVAL_MAX_SHARE = 0.05
+    settings.EARNED_APPROVAL_MIN_LABELS = 50
+    for status in (PostStatus.APPROVED,) * 30 + (PostStatus.REMOVED,):  # the first step's slice
+        make_post(source=api.source, status=status, final_score=0.06)
+    for _ in range(40):  # another source's labels never count here
+        make_post(source=other_api.source, status=PostStatus.APPROVED, final_score=0.06)
+    approval = api.get("/api/v1/spot-checks").json()["approval"]
+    assert approval["level"] == 0.0
+    assert approval["approves_below_score"] == pytest.approx(0.05)
+    assert approval["approves_below_abuse"] == pytest.approx(0.15)
+    step = approval["next_step"]
+    assert (step["level"], step["labelled"], step["removed"]) == (0.25, 31, 1)
+    assert 1 / 31 < step["upper_bound"] < 1
+    assert step["labels_to_open"] > 0
+    other_api.source.approval_level = 1.0
+    other_api.source.save(update_fields=["approval_level"])
+    theirs = other_api.get("/api/v1/spot-checks").json()["approval"]
+    assert theirs["next_step"] is None and theirs["approves_below_score"] == pytest.approx(0.2)
+    settings.EARNED_APPROVAL = False
+    assert api.get("/api/v1/spot-checks").json()["approval"] is None
