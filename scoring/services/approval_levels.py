@@ -57,7 +57,7 @@ class LevelEvidence:
 
     @property
     def earned(self) -> bool:
-        return (
+        return bool(
             self.labelled >= settings.EARNED_APPROVAL_MIN_LABELS
             and self.upper_bound <= settings.EARNED_APPROVAL_MAX_SHARE
         )
