@@ -317,6 +317,7 @@ def run_order(args: argparse.Namespace, order: str) -> dict[str, Any]:
                 "insults_among_labels": sum(labels[p.external_id] for p in decided_posts(source)),
                 **held_out_metrics(measured),
                 "queued_as_unfamiliar_share": queued_as_unfamiliar_share(held_source, run, len(measured)),
+                **earned_approval_measure(held_source, run, dict(zip(held_ids, (y for _, y in held), strict=True))),
                 "held_out_not_stored": len(held_ids) - len(measured),
                 "sms_suite_f1": sms_suite_f1(),
                 "adaptation": adaptation,
@@ -341,19 +342,44 @@ def run_order(args: argparse.Namespace, order: str) -> dict[str, Any]:
     }
 
 
+def earned_approval_measure(held_source: Any, run: str, labels: dict[str, int]) -> dict[str, int]:
+    """What the source's approval level did to this held-out pass: the posts the level-0 gate
+    would have queued that were approved (and the insults among them), and the posts the gate
+    queued ("approval not yet earned", and the insults among them)."""
+    from django.conf import settings
+    from django.db.models import Q
+
+    from moderation.models import Post, PostStatus
+    from scoring.models import Score
+
+    posts = Post.objects.filter(source=held_source, external_id__startswith=f"{run}-")
+    beyond_start = Q(final_score__gte=settings.EARNED_APPROVAL_START_FINAL) | Q(
+        abuse_score__gte=settings.EARNED_APPROVAL_START_ABUSE
+    )
+    opened = list(posts.filter(beyond_start, status=PostStatus.AUTO_APPROVED).values_list("external_id", flat=True))
+    held = list(
+        Score.objects.filter(post__in=posts, routing_reason__startswith="approval not yet earned")
+        .values_list("post__external_id", flat=True)
+        .distinct()
+    )
+    return {
+        "approved_beyond_the_start": len(opened),
+        "violations_approved_beyond_the_start": sum(labels.get(i, 0) for i in opened),
+        "held_by_the_gate": len(held),
+        "violations_held_by_the_gate": sum(labels.get(i, 0) for i in held),
+    }
+
+
 def earn_approval(source: Any, held_source: Any) -> float:
-    """What the beat task would do now (scoring.services.approval_levels): raise the arrivals'
-    source's approval level from its decided posts. The held-out posts stand for that platform's
-    next posts, so their source takes the same level (it has no decisions of its own)."""
-    from django.utils import timezone
+    """What the beat task would do now (``manage.py update_approval_levels``, which prints each
+    source's evidence): raise the arrivals' source's approval level from its decided posts. The
+    held-out posts stand for that platform's next posts, so their source takes the same level
+    (it has no decisions of its own)."""
+    from django.core.management import call_command
 
-    from scoring.services.approval_levels import update_approval_levels
-    from scoring.services.policy import policy_active
-
-    update_approval_levels(policy=policy_active(), now=timezone.now())
+    call_command("update_approval_levels")
     source.refresh_from_db()
     type(source).objects.filter(pk=held_source.pk).update(approval_level=source.approval_level)
-    print(f"approval level {source.approval_level:.2f}", flush=True)
     return float(source.approval_level)
 
 
