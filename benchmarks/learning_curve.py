@@ -11,7 +11,8 @@ DATABASE_URL's and dropped afterwards) and a model repository of its own:
 1. the bootstrap models (--text/--tabular, default $ARTIFACTS_DIR/{text,tabular}/current) are
    published into a private repository and served by a private tritonserver; a Celery worker
    and gunicorn are started the way benchmarks/e2e_load.py starts them (private redis-server);
-2. the train and validation splits of the comments arrive, shuffled (the arrival order), as
+2. the train and validation splits of the comments arrive (--arrivals validation: the validation
+   split alone, which no model trained on), shuffled (the arrival order), as
    posts from new authors through POST /api/v1/posts/batch, and are scored by the worker;
 3. the moderator's decisions are replayed: "teach" takes the Teach tab's order
    (dashboard.selectors.teach.teach_ranking, re-ranked every --chunk decisions as the page
@@ -438,17 +439,20 @@ def decided_posts(source: Any) -> Any:
 
 
 def load_data(args: argparse.Namespace) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
-    """(the posts that arrive, shuffled; the held-out test split) as (text, 1 = violation)."""
+    """(the posts that arrive, shuffled; the held-out test split) as (text, 1 = violation). The
+    bootstrap abuse model trained on the train split (and calibrated on the validation split), so
+    arrivals from the train split are comments it has memorised: scores on them are surer than on
+    anything new, and a measure built from their labels (the earned approval's evidence) is too
+    kind. --arrivals validation sends only comments no model trained on."""
     from django.conf import settings
 
     from modelops.text.abuse_data import download_sdist, load_insult_splits
 
     sdist = args.sdist or (Path(settings.ABUSE_DATA_SDIST) if settings.ABUSE_DATA_SDIST else None)
     splits = load_insult_splits(sdist or download_sdist(Path(settings.ABUSE_DATA_CACHE)))
-    pool = [
-        *zip(splits.train.texts, splits.train.labels, strict=True),
-        *zip(splits.validation.texts, splits.validation.labels, strict=True),
-    ]
+    pool = list(zip(splits.validation.texts, splits.validation.labels, strict=True))
+    if args.arrivals == "train+validation":  # in this order: the seeded shuffle of earlier runs
+        pool = list(zip(splits.train.texts, splits.train.labels, strict=True)) + pool
     random.Random(args.seed).shuffle(pool)
     held = list(zip(splits.test.texts, splits.test.labels, strict=True))
     if args.limit:
@@ -699,6 +703,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--fallback-retraining",
         action="store_true",
         help=f"without manage.py {ADAPT_COMMAND}: adapt with the admin's retraining run (fine-tunes; slow)",
+    )
+    parser.add_argument(
+        "--arrivals",
+        choices=("train+validation", "validation"),
+        default="train+validation",
+        help="the splits that arrive (validation: only comments no bootstrap model trained on; see load_data)",
     )
     parser.add_argument(
         "--no-earned-approval",
