@@ -157,6 +157,6 @@ class SpotChecksView(JsonApiView):
             "since": since,
             "approve": _share(figures[0].approve if figures else empty),
             "remove": _share(figures[0].remove if figures else empty),
-            "approval": _approval(scoring.source_approval(source)),
+            "approval": _approval(approvals[0] if (approvals := scoring.source_approvals([source])) else None),
         }
         return Response(SpotChecksOutputSerializer(body).data)

@@ -15,6 +15,7 @@ transaction per batch (scoring.services.scoring.persist)."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from scoring.models import Action, DecisionPolicy, Score
@@ -34,7 +35,7 @@ __all__ = [
     "policy_active",
     "prepublish_hold",
     "score_inline",
-    "source_approval",
+    "source_approvals",
     "triton_metrics_text",
     "waiting_rescore_on_commit",
     "warm_up",
@@ -101,15 +102,17 @@ def abuse_thresholds(source: Source) -> AbuseThresholds:
     return thresholds(source)
 
 
-def source_approval(source: Source) -> SourceApproval | None:
-    """How far `source`'s models may approve on their own and what its next step still needs
-    (scoring.services.earned_approval, approval_levels); None when earned approval is off."""
+def source_approvals(sources: Sequence[Source]) -> list[SourceApproval] | None:
+    """Per source, how far its models may approve on their own and what its next step still
+    needs (scoring.services.earned_approval, approval_levels): one policy read, one aggregate per
+    source below level 1. None when earned approval is off."""
     from django.conf import settings
     from django.utils import timezone
 
-    from scoring.services.approval_levels import source_approval as approval
+    from scoring.services.approval_levels import source_approval
     from scoring.services.policy import policy_active as active
 
     if not settings.EARNED_APPROVAL:
         return None
-    return approval(source, active(), now=timezone.now())
+    policy, now = active(), timezone.now()
+    return [source_approval(source, policy, now=now) for source in sources]

@@ -121,3 +121,9 @@ def test_the_earned_approval_settings_are_checked(name: str, value: str, refusal
     result = _run(LOAD, {**PRODUCTION_ENV, name: value})
     assert (result.returncode == 0) is (not refusal), result.stderr
     assert refusal in result.stderr
+
+
+def test_a_zero_share_could_never_be_earned() -> None:
+    result = _run(LOAD, {**PRODUCTION_ENV, "EARNED_APPROVAL_MAX_SHARE": "0"})
+    assert result.returncode != 0
+    assert "EARNED_APPROVAL_MAX_SHARE must lie above 0" in result.stderr

@@ -482,6 +482,8 @@ EARNED_APPROVAL_INTERVAL_S = env.float("EARNED_APPROVAL_INTERVAL_S", default=300
 for _name in ("EARNED_APPROVAL_START_FINAL", "EARNED_APPROVAL_START_ABUSE", "EARNED_APPROVAL_MAX_SHARE"):
     if not 0.0 <= globals()[_name] <= 1.0:
         raise ImproperlyConfigured(f"{_name} must lie between 0 and 1")
+if EARNED_APPROVAL_MAX_SHARE == 0.0:  # a Wilson upper bound is never 0: no step would ever open
+    raise ImproperlyConfigured("EARNED_APPROVAL_MAX_SHARE must lie above 0")
 if EARNED_APPROVAL_MIN_LABELS < 1 or EARNED_APPROVAL_WINDOW_DAYS < 1 or EARNED_APPROVAL_INTERVAL_S <= 0:
     raise ImproperlyConfigured(
         "EARNED_APPROVAL_MIN_LABELS and EARNED_APPROVAL_WINDOW_DAYS must be at least 1, "

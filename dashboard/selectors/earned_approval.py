@@ -15,10 +15,8 @@ if TYPE_CHECKING:
 
 def approval_overview() -> list[tuple[str, SourceApproval]]:
     """(source name, where it stands) per active source, by name; empty when switched off."""
-    rows = []
-    for source in Source.objects.filter(is_active=True).order_by("name"):
-        approval = scoring.source_approval(source)
-        if approval is None:
-            return []
-        rows.append((source.name, approval))
-    return rows
+    sources = list(Source.objects.filter(is_active=True).order_by("name"))
+    approvals = scoring.source_approvals(sources)
+    if approvals is None:
+        return []
+    return [(source.name, approval) for source, approval in zip(sources, approvals, strict=True)]

@@ -1,23 +1,27 @@
 """Raising a source's approval level (scoring.services.earned_approval) from its reviewed posts.
 
 The levels are steps of a quarter of the band between the gate at level 0 and the policy's. The
-evidence for a step is the posts of the source that a moderator decided, that nobody reported (a
-report sends a post to a human whatever its score, so reported posts say nothing about the
-approve band), received within EARNED_APPROVAL_WINDOW_DAYS, and that the step's gate would
-approve but the gate one step lower would not: the slice of the band the step adds. While the
-source is below the step those posts are queued, so moderators label all of them, not a sample.
-A step is earned when at least EARNED_APPROVAL_MIN_LABELS of its posts were labelled and the 95 %
-Wilson upper bound of the share removed is at most EARNED_APPROVAL_MAX_SHARE (with none removed
-that takes 73 labels at 5 %); the source moves to the highest step below which every step is
-earned. Each slice answers for itself: posts just above the start, where most of a band's labels
-fall, do not vouch for posts near the policy's threshold.
+evidence for a step is the posts of the source, received within EARNED_APPROVAL_WINDOW_DAYS and
+since decided by a moderator, that fall in the slice of the band the step adds (the step's gate
+would approve them, the gate one step lower would not, by their scores) and that either the gate
+held (their score's routing reason says "approval not yet earned") or the models approved and a
+spot check drew. Posts queued for another reason (a report, an unfamiliar text, a language, a
+campaign, an enforcement) would not be approved by opening the slice, so they are not evidence.
+While a step is closed every such post waits for a moderator, so the labels cover the slice's
+posts as they come, not a chosen few. A step is earned when at least EARNED_APPROVAL_MIN_LABELS
+of its posts were labelled and the 95 % Wilson upper bound of the share removed is at most
+EARNED_APPROVAL_MAX_SHARE (with none removed that takes 73 labels at 5 %, so at the defaults the
+share decides, not the minimum); the source moves to the highest step below which every step
+above its current level is earned. Each slice answers for itself: posts just above the start,
+where most of a band's labels fall, do not vouch for posts near the policy's threshold.
 
-The level only rises here. Once a band is approved its posts are no longer queued, so the only
-new labels in it are the spot checks' (a 2 % sample): too few to take a band back in minutes,
-and a level that fell for lack of labels would flood the queue. The Spot checks card shows the
-error of what is approved. An admin may set a level by hand in the Source admin: a higher one
-skips ahead (an operator who already trusts the models on this content), a lower one comes back
-up to what the evidence earns at the next update.
+The level only rises here. Once a slice is approved its only new labels are the spot checks'
+(a 2 % sample): too few to take it back in minutes, and a level that fell for lack of labels
+would flood the queue. The Spot checks card shows the error of what is approved. An admin may
+set a level by hand in the Source admin: a higher one skips ahead (an operator who already trusts
+the models on this content), a lower one comes back up to what the evidence earns at the next
+update. The level is a share of the band, not a score: raising the policy's approve threshold or a
+source's abuse queue threshold widens every slice.
 """
 
 from __future__ import annotations
@@ -27,14 +31,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, Q
+from django.db import transaction
+from django.db.models import Count, Exists, OuterRef, Q
 
 from moderation.models import Post, PostStatus, Source
 from moderation.selectors.spot_checks import wilson_interval
 from moderation.services.audit import audit_record
-from scoring.models import DecisionPolicy
+from scoring.models import Action, DecisionPolicy, Score
 from scoring.services.abuse_policy import abuse_thresholds
-from scoring.services.earned_approval import ApprovalGate, approval_gate
+from scoring.services.earned_approval import HELD_REASON, ApprovalGate, approval_gate
 
 logger = logging.getLogger(__name__)
 
@@ -75,14 +80,18 @@ def level_evidence(source: Source, policy: DecisionPolicy, *, now: datetime) -> 
         for level in (0.0, *LEVELS)
     ]
     slices = [_approvable(gates[i + 1]) & ~_approvable(gates[i]) for i in range(len(LEVELS))]
-    reviewed = Post.objects.filter(
-        _approvable(gates[-1]),
-        source_id=source.id,
-        status__in=(PostStatus.APPROVED, PostStatus.REMOVED),
-        report_count=0,
-        final_score__isnull=False,
-        received_at__gte=now - timedelta(days=settings.EARNED_APPROVAL_WINDOW_DAYS),
-    ).exclude(_approvable(gates[0]))
+    held = Score.objects.filter(post=OuterRef("pk"), routing_reason__startswith=HELD_REASON)
+    reviewed = (
+        Post.objects.filter(
+            _approvable(gates[-1]),
+            source_id=source.id,
+            status__in=(PostStatus.APPROVED, PostStatus.REMOVED),
+            final_score__isnull=False,
+            received_at__gte=now - timedelta(days=settings.EARNED_APPROVAL_WINDOW_DAYS),
+        )
+        .filter(Q(Exists(held)) | Q(spot_check_action=Action.APPROVE))
+        .exclude(_approvable(gates[0]))
+    )
     counts = reviewed.aggregate(
         **{f"n{i}": Count("id", filter=band) for i, band in enumerate(slices)},
         **{f"r{i}": Count("id", filter=band & Q(status=PostStatus.REMOVED)) for i, band in enumerate(slices)},
@@ -113,12 +122,16 @@ def labels_to_open(step: LevelEvidence) -> int | None:
 
 
 def earned_level(current: float, evidence: list[LevelEvidence]) -> float:
-    """The highest step below which every step is earned, never below `current`."""
+    """The highest step below which every step above `current` is earned; never below `current`.
+    A step at or below it is not asked again: its slice is approved now, so it gathers labels
+    only from spot checks, and its labels ageing out of the window must not hold the next."""
     level = float(current)
     for step in evidence:
+        if step.level <= current:
+            continue
         if not step.earned:
             break
-        level = max(level, step.level)
+        level = step.level
     return level
 
 
@@ -156,27 +169,30 @@ def update_approval_levels(*, policy: DecisionPolicy, now: datetime) -> dict[int
         level = earned_level(source.approval_level, evidence)
         if level <= source.approval_level:
             continue
-        # Conditional: a level an admin set meanwhile is not overwritten from a stale read.
-        if not Source.objects.filter(pk=source.pk, approval_level=source.approval_level).update(approval_level=level):
-            continue
-        audit_record(
-            actor=None,
-            action="source.approval_level_earned",
-            target=source,
-            before={"approval_level": source.approval_level},
-            after={
-                "approval_level": level,
-                "evidence": [
-                    {
-                        "level": e.level,
-                        "labelled": e.labelled,
-                        "removed": e.removed,
-                        "upper_bound": round(e.upper_bound, 4),
-                    }
-                    for e in evidence
-                ],
-            },
-        )
+        with transaction.atomic():
+            # Conditional: a level an admin set meanwhile is not overwritten from a stale read.
+            if not Source.objects.filter(pk=source.pk, approval_level=source.approval_level).update(
+                approval_level=level
+            ):
+                continue
+            audit_record(
+                actor=None,
+                action="source.approval_level_earned",
+                target=source,
+                before={"approval_level": source.approval_level},
+                after={
+                    "approval_level": level,
+                    "evidence": [
+                        {
+                            "level": e.level,
+                            "labelled": e.labelled,
+                            "removed": e.removed,
+                            "upper_bound": round(e.upper_bound, 4),
+                        }
+                        for e in evidence
+                    ],
+                },
+            )
         logger.info("scoring.approval_level source=%s %.2f -> %.2f", source.id, source.approval_level, level)
         moved[source.id] = level
     return moved

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
+from moderation.enforcement_state import author_allowlisted
 from moderation.models import POST_TRANSITIONS, Post, PostStatus
 from scoring.features.extract import PostFeatures
 from scoring.models import Action, DecisionPolicy
@@ -106,7 +107,7 @@ class Decision:
     removed_now: bool = False  # moved to auto_removed by this decision (spam counters)
     enforcement: str = ""  # the enforcement that changed the policy's action, if one did
     # Why the post waits for a human, where it does: the language or familiarity routing, else
-    # the campaign's hold, else the abuse rule's.
+    # the campaign's hold, else the abuse rule's, else the earned approval's.
     routing_reason: str = ""
     abuse: str = ""  # how the abuse score changed the action, if it did
     campaign: str = ""  # how a decided campaign changed the action, if it did
@@ -185,7 +186,9 @@ def _scored(
     before = final
     final, campaign = campaign_action(post=item.post, action=final, now=now)
     earned = ""
-    if settings.EARNED_APPROVAL and item.reason is None and not why:
+    # A block list's removal and an enforcement's queue are no approval; an author a moderator
+    # allow-listed is vouched for by a person, so the models' own caution does not apply.
+    if settings.EARNED_APPROVAL and not author_allowlisted(item.post.author, now=now):
         gate = approval_gate(
             item.post.source.approval_level,
             approve_threshold=policy.approve_threshold,

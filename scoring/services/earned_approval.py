@@ -11,9 +11,9 @@ scoring.services.approval_levels raises the level as far as those labels show th
 posts a wider band would approve break the rules. At level 1 the policy's approve threshold and
 the source's abuse queue threshold apply unchanged.
 
-The gate only ever turns an approval into a queue: it never approves, never removes, and leaves
-a moderator's enforcement (a trusted author's pass) alone. A pure function of its inputs,
-tested as a table.
+The gate only ever turns an approval into a queue: it never approves and never removes. An
+author a moderator allow-listed is not gated (a person vouched for them; decide checks). A pure
+function of its inputs, tested as a table.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from scoring.models import Action
+
+# The routing reason of a post the gate queued; approval_levels finds its evidence by it.
+HELD_REASON = "approval not yet earned"
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ def earned_approval_decide(
     if action != Action.APPROVE:
         return action, ""
     if final_score >= gate.final_below:
-        return Action.QUEUE, f"approval not yet earned: score {final_score:.3f} >= {gate.final_below:.3f}"
+        return Action.QUEUE, f"{HELD_REASON}: score {final_score:.3f} >= {gate.final_below:.3f}"
     if abuse is not None and abuse >= gate.abuse_below:
-        return Action.QUEUE, f"approval not yet earned: abuse {abuse:.3f} >= {gate.abuse_below:.3f}"
+        return Action.QUEUE, f"{HELD_REASON}: abuse {abuse:.3f} >= {gate.abuse_below:.3f}"
     return action, ""

@@ -7,11 +7,15 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from moderation.models import PostStatus
+from scoring.models import Action
 from scoring.services.approval_levels import LevelEvidence, labels_to_open
-from tests.dashboard.dashboard_factories import AuthorFactory, PostFactory, SourceFactory
+from scoring.services.earned_approval import HELD_REASON
+from tests.dashboard.dashboard_factories import AuthorFactory, PostFactory, ScoreFactory, SourceFactory
 from tests.dashboard.dashboard_fixtures import *  # noqa: F403
 
 pytestmark = pytest.mark.django_db
@@ -35,8 +39,9 @@ def _row(html: str, source: str) -> str:
 def test_the_card_says_each_sources_level_and_what_the_next_step_needs(mod_client) -> None:
     new = SourceFactory(name="New", approval_level=0.0)
     author = AuthorFactory(source=new)
-    for _ in range(40):  # the first step's slice: 40 reviewed, none removed
-        PostFactory(source=new, author=author, status=PostStatus.APPROVED, final_score=0.06, report_count=0)
+    for _ in range(40):  # the first step's slice: 40 the gate held, approved by a moderator
+        post = PostFactory(source=new, author=author, status=PostStatus.APPROVED, final_score=0.06)
+        ScoreFactory(post=post, final_score=0.06, action=Action.QUEUE, routing_reason=f"{HELD_REASON}: score")
     SourceFactory(name="Trusted", approval_level=1.0)
     html = mod_client.get(reverse("dashboard:metrics")).content.decode()
     row = _row(html, "New")
@@ -62,3 +67,18 @@ def test_no_card_when_switched_off(mod_client, settings) -> None:
     settings.EARNED_APPROVAL = False
     SourceFactory(name="New", approval_level=0.0)
     assert "data-earned-approval" not in mod_client.get(reverse("dashboard:metrics")).content.decode()
+
+
+def test_the_card_costs_one_query_per_gated_source(mod_client) -> None:
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert mod_client.get(reverse("dashboard:metrics")).status_code == 200
+        return len(captured.captured_queries)
+
+    SourceFactory(name="A", approval_level=0.0)
+    SourceFactory(name="Full", approval_level=1.0)
+    one = queries()
+    SourceFactory(name="B", approval_level=0.0)
+    SourceFactory(name="C", approval_level=0.5)
+    SourceFactory(name="Full too", approval_level=1.0)
+    assert queries() == one + 2  # two more gated sources: an aggregate each; a full band reads nothing

