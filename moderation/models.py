@@ -107,6 +107,9 @@ class Source(models.Model):
         help_text="How far the models may approve on their own: 0 only the surest posts, 1 the policy's full band. "
         "Raised automatically as reviewed posts show the wider band safe.",
     )
+    # When an admin last set approval_level by hand: only posts received since count as evidence
+    # for raising it again, so a level lowered after an incident stays down until new labels earn it.
+    approval_level_set_at = models.DateTimeField(null=True, blank=True, editable=False)
     campaign_member_action = models.CharField(
         max_length=10,
         choices=[("queue", "Hold for review"), ("remove", "Remove")],

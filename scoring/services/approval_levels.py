@@ -18,9 +18,10 @@ where most of a band's labels fall, do not vouch for posts near the policy's thr
 The level only rises here. Once a slice is approved its only new labels are the spot checks'
 (a 2 % sample): too few to take it back in minutes, and a level that fell for lack of labels
 would flood the queue. The Spot checks card shows the error of what is approved. An admin may
-set a level by hand in the Source admin: a higher one skips ahead (an operator who already trusts
-the models on this content), a lower one comes back up to what the evidence earns at the next
-update. The level is a share of the band, not a score: raising the policy's approve threshold or a
+set a level by hand in the Source admin (audited): a higher one skips ahead (an operator who
+already trusts the models on this content); from then on only posts received after the change
+count as evidence, so a level lowered after an incident stays down until new labels earn it. The
+level is a share of the band, not a score: raising the policy's approve threshold or a
 source's abuse queue threshold widens every slice.
 """
 
@@ -87,7 +88,10 @@ def level_evidence(source: Source, policy: DecisionPolicy, *, now: datetime) -> 
             source_id=source.id,
             status__in=(PostStatus.APPROVED, PostStatus.REMOVED),
             final_score__isnull=False,
-            received_at__gte=now - timedelta(days=settings.EARNED_APPROVAL_WINDOW_DAYS),
+            received_at__gte=max(
+                [now - timedelta(days=settings.EARNED_APPROVAL_WINDOW_DAYS)]
+                + ([source.approval_level_set_at] if source.approval_level_set_at else [])
+            ),
         )
         .filter(Q(Exists(held)) | Q(spot_check_action=Action.APPROVE))
         .exclude(_approvable(gates[0]))

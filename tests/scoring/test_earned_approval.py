@@ -10,9 +10,11 @@ from io import StringIO
 from typing import Any
 
 import pytest
+from django.contrib import admin as django_admin
 from django.core.management import call_command
 from django.utils import timezone
 
+from moderation.admin import SourceAdmin
 from moderation.models import AuditLog, Author, Post, PostStatus, Source
 from scoring import tasks
 from scoring.models import Action, DecisionPolicy, Score
@@ -235,3 +237,29 @@ def test_the_beat_task_does_nothing_when_switched_off(settings: Any) -> None:
     assert tasks.update_approval_levels() == {}
     settings.EARNED_APPROVAL = True
     assert tasks.update_approval_levels() == {source.id: 0.25}
+
+
+@pytest.mark.django_db
+def test_a_level_an_admin_sets_is_audited_and_counts_only_later_posts(admin_user: Any, rf: Any) -> None:
+    source = Source.objects.create(name="s", slug="s", approval_level=0.5)
+    _posts(source, 80, final=0.06, received_at=timezone.now() - timedelta(days=1))  # earned before
+    model_admin = SourceAdmin(Source, django_admin.site)
+    request = rf.post("/")
+    request.user = admin_user
+    form_class = model_admin.get_form(request, source)
+    data = {f: getattr(source, f) for f in form_class.base_fields if f not in ("callback_url", "webhook_secret")}
+    del data["created_at"]  # the admin's split date and time widgets
+    created = timezone.localtime(source.created_at)
+    data |= {"created_at_0": created.date().isoformat(), "created_at_1": created.strftime("%H:%M:%S")}
+    form = form_class({**data, "approval_level": 0.0, "callback_url": "", "webhook_secret": ""}, instance=source)
+    assert form.is_valid(), form.errors
+    model_admin.save_model(request, form.save(commit=False), form, change=True)
+    source.refresh_from_db()
+    assert source.approval_level == 0.0 and source.approval_level_set_at is not None
+    audit = AuditLog.objects.get(action="source.approval_level_set", target_id=str(source.id))
+    assert audit.actor == admin_user
+    assert (audit.before, audit.after) == ({"approval_level": 0.5}, {"approval_level": 0.0})
+    # The labels from before the change no longer raise it; new ones do.
+    assert update_approval_levels(policy=POLICY, now=timezone.now()) == {}
+    _posts(source, 80, final=0.06)
+    assert update_approval_levels(policy=POLICY, now=timezone.now()) == {source.id: 0.25}
