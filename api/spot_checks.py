@@ -64,9 +64,10 @@ class SpotCheckShareOutputSerializer(serializers.Serializer):
 class ApprovalStepOutputSerializer(serializers.Serializer):
     level = serializers.FloatField(help_text="The level this step opens.")
     labelled = serializers.IntegerField(
-        help_text="Reviewed, unreported posts of the slice of the band this step adds (its window)."
+        help_text="Posts the gate held in the slice of the band this step adds, received in its window, that "
+        "have ended (decided by a moderator, or removed by a later re-score)."
     )
-    removed = serializers.IntegerField(help_text="Of them, removed by a moderator.")
+    removed = serializers.IntegerField(help_text="Of them, removed.")
     upper_bound = serializers.FloatField(help_text="The removed share's 95 % Wilson upper bound.")
     labels_to_open = serializers.IntegerField(
         allow_null=True,

@@ -347,19 +347,24 @@ def earned_approval_measure(held_source: Any, run: str, labels: dict[str, int]) 
     """What the source's approval level did to this held-out pass: the posts the level-0 gate
     would have queued that were approved (and the insults among them), and the posts the gate
     queued ("approval not yet earned", and the insults among them)."""
-    from django.conf import settings
     from django.db.models import Q
 
     from moderation.models import Post, PostStatus
     from scoring.models import Score
+    from scoring.services.abuse_policy import abuse_thresholds
+    from scoring.services.earned_approval import HELD_REASON, approval_gate
+    from scoring.services.policy import policy_active
 
     posts = Post.objects.filter(source=held_source, external_id__startswith=f"{run}-")
-    beyond_start = Q(final_score__gte=settings.EARNED_APPROVAL_START_FINAL) | Q(
-        abuse_score__gte=settings.EARNED_APPROVAL_START_ABUSE
+    start = approval_gate(
+        0.0,
+        approve_threshold=policy_active().approve_threshold,
+        abuse_queue_threshold=abuse_thresholds(held_source).queue,
     )
+    beyond_start = Q(final_score__gte=start.final_below) | Q(abuse_score__gte=start.abuse_below)
     opened = list(posts.filter(beyond_start, status=PostStatus.AUTO_APPROVED).values_list("external_id", flat=True))
     held = list(
-        Score.objects.filter(post__in=posts, routing_reason__startswith="approval not yet earned")
+        Score.objects.filter(post__in=posts, routing_reason__startswith=HELD_REASON)
         .values_list("post__external_id", flat=True)
         .distinct()
     )

@@ -12,7 +12,6 @@ from django.db import models, transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
-from django.utils import timezone
 
 from moderation import admin_users  # noqa: F401  (registers the role-limited user admin)
 from moderation.categories import category_choices, policy_categories
@@ -46,8 +45,8 @@ from moderation.models import (
     Strike,
 )
 from moderation.services.api_keys import api_key_create, api_key_revoke, api_key_scopes_set
+from moderation.services.approval_levels import approval_level_set
 from moderation.services.assignment import specialist_queue_deleted, specialist_queue_saved
-from moderation.services.audit import audit_record
 from moderation.services.blocklists import BlockRefused, list_kind_of, list_status_set
 from moderation.services.ladder import ladder_rule_delete, ladder_rule_save
 
@@ -99,24 +98,24 @@ class SourceAdmin(admin.ModelAdmin):
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
     inlines = [ApiKeyInline]
-    actions = ["create_api_key"]
+    actions = ["create_api_key", "approval_start_over", "approval_full_band"]
+    # Set by the actions (audited, the evidence restarts) and raised by scoring, never typed in: a
+    # form opened before a raise would write the old level back.
+    readonly_fields = ["approval_level", "approval_level_set_at"]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
-    def save_model(self, request: HttpRequest, obj: Source, form: Any, change: bool) -> None:
-        """A level set by hand restarts its evidence (scoring.services.approval_levels) and is audited."""
-        if change and "approval_level" in form.changed_data:
-            before = form.initial.get("approval_level")
-            obj.approval_level_set_at = timezone.now()
-            super().save_model(request, obj, form, change)
-            audit_record(
-                actor=request.user,
-                action="source.approval_level_set",
-                target=obj,
-                before={"approval_level": before},
-                after={"approval_level": obj.approval_level},
-            )
-            return
-        super().save_model(request, obj, form, change)
+    @admin.action(description="Earned approval: start over at level 0 (only the surest posts)")
+    def approval_start_over(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
+        self._approval_level(request, queryset, 0.0)
+
+    @admin.action(description="Earned approval: open the policy's full band (level 1)")
+    def approval_full_band(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
+        self._approval_level(request, queryset, 1.0)
+
+    def _approval_level(self, request: HttpRequest, queryset: QuerySet[Source], level: float) -> None:
+        for source in queryset:
+            approval_level_set(source=source, level=level, actor=request.user)
+        self.message_user(request, f"Approval level set to {level:g} for {queryset.count()} source(s).")
 
     @admin.action(description="Create an API key (choose its scopes; shown once)")
     def create_api_key(self, request: HttpRequest, queryset: QuerySet[Source]) -> HttpResponse | None:

@@ -535,12 +535,13 @@ class Post(models.Model):
             models.Index(
                 fields=["campaign", "received_at"], name="post_campaign_idx", condition=Q(campaign__isnull=False)
             ),
-            # One source's reviewed posts over a window (the earned approval's evidence,
-            # scoring.services.approval_levels); only posts a moderator decided pay an entry.
+            # One source's ended posts over a window (the earned approval's evidence,
+            # scoring.services.approval_levels); approved-automatically and waiting posts, the
+            # bulk, pay no entry.
             models.Index(
                 fields=["source", "received_at"],
-                name="post_reviewed_source_idx",
-                condition=Q(status__in=["approved", "removed"]),
+                name="post_ended_source_idx",
+                condition=Q(status__in=["approved", "removed", "auto_removed"]),
             ),
         ]
 

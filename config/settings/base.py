@@ -469,9 +469,9 @@ if not 0.0 <= SPOT_CHECK_RATE <= 1.0:
 # approval_level 0, where the models approve only posts with a final score under START_FINAL and
 # an abuse score under START_ABUSE, and the rest of the policy's approve band is queued. The level
 # rises (scoring.services.approval_levels, every EARNED_APPROVAL_INTERVAL_S) as far as the
-# source's reviewed, unreported posts of the last WINDOW_DAYS show that the wider band approves
-# violations at most MAX_SHARE of the time (95 % Wilson upper bound, MIN_LABELS such posts at
-# least). Off: every source has the policy's full band.
+# posts the gate held in the wider band, received in the last WINDOW_DAYS and since decided, show
+# that it would approve violations at most MAX_SHARE of the time (95 % Wilson upper bound,
+# MIN_LABELS such posts at least). Off: every source has the policy's full band.
 EARNED_APPROVAL = env.bool("EARNED_APPROVAL", default=True)
 EARNED_APPROVAL_START_FINAL = env.float("EARNED_APPROVAL_START_FINAL", default=0.05)
 EARNED_APPROVAL_START_ABUSE = env.float("EARNED_APPROVAL_START_ABUSE", default=0.15)

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("moderation", "0035_post_reviewed_source_idx")]
+    dependencies = [("moderation", "0035_post_ended_source_idx")]
 
     operations = [
         migrations.AddField(

@@ -1,23 +1,25 @@
 """Raising a source's approval level (scoring.services.earned_approval) from its reviewed posts.
 
 The levels are steps of a quarter of the band between the gate at level 0 and the policy's. The
-evidence for a step is the posts of the source, received within EARNED_APPROVAL_WINDOW_DAYS and
-since decided by a moderator, that fall in the slice of the band the step adds (the step's gate
-would approve them, the gate one step lower would not, by their scores) and that either the gate
-held (their score's routing reason says "approval not yet earned") or the models approved and a
-spot check drew. Posts queued for another reason (a report, an unfamiliar text, a language, a
-campaign, an enforcement) would not be approved by opening the slice, so they are not evidence.
-While a step is closed every such post waits for a moderator, so the labels cover the slice's
-posts as they come, not a chosen few. A step is earned when at least EARNED_APPROVAL_MIN_LABELS
-of its posts were labelled and the 95 % Wilson upper bound of the share removed is at most
-EARNED_APPROVAL_MAX_SHARE (with none removed that takes 73 labels at 5 %, so at the defaults the
-share decides, not the minimum); the source moves to the highest step below which every step
-above its current level is earned. Each slice answers for itself: posts just above the start,
-where most of a band's labels fall, do not vouch for posts near the policy's threshold.
+evidence for a step is the source's posts, received within EARNED_APPROVAL_WINDOW_DAYS, that the
+gate held (a score whose routing reason says "approval not yet earned") in the slice of the band
+the step adds (by that score's values: the step's gate would have approved it, the gate one step
+lower would not) and that have ended: approved by a moderator, or removed by one or by a later
+re-score (a report's), which count as removed. Posts queued for another reason (a report, an
+unfamiliar text, a language, a campaign, an enforcement) would not be approved by opening the
+slice, so they are not evidence. While a step is closed every post the gate holds waits for a
+moderator, so the labels cover the slice's posts as they come, not a chosen few. A step is
+earned when at least EARNED_APPROVAL_MIN_LABELS of its posts ended and the 95 % Wilson upper
+bound of the share removed is at most EARNED_APPROVAL_MAX_SHARE (with none removed that takes 73
+labels at 5 %, so at the defaults the share decides, not the minimum); the source moves to the
+highest step such that every step from its current level up to it is earned. Each slice answers
+for itself: posts just above the start, where most of a band's labels fall, do not vouch for
+posts near the policy's threshold. The evidence needs the held scores: a source whose score
+retention is shorter than the window has that much less of it.
 
-The level only rises here. Once a slice is approved its only new labels are the spot checks'
-(a 2 % sample): too few to take it back in minutes, and a level that fell for lack of labels
-would flood the queue. The Spot checks card shows the error of what is approved. An admin may
+The level only rises here. Once a slice is approved its posts are no longer held, so it gathers
+no new evidence (the spot checks sample what is approved, for the Spot checks card), and a level
+that fell for want of labels would flood the queue. An admin may
 set a level by hand in the Source admin (audited): a higher one skips ahead (an operator who
 already trusts the models on this content); from then on only posts received after the change
 count as evidence, so a level lowered after an incident stays down until new labels earn it. The
@@ -32,17 +34,20 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, OuterRef, Q, Subquery
 
 from moderation.models import Post, PostStatus, Source
 from moderation.selectors.spot_checks import wilson_interval
-from moderation.services.audit import audit_record
-from scoring.models import Action, DecisionPolicy, Score
+from moderation.services.approval_levels import approval_level_raise
+from scoring.models import DecisionPolicy, Score
 from scoring.services.abuse_policy import abuse_thresholds
 from scoring.services.earned_approval import HELD_REASON, ApprovalGate, approval_gate
 
 logger = logging.getLogger(__name__)
+
+# What a held post can end as: approved or removed by a moderator, or removed automatically by a
+# later re-score (a report's), which counts as removed.
+DECIDED = (PostStatus.APPROVED, PostStatus.REMOVED, PostStatus.AUTO_REMOVED)
 
 # The levels a source can move to: a quarter of the band at a time, so a step's evidence is the
 # posts of a slice a moderator team labels in days, not weeks.
@@ -70,7 +75,8 @@ class LevelEvidence:
 
 
 def _approvable(gate: ApprovalGate) -> Q:
-    return Q(final_score__lt=gate.final_below) & (Q(abuse_score__isnull=True) | Q(abuse_score__lt=gate.abuse_below))
+    """By the held score's values (level_evidence's annotations)."""
+    return Q(held_final__lt=gate.final_below) & (Q(held_abuse__isnull=True) | Q(held_abuse__lt=gate.abuse_below))
 
 
 def level_evidence(source: Source, policy: DecisionPolicy, *, now: datetime) -> list[LevelEvidence]:
@@ -81,24 +87,28 @@ def level_evidence(source: Source, policy: DecisionPolicy, *, now: datetime) -> 
         for level in (0.0, *LEVELS)
     ]
     slices = [_approvable(gates[i + 1]) & ~_approvable(gates[i]) for i in range(len(LEVELS))]
-    held = Score.objects.filter(post=OuterRef("pk"), routing_reason__startswith=HELD_REASON)
+    # Each post by the score the gate held it with: a later re-score (a report's) moves its copy
+    # on the post, most often upwards, and would take the likeliest violations out of the slice.
+    held = Score.objects.filter(post=OuterRef("pk"), routing_reason__startswith=HELD_REASON).order_by("created_at")
     reviewed = (
         Post.objects.filter(
-            _approvable(gates[-1]),
             source_id=source.id,
-            status__in=(PostStatus.APPROVED, PostStatus.REMOVED),
-            final_score__isnull=False,
+            status__in=DECIDED,
             received_at__gte=max(
                 [now - timedelta(days=settings.EARNED_APPROVAL_WINDOW_DAYS)]
                 + ([source.approval_level_set_at] if source.approval_level_set_at else [])
             ),
         )
-        .filter(Q(Exists(held)) | Q(spot_check_action=Action.APPROVE))
+        .annotate(
+            held_final=Subquery(held.values("final_score")[:1]), held_abuse=Subquery(held.values("abuse_score")[:1])
+        )
+        .filter(held_final__isnull=False)
+        .filter(_approvable(gates[-1]))
         .exclude(_approvable(gates[0]))
     )
     counts = reviewed.aggregate(
         **{f"n{i}": Count("id", filter=band) for i, band in enumerate(slices)},
-        **{f"r{i}": Count("id", filter=band & Q(status=PostStatus.REMOVED)) for i, band in enumerate(slices)},
+        **{f"r{i}": Count("id", filter=band & ~Q(status=PostStatus.APPROVED)) for i, band in enumerate(slices)},
     )
     return [
         LevelEvidence(level=level, labelled=int(counts[f"n{i}"]), removed=int(counts[f"r{i}"]))
@@ -126,9 +136,9 @@ def labels_to_open(step: LevelEvidence) -> int | None:
 
 
 def earned_level(current: float, evidence: list[LevelEvidence]) -> float:
-    """The highest step below which every step above `current` is earned; never below `current`.
-    A step at or below it is not asked again: its slice is approved now, so it gathers labels
-    only from spot checks, and its labels ageing out of the window must not hold the next."""
+    """The highest step such that every step from `current` up to it is earned; never below
+    `current`. A step at or below it is not asked again: its slice is approved now and gathers no
+    new evidence, so its labels ageing out of the window must not hold the next."""
     level = float(current)
     for step in evidence:
         if step.level <= current:
@@ -173,30 +183,16 @@ def update_approval_levels(*, policy: DecisionPolicy, now: datetime) -> dict[int
         level = earned_level(source.approval_level, evidence)
         if level <= source.approval_level:
             continue
-        with transaction.atomic():
-            # Conditional: a level an admin set meanwhile is not overwritten from a stale read.
-            if not Source.objects.filter(pk=source.pk, approval_level=source.approval_level).update(
-                approval_level=level
-            ):
-                continue
-            audit_record(
-                actor=None,
-                action="source.approval_level_earned",
-                target=source,
-                before={"approval_level": source.approval_level},
-                after={
-                    "approval_level": level,
-                    "evidence": [
-                        {
-                            "level": e.level,
-                            "labelled": e.labelled,
-                            "removed": e.removed,
-                            "upper_bound": round(e.upper_bound, 4),
-                        }
-                        for e in evidence
-                    ],
-                },
-            )
+        raised = approval_level_raise(
+            source=source,
+            level=level,
+            evidence=[
+                {"level": e.level, "labelled": e.labelled, "removed": e.removed, "upper_bound": round(e.upper_bound, 4)}
+                for e in evidence
+            ],
+        )
+        if not raised:
+            continue
         logger.info("scoring.approval_level source=%s %.2f -> %.2f", source.id, source.approval_level, level)
         moved[source.id] = level
     return moved

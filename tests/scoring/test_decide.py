@@ -392,14 +392,14 @@ EARNED = [
     ("a removal is untouched", Case(final=0.95, level=0.0), (R, Action.REMOVE, "")),
     ("a block list's removal is untouched", Case(final=None, level=0.0), (R, Action.REMOVE, "")),
     ("a queue is untouched", Case(final=0.5, level=0.0), (Q, Action.QUEUE, "")),
-    ("the abuse rule's hold is the reason first", Case(final=0.1, abuse=0.6, level=0.0), (Q, Action.QUEUE, ABUSE_HELD)),
+    ("the abuse rule's queue keeps its reason", Case(final=0.1, abuse=0.6, level=0.0), (Q, Action.QUEUE, ABUSE_HELD)),
     (
         "a suspended author's queue is enforcement's",
         Case(final=0.1, author=SUSPENDED, suspended_posts="queue", level=0.0),
         (Q, Action.QUEUE, ""),
     ),
     (
-        "a spam campaign's hold is the reason first",
+        "a spam campaign's queue keeps its reason",
         Case(final=0.1, campaign=Label.SPAM, level=0.0),
         (Q, Action.QUEUE, CAMPAIGN_SPAM_REASON),
     ),

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from moderation.admin import SourceAdmin
 from moderation.models import AuditLog, Author, Post, PostStatus, Source
+from moderation.services.approval_levels import approval_level_raise, approval_level_set
 from scoring import tasks
 from scoring.models import Action, DecisionPolicy, Score
 from scoring.services.approval_levels import LevelEvidence, earned_level, level_evidence, update_approval_levels
@@ -174,10 +175,12 @@ def test_only_the_sources_own_posts_the_gate_held_or_a_spot_check_drew_count() -
     moved = update_approval_levels(policy=POLICY, now=now)
     assert source.id not in moved
     assert moved == {other.id: 0.25}
-    # A reported post the gate held is still evidence (its report came after it was held); an
-    # automatic approval a spot check drew is evidence of a slice already open.
-    _posts(source, 3, final=0.06, report_count=1)
-    _posts(source, 2, final=0.1, held=False, spot_check_action=Action.APPROVE, status=PostStatus.REMOVED)
+    # A post the gate held stays evidence, in the slice it was held in, whatever came after: a
+    # report (its re-score moved the post's own copy of the score) and a removal by that re-score.
+    reported = _posts(source, 3, final=0.06, report_count=1)
+    Post.objects.filter(pk__in=[p.pk for p in reported]).update(final_score=0.95)
+    _posts(source, 2, final=0.1, status=PostStatus.AUTO_REMOVED)
+    _posts(source, 2, final=0.1, held=False, spot_check_action=Action.APPROVE)  # drawn approvals: not held
     assert [(e.labelled, e.removed) for e in level_evidence(source, POLICY, now=now)] == [
         (3, 0),
         (2, 2),
@@ -243,17 +246,11 @@ def test_the_beat_task_does_nothing_when_switched_off(settings: Any) -> None:
 def test_a_level_an_admin_sets_is_audited_and_counts_only_later_posts(admin_user: Any, rf: Any) -> None:
     source = Source.objects.create(name="s", slug="s", approval_level=0.5)
     _posts(source, 80, final=0.06, received_at=timezone.now() - timedelta(days=1))  # earned before
-    model_admin = SourceAdmin(Source, django_admin.site)
     request = rf.post("/")
     request.user = admin_user
-    form_class = model_admin.get_form(request, source)
-    data = {f: getattr(source, f) for f in form_class.base_fields if f not in ("callback_url", "webhook_secret")}
-    del data["created_at"]  # the admin's split date and time widgets
-    created = timezone.localtime(source.created_at)
-    data |= {"created_at_0": created.date().isoformat(), "created_at_1": created.strftime("%H:%M:%S")}
-    form = form_class({**data, "approval_level": 0.0, "callback_url": "", "webhook_secret": ""}, instance=source)
-    assert form.is_valid(), form.errors
-    model_admin.save_model(request, form.save(commit=False), form, change=True)
+    model_admin = SourceAdmin(Source, django_admin.site)
+    model_admin.message_user = lambda *args, **kwargs: None  # type: ignore[method-assign]  # no message store here
+    model_admin.approval_start_over(request, Source.objects.filter(pk=source.pk))
     source.refresh_from_db()
     assert source.approval_level == 0.0 and source.approval_level_set_at is not None
     audit = AuditLog.objects.get(action="source.approval_level_set", target_id=str(source.id))
@@ -263,3 +260,16 @@ def test_a_level_an_admin_sets_is_audited_and_counts_only_later_posts(admin_user
     assert update_approval_levels(policy=POLICY, now=timezone.now()) == {}
     _posts(source, 80, final=0.06)
     assert update_approval_levels(policy=POLICY, now=timezone.now()) == {source.id: 0.25}
+    model_admin.approval_full_band(request, Source.objects.filter(pk=source.pk))
+    source.refresh_from_db()
+    assert source.approval_level == 1.0
+    assert "approval_level" in model_admin.get_readonly_fields(request, source)  # never typed in a form
+
+
+@pytest.mark.django_db
+def test_a_raise_from_a_stale_read_writes_nothing() -> None:
+    source = Source.objects.create(name="s", slug="s")
+    stale = Source.objects.get(pk=source.pk)
+    approval_level_set(source=source, level=0.0, actor=None)  # an admin's action meanwhile
+    assert not approval_level_raise(source=stale, level=0.25, evidence=[])
+    assert not AuditLog.objects.filter(action="source.approval_level_earned").exists()

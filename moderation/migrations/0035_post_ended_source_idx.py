@@ -1,5 +1,6 @@
-"""One source's reviewed posts by arrival (the earned approval's evidence,
-scoring.services.approval_levels). Partial: only posts a moderator decided pay an entry.
+"""One source's ended posts by arrival: approved or removed by a moderator, or removed
+automatically (the earned approval's evidence, scoring.services.approval_levels). Partial:
+posts approved automatically and posts still waiting, the bulk, pay no entry.
 
 Built CONCURRENTLY on PostgreSQL so that applying it to a live database does not block ingest or
 scoring; an index left INVALID by an interrupted build is dropped first, so a re-run builds it
@@ -8,11 +9,11 @@ again. Elsewhere (SQLite) the schema editor creates it as usual."""
 from django.db import migrations, models
 from django.db.models import Q
 
-NAME = "post_reviewed_source_idx"
+NAME = "post_ended_source_idx"
 INDEX = models.Index(
-    fields=["source", "received_at"], name=NAME, condition=Q(status__in=["approved", "removed"])
+    fields=["source", "received_at"], name=NAME, condition=Q(status__in=["approved", "removed", "auto_removed"])
 )
-DEFINITION = "(source_id, received_at) WHERE status IN ('approved', 'removed')"
+DEFINITION = "(source_id, received_at) WHERE status IN ('approved', 'removed', 'auto_removed')"
 
 
 def create(apps, schema_editor):
