@@ -186,9 +186,9 @@ def _scored(
     before = final
     final, campaign = campaign_action(post=item.post, action=final, now=now)
     earned = ""
-    # A block list's removal and an enforcement's queue are no approval; an author a moderator
-    # allow-listed is vouched for by a person, so the models' own caution does not apply.
-    if settings.EARNED_APPROVAL and not author_allowlisted(item.post.author, now=now):
+    # Only an approval can be held (a block list's removal, an enforcement's queue are none); an
+    # author a moderator allow-listed is vouched for by a person, so the models' caution does not apply.
+    if final == Action.APPROVE and settings.EARNED_APPROVAL and not author_allowlisted(item.post.author, now=now):
         gate = approval_gate(
             item.post.source.approval_level,
             approve_threshold=policy.approve_threshold,

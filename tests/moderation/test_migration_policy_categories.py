@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
+
+from tests.migration_support import migrate_to, schema_at
 
 BEFORE = [
     ("moderation", "0025_source_abuse_thresholds_post_abuse_score"),
@@ -20,11 +20,7 @@ AFTER = [("moderation", "0026_policy_categories"), ("feedback", "0009_labelled_e
 
 @pytest.fixture
 def old_schema(transactional_db: None) -> Iterator[Any]:
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)
-    yield executor.loader.project_state(BEFORE).apps
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
+    yield from schema_at(BEFORE)
 
 
 def test_existing_labels_get_their_categories(old_schema: Any) -> None:
@@ -63,7 +59,7 @@ def test_existing_labels_get_their_categories(old_schema: Any) -> None:
             post=post, reporter_id=f"r{n}", reason=["spam", "harassment", "odd", "Hate", "phishing"][n]
         )
 
-    MigrationExecutor(connection).migrate(AFTER)
+    migrate_to(AFTER)
 
     from feedback.models import LabelledExample
     from moderation.models import Decision, ReasonCode, Report

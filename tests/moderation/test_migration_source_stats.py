@@ -8,9 +8,9 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
+
+from tests.migration_support import migrate_to, schema_at
 
 BEFORE = [("moderation", "0021_author_erasure")]
 AFTER = [("moderation", "0022_source_scoped_stats")]
@@ -18,11 +18,7 @@ AFTER = [("moderation", "0022_source_scoped_stats")]
 
 @pytest.fixture
 def old_schema(transactional_db: None) -> Iterator[Any]:
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)
-    yield executor.loader.project_state(BEFORE).apps
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
+    yield from schema_at(BEFORE)
 
 
 def test_each_source_gets_its_own_counts_of_the_stored_posts(old_schema: Any) -> None:
@@ -53,10 +49,8 @@ def test_each_source_gets_its_own_counts_of_the_stored_posts(old_schema: Any) ->
     for reporter, reason in [("r1", "spam"), ("r1", "abuse"), ("r2", "spam")]:  # r1 counts once
         Report.objects.create(post=posts[0], reporter_id=reporter, reason=reason)
 
-    executor = MigrationExecutor(connection)
-    executor.migrate(AFTER)
     # The models as of that migration: later migrations add columns the current models read.
-    after = executor.loader.project_state(AFTER).apps
+    after = migrate_to(AFTER)
     SourceDomainStats, SourceIpStats, SourceLinkStats = (
         after.get_model("moderation", name) for name in ("SourceDomainStats", "SourceIpStats", "SourceLinkStats")
     )

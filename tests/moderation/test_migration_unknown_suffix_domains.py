@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.migration_support import migrate_to, schema_at
 
 BEFORE = [("moderation", "0018_enforcement_reason_expiry_allowlist")]
 AFTER = [("moderation", "0019_unknown_suffix_domains_by_last_two_labels")]
@@ -16,11 +16,7 @@ AFTER = [("moderation", "0019_unknown_suffix_domains_by_last_two_labels")]
 
 @pytest.fixture
 def old_schema(transactional_db: None) -> Iterator[Any]:
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)
-    yield executor.loader.project_state(BEFORE).apps
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
+    yield from schema_at(BEFORE)
 
 
 def test_links_under_a_per_host_domain_move_to_the_registrable_one(old_schema: Any) -> None:
@@ -35,8 +31,7 @@ def test_links_under_a_per_host_domain_move_to_the_registrable_one(old_schema: A
         url="http://shop.example.co.uk/", url_hash="b" * 64, domain=listed, host=listed.name
     )
 
-    executor = MigrationExecutor(connection)
-    executor.migrate(AFTER)
+    migrate_to(AFTER)
 
     from moderation.models import Domain as LiveDomain
     from moderation.models import Link as LiveLink

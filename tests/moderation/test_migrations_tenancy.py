@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.migration_support import migrate_to, schema_at
 
 BEFORE = [("moderation", "0009_post_author_link_idx")]
 
@@ -18,11 +18,7 @@ BEFORE = [("moderation", "0009_post_author_link_idx")]
 @pytest.fixture
 def old_schema(transactional_db: None) -> Iterator[Any]:
     """The apps as of BEFORE; the latest schema is restored afterwards."""
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)
-    yield executor.loader.project_state(BEFORE).apps
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
+    yield from schema_at(BEFORE)
 
 
 def test_api_set_global_blocks_become_their_sources_own(old_schema: Any) -> None:
@@ -50,8 +46,7 @@ def test_api_set_global_blocks_become_their_sources_own(old_schema: Any) -> None
         )
     assert admin.permissions.filter(codename="change_group").exists()
 
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
+    migrate_to()
 
     from django.contrib.auth.models import Group as LiveGroup
 
