@@ -16,9 +16,11 @@ from feedback.models import (
     EvaluationSuite,
     LabelledExample,
     ModelVersion,
+    SuiteReference,
     TrainingRun,
     TrainingScope,
 )
+from feedback.services.suite_references import reference_clear
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -105,3 +107,31 @@ class EvaluationSuiteAdmin(ReadOnlyAdmin):
     list_display = ("name", "kind", "dataset", "row_count", "spam_count", "featured_count", "created_at")
     list_filter = ("kind",)
     readonly_fields = ("content_sha256", "path")
+
+
+@admin.register(SuiteReference)
+class SuiteReferenceAdmin(ReadOnlyAdmin):
+    """The gate's floor per suite and bundle (feedback.services.suite_references): recorded by the
+    gate, cleared only by the action below, which audits it (the delete button would not)."""
+
+    list_display = ("suite", "bundle", "metrics", "created_at")
+    list_filter = ("bundle",)
+    actions = ["clear"]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    @admin.action(description="Clear: the next comparison records the production of that day as the reference")
+    def clear(self, request: HttpRequest, queryset: QuerySet[SuiteReference]) -> None:
+        count = 0
+        for reference in queryset.select_related("suite"):
+            reference_clear(reference=reference, actor=request.user)
+            count += 1
+        self.message_user(
+            request, f"{count} reference(s) cleared; the next comparison on each suite records a new one."
+        )

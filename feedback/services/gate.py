@@ -11,7 +11,10 @@ model's: its queue and remove thresholds), plus the expected calibration error. 
 The gate: a candidate is held back when, on any suite, its F1 is more than
 settings.PROMOTION_GATE_MAX_F1_DROP below production's, or its false-positive rate at the remove
 threshold (and, where the bundle has one, at the queue threshold) more than
-settings.PROMOTION_GATE_MAX_FPR_RISE above it. It applies to automatic
+settings.PROMOTION_GATE_MAX_FPR_RISE above it; and likewise against the suite's reference, what
+production scored there when the suite was first compared (feedback.services.suite_references:
+without it, rounds promoted one after another could each lose the tolerance again). A rate is
+held to the reference only where it was measured at the live thresholds. It applies to automatic
 promotion and to the button alike; only an admin's audited override (typed reason, explicit
 confirmation) promotes a held candidate (feedback.services.promotion.promote_run).
 A run without a suite comparison counts as held: nothing vouches for it. That includes a run
@@ -28,6 +31,7 @@ import numpy as np
 from django.conf import settings
 
 from feedback.models import EvaluationSuite, SuiteKind
+from feedback.services.suite_references import reference_for
 from feedback.services.suites import BUNDLE_CATEGORY, suite_rows, suites_for
 
 Predictor = Callable[[Sequence[Mapping[str, Any]]], np.ndarray]
@@ -148,8 +152,31 @@ def evaluate_suites(
         entry["candidate"] = threshold_metrics(rows, candidate(rows), thresholds)
         entry["production"] = threshold_metrics(rows, production(rows), thresholds) if production is not None else None
         entry["deltas"] = {path: _delta(entry["candidate"], entry["production"], path) for _, path, _ in SUITE_METRICS}
+        if entry["production"] is not None:
+            entry["reference"] = _reference(suite, bundle, entry["production"], thresholds)
         out.append(entry)
     return out
+
+
+def _reference(
+    suite: EvaluationSuite, bundle: str, production: Mapping[str, Any], thresholds: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The suite's reference as the gate reads it: F1 (at 0.5) always, a rate only where it was
+    measured at the thresholds of this comparison."""
+    reference = reference_for(
+        suite=suite,
+        bundle=bundle,
+        production=production,
+        thresholds=thresholds,
+        paths=[path for path, _, _ in GATED_METRICS],
+    )
+    same_thresholds = reference["thresholds"] == dict(thresholds)
+    metrics = {
+        path: value
+        for path, value in reference["metrics"].items()
+        if path == "f1" or same_thresholds  # F1 is taken at 0.5, the rates at the thresholds
+    }
+    return {"metrics": metrics, "recorded_at": reference["recorded_at"]}
 
 
 def gate_evaluate(suites: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
@@ -163,15 +190,25 @@ def gate_evaluate(suites: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str
                 continue
             compared += 1
             cand, prod = entry["candidate"], entry["production"]
+            reference = (entry.get("reference") or {}).get("metrics") or {}
             for path, tolerance, higher in GATED_METRICS:
-                c, p = _dig(cand, path), _dig(prod, path)
-                if c is None or p is None:
-                    continue
-                worse_by = p - c if higher else c - p
-                if worse_by > tol[tolerance] + 1e-9:
-                    regressions.append(
-                        {"bundle": bundle, "suite": entry["name"], "metric": path, "candidate": c, "production": p}
-                    )
+                c = _dig(cand, path)
+                for against, value in (("production", _dig(prod, path)), ("reference", reference.get(path))):
+                    if c is None or value is None:
+                        continue
+                    worse_by = value - c if higher else c - value
+                    if worse_by > tol[tolerance] + 1e-9:
+                        regressions.append(
+                            {
+                                "bundle": bundle,
+                                "suite": entry["name"],
+                                "metric": path,
+                                "candidate": c,
+                                "against": against,
+                                against: value,
+                            }
+                        )
+                        break  # one regression per metric: against production when both
     has_production = any(e.get("production") for entries in suites.values() for e in entries)
     return {
         "held": bool(regressions) or (has_production and compared == 0),
@@ -194,20 +231,28 @@ def gate_reasons(report: Mapping[str, Any]) -> list[str]:
         what = {"f1": "F1", "at_queue.fpr": "false-positive rate at the queue threshold"}.get(
             r["metric"], "false-positive rate at the remove threshold"
         )
-        reasons.append(
-            f"{r['bundle']} on {r['suite']}: {what} {r['candidate']:.4f} vs production {r['production']:.4f}"
-        )
+        if r.get("against") == "reference":
+            reasons.append(
+                f"{r['bundle']} on {r['suite']}: {what} {r['candidate']:.4f} vs the suite's reference "
+                f"{r['reference']:.4f} (production when the suite was first compared)"
+            )
+        else:
+            reasons.append(
+                f"{r['bundle']} on {r['suite']}: {what} {r['candidate']:.4f} vs production {r['production']:.4f}"
+            )
     return reasons
 
 
 def suite_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Rows for the run and promote pages: per bundle and suite, each metric's candidate,
-    production and delta, and whether that delta is a regression the gate counts."""
+    production, delta and the suite's reference (gated metrics only), and whether the gate counts
+    a regression there."""
     regressions = {(r["bundle"], r["suite"], r["metric"]) for r in (report.get("gate") or {}).get("regressions", [])}
     out = []
     for bundle, entries in (report.get("suites") or {}).items():
         for entry in entries:
             cells = []
+            reference = (entry.get("reference") or {}).get("metrics") or {}
             for label, path, higher in SUITE_METRICS:
                 band = path.split(".")[0]
                 if band == "at_queue" and not any(
@@ -223,6 +268,7 @@ def suite_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                         "candidate": c,
                         "production": p,
                         "delta": delta,
+                        "reference": reference.get(path),
                         "better": better,
                         "regression": (bundle, entry["name"], path) in regressions,
                     }
