@@ -20,7 +20,8 @@ from feedback.models import (
     TrainingRun,
     TrainingScope,
 )
-from feedback.services.suite_references import reference_clear
+from feedback.permissions import can_administer_ml
+from feedback.services.suite_references import references_clear
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -114,24 +115,28 @@ class SuiteReferenceAdmin(ReadOnlyAdmin):
     """The gate's floor per suite and bundle (feedback.services.suite_references): recorded by the
     gate, cleared only by the action below, which audits it (the delete button would not)."""
 
-    list_display = ("suite", "bundle", "metrics", "created_at")
+    list_display = ("suite", "bundle", "metrics", "production_version", "created_at")
     list_filter = ("bundle",)
+    list_select_related = ("suite",)
     actions = ["clear"]
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    def has_clear_permission(self, request: HttpRequest) -> bool:
+        return can_administer_ml(request.user)
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)
         actions.pop("delete_selected", None)
         return actions
 
-    @admin.action(description="Clear: the next comparison records the production of that day as the reference")
+    @admin.action(
+        description="Clear: the next comparison records the production of that day as the reference",
+        permissions=["clear"],
+    )
     def clear(self, request: HttpRequest, queryset: QuerySet[SuiteReference]) -> None:
-        count = 0
-        for reference in queryset.select_related("suite"):
-            reference_clear(reference=reference, actor=request.user)
-            count += 1
+        count = references_clear(references=queryset, actor=request.user)
         self.message_user(
             request, f"{count} reference(s) cleared; the next comparison on each suite records a new one."
         )

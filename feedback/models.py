@@ -378,20 +378,23 @@ class SuiteErasure(models.Model):
 class SuiteReference(models.Model):
     """What production scored on a suite the first time a candidate was compared with it there:
     the floor every later candidate of that bundle is held to on that suite, beside the
-    production of the day (feedback.services.gate).
+    production of the day (feedback.services.gate, feedback.services.suite_references).
 
     Comparing each candidate only with the production of the day lets small losses add up: every
     adaptation round may lose up to the gate's tolerance against the round before it. The
     reference does not move with promotions. It is measured again, from the production of the
     day, when the suite's rows change (an erasure; `content_sha256` says which rows it was
-    measured on) or after an admin cleared it (audited)."""
+    measured on), a rate when its threshold changes, and after an admin cleared it or overrode
+    the gate against it (audited)."""
 
     suite = models.ForeignKey(EvaluationSuite, on_delete=models.CASCADE, related_name="references")
     bundle = models.CharField(max_length=16, help_text="The model bundle compared: text, tabular or abuse.")
-    # {"f1": ..., "at_remove.fpr": ..., "at_queue.fpr": ...}: the gated metrics, by their path.
+    # {"f1": ..., "at_remove.fpr": ..., "at_remove.threshold": ...}: the gated metrics by their
+    # path, and the threshold each rate was measured at.
     metrics = models.JSONField(default=dict)
-    # The thresholds the rates were measured at: a rate is compared only at the same thresholds.
-    thresholds = models.JSONField(default=dict)
+    production_version = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The bundle's production version the metrics were measured on."
+    )
     content_sha256 = models.CharField(max_length=64, help_text="SHA-256 of the suite's rows it was measured on.")
     created_at = models.DateTimeField(default=timezone.now)
 

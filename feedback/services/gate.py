@@ -13,8 +13,7 @@ settings.PROMOTION_GATE_MAX_F1_DROP below production's, or its false-positive ra
 threshold (and, where the bundle has one, at the queue threshold) more than
 settings.PROMOTION_GATE_MAX_FPR_RISE above it; and likewise against the suite's reference, what
 production scored there when the suite was first compared (feedback.services.suite_references:
-without it, rounds promoted one after another could each lose the tolerance again). A rate is
-held to the reference only where it was measured at the live thresholds. It applies to automatic
+without it, rounds promoted one after another could each lose the tolerance again). It applies to automatic
 promotion and to the button alike; only an admin's audited override (typed reason, explicit
 confirmation) promotes a held candidate (feedback.services.promotion.promote_run).
 A run without a suite comparison counts as held: nothing vouches for it. That includes a run
@@ -31,8 +30,8 @@ import numpy as np
 from django.conf import settings
 
 from feedback.models import EvaluationSuite, SuiteKind
-from feedback.services.suite_references import reference_for
-from feedback.services.suites import BUNDLE_CATEGORY, suite_rows, suites_for
+from feedback.services.suite_references import RATE_THRESHOLD, reference_for
+from feedback.services.suites import BUNDLE_CATEGORY, suite_expected_sha256, suite_rows, suites_for
 
 Predictor = Callable[[Sequence[Mapping[str, Any]]], np.ndarray]
 MIN_SUITE_ROWS = 10  # fewer rows (or one class only) and a suite is listed but not compared
@@ -123,7 +122,9 @@ def evaluate_suites(
     thresholds: Mapping[str, Any],
     suites: Sequence[EvaluationSuite] | None = None,
 ) -> list[dict[str, Any]]:
-    """One entry per suite: candidate and production metrics and their deltas (or why skipped)."""
+    """One entry per suite: candidate and production metrics and their deltas (or why skipped),
+    and the suite's reference for the bundle, which the first comparison with a production
+    model records (a SuiteReference and its AuditLog row: feedback.services.suite_references)."""
     # Imported here, not at the top: the dashboard's ML pages import this module for the gate's
     # verdict and metric names, and the web process would otherwise map scikit-learn, SciPy,
     # pandas and XGBoost (about 100 MB resident, benchmarks/memory.py --stack) for a training
@@ -138,6 +139,7 @@ def evaluate_suites(
             "kind": suite.kind,
             "category": suite.category,
         }
+        rows_sha256 = suite_expected_sha256(suite)  # before the rows: see reference_for
         rows = _rows_for(bundle, suite_rows(suite))
         y = labels_of(rows)
         entry["n"] = len(rows)
@@ -153,30 +155,26 @@ def evaluate_suites(
         entry["production"] = threshold_metrics(rows, production(rows), thresholds) if production is not None else None
         entry["deltas"] = {path: _delta(entry["candidate"], entry["production"], path) for _, path, _ in SUITE_METRICS}
         if entry["production"] is not None:
-            entry["reference"] = _reference(suite, bundle, entry["production"], thresholds)
+            entry["reference"] = _reference(suite, bundle, entry["production"], rows_sha256)
         out.append(entry)
     return out
 
 
-def _reference(
-    suite: EvaluationSuite, bundle: str, production: Mapping[str, Any], thresholds: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The suite's reference as the gate reads it: F1 (at 0.5) always, a rate only where it was
-    measured at the thresholds of this comparison."""
-    reference = reference_for(
-        suite=suite,
-        bundle=bundle,
-        production=production,
-        thresholds=thresholds,
-        paths=[path for path, _, _ in GATED_METRICS],
-    )
-    same_thresholds = reference["thresholds"] == dict(thresholds)
-    metrics = {
-        path: value
-        for path, value in reference["metrics"].items()
-        if path == "f1" or same_thresholds  # F1 is taken at 0.5, the rates at the thresholds
-    }
-    return {"metrics": metrics, "recorded_at": reference["recorded_at"]}
+def _reference(suite: EvaluationSuite, bundle: str, production: Mapping[str, Any], rows_sha256: str) -> dict[str, Any]:
+    """The suite's reference for the gate (feedback.services.suite_references), recorded from
+    `production` where it has none. A benign suite (every row negative) has no F1 to hold."""
+    paths = [path for path, _, _ in GATED_METRICS if not (path == "f1" and suite.kind == SuiteKind.BENIGN)]
+    values: dict[str, float] = {}
+    for path in paths:
+        value = _dig(production, path)
+        if value is None:
+            continue
+        values[path] = value
+        threshold = RATE_THRESHOLD.get(path)
+        measured_at = _dig(production, threshold) if threshold else None
+        if threshold and measured_at is not None:
+            values[threshold] = measured_at
+    return reference_for(suite=suite, bundle=bundle, rows_sha256=rows_sha256, production=values)
 
 
 def gate_evaluate(suites: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
@@ -202,13 +200,13 @@ def gate_evaluate(suites: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str
                             {
                                 "bundle": bundle,
                                 "suite": entry["name"],
+                                "suite_id": entry.get("suite_id"),
                                 "metric": path,
                                 "candidate": c,
                                 "against": against,
                                 against: value,
                             }
                         )
-                        break  # one regression per metric: against production when both
     has_production = any(e.get("production") for entries in suites.values() for e in entries)
     return {
         "held": bool(regressions) or (has_production and compared == 0),

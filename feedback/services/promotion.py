@@ -297,8 +297,10 @@ def promote_run(
 
     A run the promotion gate holds back (feedback.services.gate) is promoted only by an admin
     with a typed `override_reason` and `override_confirmed`; never automatically. The override
-    is audited with the regressions it accepted."""
+    is audited with the regressions it accepted, and clears the suite references it fell below
+    (feedback.services.suite_references)."""
     from feedback.services.gate import gate_reasons
+    from feedback.services.suite_references import references_accept_override
     from modelops.model_repository import Artifacts, publish, publish_abuse
 
     if not automatic:
@@ -360,6 +362,8 @@ def promote_run(
                 before={"gate": (run.report or {}).get("gate"), "held_because": held},
                 after={"reason": override_reason, "versions": {mv.name: mv.version for mv in out}},
             )
+            # The floor the admin just overrode: later rounds are held to the new production.
+            references_accept_override(gate=(run.report or {}).get("gate") or {}, actor=user, run_id=run.pk)
         # The waiting posts' scores came from the models just replaced: re-scored after the commit.
         waiting_rescore_on_commit(reason="model.promote " + ", ".join(f"{mv.name} v{mv.version}" for mv in out))
     logger.info("feedback.promoted", extra={"run_id": run.pk, "published": published})

@@ -6,11 +6,14 @@ day; on its own that lets rounds drift, each within the tolerance of the one bef
 adaptation round every few hundred labels, promoted automatically, can walk the SMS suite down
 a point at a time). Against the reference as well, the losses cannot add up past the tolerance.
 
-Recorded automatically, from the production of the day, when a suite has none for the bundle,
-and again when the suite's rows changed since (an author's data erased: the old figures were
-measured on rows that are gone). It moves with no promotion, an admin's override included; an
-admin who accepts a lower floor clears it (reference_clear, audited) and the next comparison
-records the production of that day.
+Recorded from the production of the day when a suite has none for the bundle, and again when the
+suite's rows changed since (an author's data erased: the old figures were measured on rows that
+are gone, and the production of that day becomes the floor). A false-positive rate is recorded
+with the threshold it was measured at and measured again when the live threshold moves (an
+admin's policy change: the old rate says nothing about the new threshold). No promotion moves it.
+An admin who overrides the gate against it accepts the candidate's figures there: the override
+clears it (references_accept_override), as an admin's clear in Django's admin does
+(references_clear); both are audited, and the next comparison records the production of that day.
 """
 
 from __future__ import annotations
@@ -20,77 +23,157 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from feedback.models import EvaluationSuite, SuiteReference
+from feedback.models import EvaluationSuite, ModelVersion, SuiteReference
 from feedback.permissions import check_ml_admin
-from feedback.services.suites import suite_expected_sha256
 from moderation.services.audit import audit_record
 
-
-def _metric(metrics: Mapping[str, Any], path: str) -> float | None:
-    node: Any = metrics
-    for part in path.split("."):
-        if not isinstance(node, Mapping):
-            return None
-        node = node.get(part)
-    return float(node) if isinstance(node, int | float) and not isinstance(node, bool) else None
+# A rate's path and the path of the threshold it is measured at (feedback.services.evaluation).
+RATE_THRESHOLD = {"at_remove.fpr": "at_remove.threshold", "at_queue.fpr": "at_queue.threshold"}
 
 
 def reference_view(reference: SuiteReference) -> dict[str, Any]:
     """What a run's report keeps of the reference it was judged against."""
     return {
-        "metrics": dict(reference.metrics),
-        "thresholds": dict(reference.thresholds),
+        "metrics": {path: value for path, value in reference.metrics.items() if not path.endswith(".threshold")},
+        "production_version": reference.production_version,
         "recorded_at": reference.created_at.isoformat(),
     }
 
 
+def _moved_rates(recorded: Mapping[str, Any], production: Mapping[str, float]) -> list[str]:
+    """The rates whose live threshold is not the one they were recorded at (or that were not
+    recorded: a bundle given a queue threshold since)."""
+    return [
+        path
+        for path, threshold in RATE_THRESHOLD.items()
+        if path in production and (path not in recorded or recorded.get(threshold) != production.get(threshold))
+    ]
+
+
+def _with_thresholds(production: Mapping[str, float], paths: Iterable[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for path in paths:
+        if path in production:
+            out[path] = production[path]
+        if path in RATE_THRESHOLD and RATE_THRESHOLD[path] in production:
+            out[RATE_THRESHOLD[path]] = production[RATE_THRESHOLD[path]]
+    return out
+
+
+def _production_version(bundle: str) -> int | None:
+    return ModelVersion.objects.filter(name=bundle, is_production=True).values_list("version", flat=True).first()
+
+
+def _current(suite: EvaluationSuite, bundle: str) -> SuiteReference | None:
+    return SuiteReference.objects.filter(suite=suite, bundle=bundle).first()
+
+
 def reference_for(
-    *,
-    suite: EvaluationSuite,
-    bundle: str,
-    production: Mapping[str, Any],
-    thresholds: Mapping[str, Any],
-    paths: Iterable[str],
+    *, suite: EvaluationSuite, bundle: str, rows_sha256: str, production: Mapping[str, float]
 ) -> dict[str, Any]:
-    """The suite's reference for `bundle`: the one recorded, or `production`'s metrics at
-    `paths`, recorded now (with an AuditLog row) when there is none on the suite's current rows."""
-    rows_sha = suite_expected_sha256(suite)
-    current = SuiteReference.objects.filter(suite=suite, bundle=bundle).first()
-    if current is not None and current.content_sha256 == rows_sha:
+    """The suite's reference for `bundle` (reference_view), recorded from `production` first
+    where there is none on these rows, or a rate's threshold moved.
+
+    `production`: the production model's gated metrics on the suite by path ("f1",
+    "at_remove.fpr"), with each rate's threshold ("at_remove.threshold"). `rows_sha256`: the hash
+    of the rows they were measured on, read before the rows were, so a concurrent erasure leaves a
+    reference that the next comparison measures again rather than one filed under rows it was
+    not measured on."""
+    current = _current(suite, bundle)
+    if current is not None and current.content_sha256 == rows_sha256 and not _moved_rates(current.metrics, production):
         return reference_view(current)
-    values = {path: value for path in paths if (value := _metric(production, path)) is not None}
-    try:
-        with transaction.atomic():
-            stale = SuiteReference.objects.select_for_update().filter(suite=suite, bundle=bundle).first()
-            if stale is not None and stale.content_sha256 == rows_sha:
-                return reference_view(stale)  # recorded by a concurrent comparison
-            before = {"metrics": stale.metrics, "content_sha256": stale.content_sha256} if stale else None
-            if stale is not None:
-                stale.delete()
-            reference = SuiteReference.objects.create(
-                suite=suite, bundle=bundle, metrics=values, thresholds=dict(thresholds), content_sha256=rows_sha
-            )
-            audit_record(
-                actor=None,
-                action="suite.reference_recorded",
-                target=suite,
-                before=before,
-                after={"bundle": bundle, "metrics": values, "content_sha256": rows_sha},
-            )
-    except IntegrityError:  # a concurrent comparison recorded it first
-        reference = SuiteReference.objects.get(suite=suite, bundle=bundle)
+    with transaction.atomic():
+        locked = SuiteReference.objects.select_for_update().filter(suite=suite, bundle=bundle).first()
+        if locked is not None and locked.content_sha256 == rows_sha256:
+            moved = _moved_rates(locked.metrics, production)
+            if moved:  # the same rows, a threshold moved: those rates only, at the new threshold
+                before: dict[str, Any] | None = {
+                    "metrics": dict(locked.metrics),
+                    "content_sha256": locked.content_sha256,
+                }
+                locked.metrics = {**locked.metrics, **_with_thresholds(production, moved)}
+                locked.save(update_fields=["metrics"])
+                _audit_recorded(suite, bundle, before=before, after=locked.metrics, rows_sha256=rows_sha256)
+            return reference_view(locked)  # or recorded by a concurrent comparison
+        before = None
+        if locked is not None:  # measured on rows that are gone
+            before = {"metrics": dict(locked.metrics), "content_sha256": locked.content_sha256}
+            locked.delete()
+        values = dict(production)
+        try:
+            with transaction.atomic():
+                reference = SuiteReference.objects.create(
+                    suite=suite,
+                    bundle=bundle,
+                    metrics=values,
+                    production_version=_production_version(bundle),
+                    content_sha256=rows_sha256,
+                )
+        except IntegrityError:  # a concurrent comparison recorded it first
+            return reference_view(SuiteReference.objects.get(suite=suite, bundle=bundle))
+        _audit_recorded(suite, bundle, before=before, after=values, rows_sha256=rows_sha256)
     return reference_view(reference)
 
 
-def reference_clear(*, reference: SuiteReference, actor: Any) -> None:
-    """An admin's: drop the reference, so the next comparison on the suite records the production
-    of that day as the floor (after accepting a model the gate held, say)."""
+def _audit_recorded(
+    suite: EvaluationSuite, bundle: str, *, before: Mapping[str, Any] | None, after: Mapping[str, Any], rows_sha256: str
+) -> None:
+    audit_record(
+        actor=None,
+        action="suite.reference_recorded",
+        target=suite,
+        before={"bundle": bundle, **before} if before is not None else None,
+        after={
+            "bundle": bundle,
+            "metrics": dict(after),
+            "production_version": _production_version(bundle),
+            "content_sha256": rows_sha256,
+        },
+    )
+
+
+def _clear(suite_id: int, bundle: str, *, actor: Any, reason: str) -> bool:
+    """Delete the reference as it is now (locked), audited; False when there was none."""
+    reference = (
+        SuiteReference.objects.select_for_update(of=("self",))
+        .select_related("suite")
+        .filter(suite_id=suite_id, bundle=bundle)
+        .first()
+    )
+    if reference is None:
+        return False
+    audit_record(
+        actor=actor,
+        action="suite.reference_cleared",
+        target=reference.suite,
+        before={"bundle": bundle, "metrics": reference.metrics, "production_version": reference.production_version},
+        after={"reason": reason},
+    )
+    reference.delete()
+    return True
+
+
+def references_clear(*, references: Iterable[SuiteReference], actor: Any) -> int:
+    """An admin's: drop these references, so the next comparison on each suite records the
+    production of that day as the floor. Returns how many were cleared."""
     check_ml_admin(actor)
     with transaction.atomic():
-        audit_record(
-            actor=actor,
-            action="suite.reference_cleared",
-            target=reference.suite,
-            before={"bundle": reference.bundle, "metrics": reference.metrics},
+        return sum(_clear(r.suite_id, r.bundle, actor=actor, reason="cleared by an admin") for r in list(references))
+
+
+def references_accept_override(*, gate: Mapping[str, Any], actor: Any, run_id: int) -> int:
+    """An admin promoted a held candidate: the references it fell below are the floor the admin
+    accepted to leave, so they are cleared (audited, in the caller's transaction) and the next
+    comparison records the new production. Without this every later round would be held against
+    a floor the admin already overrode. Returns how many were cleared."""
+    cleared = 0
+    seen: set[tuple[int, str]] = set()
+    for regression in gate.get("regressions", []):
+        key = (regression.get("suite_id"), regression.get("bundle"))
+        if regression.get("against") != "reference" or key[0] is None or key in seen:
+            continue
+        seen.add(key)
+        cleared += _clear(
+            int(key[0]), str(key[1]), actor=actor, reason=f"the gate was overridden to promote run #{run_id}"
         )
-        reference.delete()
+    return cleared

@@ -19,7 +19,15 @@ import pytest
 from django.urls import reverse
 
 from contracts.feature_schema import BEHAVIOUR_FEATURES, LINK_FEATURES
-from feedback.models import EvaluationSuite, ModelVersion, RunStatus, SuiteKind, TrainingData, TrainingRun
+from feedback.models import (
+    EvaluationSuite,
+    ModelVersion,
+    RunStatus,
+    SuiteKind,
+    SuiteReference,
+    TrainingData,
+    TrainingRun,
+)
 from feedback.services.datasets import dataset_import
 from feedback.services.promotion import GateHeld, promote_if_better, promote_run, registry_sync
 from feedback.services.suites import suite_rows
@@ -143,6 +151,17 @@ def test_override_needs_reason_and_confirmation_and_is_audited(repository, admin
     log = AuditLog.objects.get(action="model.promote.gate_override", target_id=str(forgetting.pk))
     assert log.actor == admin_user and log.after["reason"] == "accepted for the campaign"
     assert log.before["gate"]["regressions"] and log.before["held_because"]
+    # It fell below the v1 suite's reference too (recorded from the first model): the override
+    # accepted that floor, so it is cleared and the next comparison holds rounds to this model.
+    accepted = {(r["suite_id"], r["bundle"]) for r in log.before["gate"]["regressions"] if r["against"] == "reference"}
+    assert accepted
+    assert not any(SuiteReference.objects.filter(suite_id=s, bundle=b).exists() for s, b in accepted)
+    cleared = [
+        log
+        for log in AuditLog.objects.filter(action="suite.reference_cleared")
+        if log.after["reason"].endswith(f"run #{forgetting.pk}")
+    ]
+    assert len(cleared) == len(accepted) and {c.actor for c in cleared} == {admin_user}
 
 
 def test_suites_are_frozen_and_shown_on_the_run_page(repository, admin_user, client, artifacts_dir):
