@@ -1,6 +1,7 @@
 """Writing a source's approval level (scoring.services.earned_approval): the one place that
 changes `Source.approval_level`, each change with its AuditLog row in one transaction. Scoring
-raises it from its evidence (scoring.services.approval_levels); an admin sets it by hand."""
+raises it from its evidence and lowers it on its spot checks (scoring.services.approval_levels);
+an admin sets it by hand."""
 
 from __future__ import annotations
 
@@ -28,6 +29,26 @@ def approval_level_raise(*, source: Source, level: float, evidence: list[dict[st
             target=source,
             before={"approval_level": source.approval_level},
             after={"approval_level": level, "evidence": evidence},
+        )
+    return True
+
+
+def approval_level_lower(*, source: Source, level: float, evidence: list[dict[str, Any]]) -> bool:
+    """Lower `source` (as read) to `level` on its spot checks' evidence, and start its evidence
+    over from now, as an admin's change does (scoring.services.approval_levels); False, and
+    nothing written, when its level or the moment it was last set changed since it was read."""
+    with transaction.atomic():
+        moved = Source.objects.filter(
+            pk=source.pk, approval_level=source.approval_level, approval_level_set_at=source.approval_level_set_at
+        ).update(approval_level=level, approval_level_set_at=timezone.now())
+        if not moved:
+            return False
+        audit_record(
+            actor=None,
+            action="source.approval_level_lowered",
+            target=source,
+            before={"approval_level": source.approval_level},
+            after={"approval_level": level, "spot_checks": evidence},
         )
     return True
 

@@ -17,9 +17,18 @@ for itself: posts just above the start, where most of a band's labels fall, do n
 posts near the policy's threshold. The evidence needs the held scores: a source whose score
 retention is shorter than the window has that much less of it.
 
-The level only rises here. Once a slice is approved its posts are no longer held, so it gathers
-no new evidence (the spot checks sample what is approved, for the Spot checks card), and a level
-that fell for want of labels would flood the queue. An admin may
+Labels never lower a level: once a slice is approved its posts are no longer held, so it gathers
+no new evidence of that kind, and a level that fell for want of labels would flood the queue.
+What an open slice approves is sampled by the spot checks (scoring.services.spot_checks), and
+their outcomes lower it (spot_check_evidence, lowered_level): when the approvals drawn from an
+open step's slice since the level was last set, placed by the score that approved them, show a
+removed share whose 95 % Wilson lower bound is above EARNED_APPROVAL_MAX_SHARE (clear evidence
+the slice now lets through more than it was opened for: new content, a new model, a campaign),
+the source drops to the step below that slice, audited, and its evidence starts over as after
+an admin's change. A checked draw counts by where it stands, as on the Spot checks card: removed
+by a moderator is a violation let through, approved by one is a confirmation. Violations reach
+a moderator sooner than confirmations (reports, appeals), so while draws wait the share leans
+high; a lowering it causes queues more, never publishes more. An admin may
 set a level by hand in the Source admin (audited): a higher one skips ahead (an operator who
 already trusts the models on this content); from then on only posts received after the change
 count as evidence, so a level lowered after an incident stays down until new labels earn it. The
@@ -32,14 +41,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, OuterRef, Q, Subquery
 
 from moderation.models import Post, PostStatus, Source
-from moderation.selectors.spot_checks import wilson_interval
-from moderation.services.approval_levels import approval_level_raise
-from scoring.models import DecisionPolicy, Score
+from moderation.selectors.spot_checks import RIGHT, WRONG, wilson_interval
+from moderation.services.approval_levels import approval_level_lower, approval_level_raise
+from scoring.models import Action, DecisionPolicy, Score
 from scoring.services.abuse_policy import abuse_thresholds
 from scoring.services.earned_approval import HELD_REASON, ApprovalGate, approval_gate
 
@@ -67,6 +77,11 @@ class LevelEvidence:
         return wilson_interval(self.removed, self.labelled)[1]
 
     @property
+    def disproved(self) -> bool:
+        """An open step's spot checks: the removed share is above what opened it, beyond doubt."""
+        return bool(wilson_interval(self.removed, self.labelled)[0] > settings.EARNED_APPROVAL_MAX_SHARE)
+
+    @property
     def earned(self) -> bool:
         return bool(
             self.labelled >= settings.EARNED_APPROVAL_MIN_LABELS
@@ -79,13 +94,26 @@ def _approvable(gate: ApprovalGate) -> Q:
     return Q(held_final__lt=gate.final_below) & (Q(held_abuse__isnull=True) | Q(held_abuse__lt=gate.abuse_below))
 
 
-def level_evidence(source: Source, policy: DecisionPolicy, *, now: datetime) -> list[LevelEvidence]:
-    """Per step of LEVELS, the labelled posts of the slice it adds (one query)."""
+def _gates(source: Source, policy: DecisionPolicy) -> list[ApprovalGate]:
+    """The gate at level 0 and at each step of LEVELS."""
     queue = abuse_thresholds(source).queue
-    gates = [
+    return [
         approval_gate(level, approve_threshold=policy.approve_threshold, abuse_queue_threshold=queue)
         for level in (0.0, *LEVELS)
     ]
+
+
+def _since(source: Source, now: datetime) -> datetime:
+    """The window's start: EARNED_APPROVAL_WINDOW_DAYS back, or the level's last setting if later."""
+    return max(
+        [now - timedelta(days=settings.EARNED_APPROVAL_WINDOW_DAYS)]
+        + ([source.approval_level_set_at] if source.approval_level_set_at else [])
+    )
+
+
+def level_evidence(source: Source, policy: DecisionPolicy, *, now: datetime) -> list[LevelEvidence]:
+    """Per step of LEVELS, the labelled posts of the slice it adds (one query)."""
+    gates = _gates(source, policy)
     slices = [_approvable(gates[i + 1]) & ~_approvable(gates[i]) for i in range(len(LEVELS))]
     # Each post by the score the gate held it with: a later re-score (a report's) moves its copy
     # on the post, most often upwards, and would take the likeliest violations out of the slice.
@@ -94,10 +122,7 @@ def level_evidence(source: Source, policy: DecisionPolicy, *, now: datetime) -> 
         Post.objects.filter(
             source_id=source.id,
             status__in=DECIDED,
-            received_at__gte=max(
-                [now - timedelta(days=settings.EARNED_APPROVAL_WINDOW_DAYS)]
-                + ([source.approval_level_set_at] if source.approval_level_set_at else [])
-            ),
+            received_at__gte=_since(source, now),
         )
         .annotate(
             held_final=Subquery(held.values("final_score")[:1]), held_abuse=Subquery(held.values("abuse_score")[:1])
@@ -114,6 +139,48 @@ def level_evidence(source: Source, policy: DecisionPolicy, *, now: datetime) -> 
         LevelEvidence(level=level, labelled=int(counts[f"n{i}"]), removed=int(counts[f"r{i}"]))
         for i, level in enumerate(LEVELS)
     ]
+
+
+def spot_check_evidence(source: Source, policy: DecisionPolicy, *, now: datetime) -> list[LevelEvidence]:
+    """Per open step of the source (LEVELS up to its level), the approvals drawn for a spot check
+    from the slice it adds, placed by the score that approved them, and how many of those a
+    moderator removed since (one query). Only draws since the level was last set count: the
+    checks of a wider or narrower band say nothing about this one."""
+    open_steps = [level for level in LEVELS if level <= source.approval_level]
+    if not open_steps:
+        return []
+    gates = _gates(source, policy)
+    slices = [_approvable(gates[i + 1]) & ~_approvable(gates[i]) for i in range(len(open_steps))]
+    approving = Score.objects.filter(post=OuterRef("pk"), action=Action.APPROVE).order_by("created_at")
+    checked = (
+        Post.objects.filter(
+            source_id=source.id,
+            spot_check_action=Action.APPROVE,
+            status__in=[RIGHT[Action.APPROVE], WRONG[Action.APPROVE]],
+            received_at__gte=_since(source, now),
+        )
+        .annotate(
+            held_final=Subquery(approving.values("final_score")[:1]),
+            held_abuse=Subquery(approving.values("abuse_score")[:1]),
+        )
+        .filter(held_final__isnull=False)
+    )
+    counts = checked.aggregate(
+        **{f"n{i}": Count("id", filter=band) for i, band in enumerate(slices)},
+        **{f"r{i}": Count("id", filter=band & Q(status=WRONG[Action.APPROVE])) for i, band in enumerate(slices)},
+    )
+    return [
+        LevelEvidence(level=level, labelled=int(counts[f"n{i}"]), removed=int(counts[f"r{i}"]))
+        for i, level in enumerate(open_steps)
+    ]
+
+
+def lowered_level(current: float, checks: list[LevelEvidence]) -> float:
+    """The step below the lowest open slice whose spot checks disprove it; `current` if none does."""
+    for i, step in enumerate(checks):
+        if step.level <= current and step.disproved:
+            return LEVELS[i - 1] if i > 0 else 0.0
+    return float(current)
 
 
 # labels_to_open stops counting here: a step that needs more is shown as "more than" this.
@@ -174,23 +241,41 @@ def source_approval(source: Source, policy: DecisionPolicy, *, now: datetime) ->
     )
 
 
+def _as_audit(evidence: list[LevelEvidence], *, bound: str) -> list[dict[str, Any]]:
+    """Each step's figures for the AuditLog row, with the bound that decided ("lower" or "upper")."""
+    side = 0 if bound == "lower" else 1
+    return [
+        {
+            "level": e.level,
+            "labelled": e.labelled,
+            "removed": e.removed,
+            f"{bound}_bound": round(wilson_interval(e.removed, e.labelled)[side], 4),
+        }
+        for e in evidence
+    ]
+
+
 def update_approval_levels(*, policy: DecisionPolicy, now: datetime) -> dict[int, float]:
-    """Raise every active source below level 1 to the level its reviewed posts earn; an
-    AuditLog row per change. Returns source id -> new level for the sources that moved."""
+    """Lower every active source whose open band the spot checks disprove (lowered_level), and
+    raise every other one below level 1 to the level its reviewed posts earn; an AuditLog row per
+    change. Returns source id -> new level for the sources that moved."""
     moved: dict[int, float] = {}
-    for source in Source.objects.filter(is_active=True, approval_level__lt=1.0).order_by("id"):
+    for source in Source.objects.filter(is_active=True, approval_level__gt=0.0).order_by("id"):
+        checks = spot_check_evidence(source, policy, now=now)
+        level = lowered_level(source.approval_level, checks)
+        if level < source.approval_level and approval_level_lower(
+            source=source, level=level, evidence=_as_audit(checks, bound="lower")
+        ):
+            logger.info(
+                "scoring.approval_level source=%s %.2f -> %.2f (spot checks)", source.id, source.approval_level, level
+            )
+            moved[source.id] = level
+    for source in Source.objects.filter(is_active=True, approval_level__lt=1.0).exclude(id__in=moved).order_by("id"):
         evidence = level_evidence(source, policy, now=now)
         level = earned_level(source.approval_level, evidence)
         if level <= source.approval_level:
             continue
-        raised = approval_level_raise(
-            source=source,
-            level=level,
-            evidence=[
-                {"level": e.level, "labelled": e.labelled, "removed": e.removed, "upper_bound": round(e.upper_bound, 4)}
-                for e in evidence
-            ],
-        )
+        raised = approval_level_raise(source=source, level=level, evidence=_as_audit(evidence, bound="upper"))
         if not raised:
             continue
         logger.info("scoring.approval_level source=%s %.2f -> %.2f", source.id, source.approval_level, level)

@@ -16,10 +16,16 @@ from django.utils import timezone
 
 from moderation.admin import SourceAdmin
 from moderation.models import AuditLog, Author, Post, PostStatus, Source
-from moderation.services.approval_levels import approval_level_raise, approval_level_set
+from moderation.services.approval_levels import approval_level_lower, approval_level_raise, approval_level_set
 from scoring import tasks
 from scoring.models import Action, DecisionPolicy, Score
-from scoring.services.approval_levels import LevelEvidence, earned_level, level_evidence, update_approval_levels
+from scoring.services.approval_levels import (
+    LevelEvidence,
+    earned_level,
+    level_evidence,
+    spot_check_evidence,
+    update_approval_levels,
+)
 from scoring.services.earned_approval import HELD_REASON, ApprovalGate, approval_gate, earned_approval_decide
 
 POLICY = DecisionPolicy(version=1, remove_threshold=0.9, approve_threshold=0.2, escalate_threshold=0.9)
@@ -198,7 +204,7 @@ def test_a_step_already_open_is_not_asked_again_when_its_labels_age_out() -> Non
 
 
 @pytest.mark.django_db
-def test_a_source_at_the_full_band_or_inactive_is_not_read_and_a_level_is_never_lowered() -> None:
+def test_a_source_at_the_full_band_or_inactive_is_not_read_and_labels_never_lower_a_level() -> None:
     full = Source.objects.create(name="f", slug="f", approval_level=1.0)
     idle = Source.objects.create(name="i", slug="i", is_active=False)
     ahead = Source.objects.create(name="a", slug="a", approval_level=0.75)
@@ -273,3 +279,81 @@ def test_a_raise_from_a_stale_read_writes_nothing() -> None:
     approval_level_set(source=source, level=0.0, actor=None)  # an admin's action meanwhile
     assert not approval_level_raise(source=stale, level=0.25, evidence=[])
     assert not AuditLog.objects.filter(action="source.approval_level_earned").exists()
+
+
+def _drawn(source: Source, n: int, *, final: float, status: str, abuse: float | None = None, **fields: Any) -> None:
+    """n approvals of `source` drawn for a spot check, by a score of these values that approved
+    them; `status`: AUTO_APPROVED while the check waits, APPROVED confirmed, REMOVED overturned."""
+    posts = _posts(
+        source, n, final=final, abuse=abuse, held=False, status=status, spot_check_action=Action.APPROVE, **fields
+    )
+    Score.objects.filter(post__in=posts).update(action=Action.APPROVE, routing_reason="")
+
+
+@pytest.mark.django_db
+def test_spot_checks_that_disprove_an_open_step_lower_the_level_and_restart_its_evidence() -> None:
+    source = Source.objects.create(name="s", slug="s", approval_level=1.0)
+    earlier = timezone.now() - timedelta(days=1)
+    _posts(source, 80, final=0.18, received_at=earlier)  # the labels that once opened the top step
+    _drawn(source, 7, final=0.18, status=PostStatus.APPROVED)  # the top step's slice: 0.1625 <= final < 0.2
+    _drawn(source, 3, final=0.18, status=PostStatus.REMOVED)  # 3 of 10: 95 % lower bound 0.108 > 0.05
+    assert [(e.labelled, e.removed) for e in spot_check_evidence(source, POLICY, now=timezone.now())] == [
+        (0, 0),
+        (0, 0),
+        (0, 0),
+        (10, 3),
+    ]
+    assert update_approval_levels(policy=POLICY, now=timezone.now()) == {source.id: 0.75}
+    source.refresh_from_db()
+    assert source.approval_level == 0.75 and source.approval_level_set_at is not None
+    audit = AuditLog.objects.get(action="source.approval_level_lowered", target_id=str(source.id))
+    assert audit.actor is None and (audit.before, audit.after["approval_level"]) == ({"approval_level": 1.0}, 0.75)
+    assert audit.after["spot_checks"][3] == {"level": 1.0, "labelled": 10, "removed": 3, "lower_bound": 0.1078}
+    # Its evidence starts over: the old labels do not raise it back, the same checks do not lower it again.
+    assert update_approval_levels(policy=POLICY, now=timezone.now()) == {}
+    assert spot_check_evidence(source, POLICY, now=timezone.now()) == spot_check_evidence(
+        Source.objects.create(name="new", slug="new", approval_level=0.75), POLICY, now=timezone.now()
+    )
+
+
+@pytest.mark.django_db
+def test_the_lowest_disproved_step_decides() -> None:
+    source = Source.objects.create(name="s", slug="s", approval_level=1.0)
+    _drawn(source, 4, final=0.1, status=PostStatus.REMOVED)  # the second step's slice: 4 of 4
+    _drawn(source, 5, final=0.18, status=PostStatus.REMOVED)  # and the top one's
+    assert update_approval_levels(policy=POLICY, now=timezone.now()) == {source.id: 0.25}
+
+
+@pytest.mark.django_db
+def test_checks_within_the_share_waiting_beyond_the_level_or_elsewhere_do_not_lower_it() -> None:
+    source = Source.objects.create(name="s", slug="s", approval_level=0.5, approval_level_set_at=timezone.now())
+    _drawn(source, 9, final=0.06, status=PostStatus.APPROVED)
+    _drawn(source, 1, final=0.06, status=PostStatus.REMOVED)  # 1 of 10: lower bound 0.018
+    _drawn(source, 20, final=0.06, status=PostStatus.AUTO_APPROVED)  # waiting for a moderator
+    _drawn(source, 10, final=0.01, status=PostStatus.REMOVED)  # below the start: no step to close
+    _drawn(
+        source, 10, final=0.14, status=PostStatus.REMOVED
+    )  # a closed step's slice (approved by an admin's band before)
+    _drawn(source, 10, final=0.1, status=PostStatus.REMOVED, received_at=timezone.now() - timedelta(hours=1))
+    other = Source.objects.create(name="o", slug="o", approval_level=0.5)
+    _drawn(other, 10, final=0.0001, status=PostStatus.REMOVED)
+    _drawn(other, 5, final=0.06, status=PostStatus.REMOVED, abuse=0.5)  # beyond every abuse bound: not a slice
+    assert [(e.labelled, e.removed) for e in spot_check_evidence(source, POLICY, now=timezone.now())] == [
+        (10, 1),
+        (0, 0),
+    ]
+    assert update_approval_levels(policy=POLICY, now=timezone.now()) == {}
+    assert Source.objects.get(pk=source.pk).approval_level == 0.5
+
+
+@pytest.mark.django_db
+def test_a_lowering_from_a_stale_read_writes_nothing_and_the_command_says_why_it_moved() -> None:
+    source = Source.objects.create(name="s", slug="s", approval_level=0.5)
+    stale = Source.objects.get(pk=source.pk)
+    approval_level_set(source=source, level=1.0, actor=None)
+    assert not approval_level_lower(source=stale, level=0.25, evidence=[])
+    assert not AuditLog.objects.filter(action="source.approval_level_lowered").exists()
+    _drawn(source, 5, final=0.18, status=PostStatus.REMOVED)
+    out = StringIO()
+    call_command("update_approval_levels", stdout=out)
+    assert "s: level 0.75 (lowered: spot checks)" in out.getvalue()

@@ -1,6 +1,6 @@
-"""Raise each source's approval level as far as its reviewed posts earn (scoring.services.
-approval_levels): what the beat task does every EARNED_APPROVAL_INTERVAL_S, run now, with each
-source's evidence printed."""
+"""Raise each source's approval level as far as its reviewed posts earn, or lower it where its
+spot checks disprove an open step (scoring.services.approval_levels): what the beat task does
+every EARNED_APPROVAL_INTERVAL_S, run now, with each source's evidence printed."""
 
 from __future__ import annotations
 
@@ -11,23 +11,36 @@ from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from moderation.models import Source
-from scoring.services.approval_levels import level_evidence, update_approval_levels
+from moderation.selectors.spot_checks import wilson_interval
+from scoring.services.approval_levels import level_evidence, spot_check_evidence, update_approval_levels
 from scoring.services.policy import policy_active
 
 
 class Command(BaseCommand):
-    help = "Raise each source's approval level as far as its reviewed posts earn, and print the evidence."
+    help = (
+        "Raise each source's approval level as far as its reviewed posts earn, lower it where its spot checks "
+        "disprove an open step, and print the evidence."
+    )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if not settings.EARNED_APPROVAL:
             self.stdout.write("EARNED_APPROVAL is off: every source has the policy's full approve band.")
             return
         policy, now = policy_active(), timezone.now()
+        before = dict(Source.objects.values_list("id", "approval_level"))
         moved = update_approval_levels(policy=policy, now=now)
         for source in Source.objects.filter(is_active=True).order_by("id"):
             bands = ", ".join(
                 f"{e.level:.2f}: {e.removed}/{e.labelled} removed (upper {e.upper_bound:.3f})"
                 for e in level_evidence(source, policy, now=now)
             )
-            raised = " (raised)" if source.id in moved else ""
-            self.stdout.write(f"{source.slug}: level {source.approval_level:.2f}{raised}; bands {bands}")
+            checks = ", ".join(
+                f"{e.level:.2f}: {e.removed}/{e.labelled} removed (lower {lower:.3f})"
+                for e in spot_check_evidence(source, policy, now=now)
+                for lower in [wilson_interval(e.removed, e.labelled)[0]]
+            )
+            change = ""
+            if source.id in moved:
+                change = " (raised)" if moved[source.id] > before.get(source.id, 0.0) else " (lowered: spot checks)"
+            line = f"{source.slug}: level {source.approval_level:.2f}{change}; bands {bands}"
+            self.stdout.write(line + (f"; spot checks of open steps {checks}" if checks else ""))
