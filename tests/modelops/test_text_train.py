@@ -13,7 +13,7 @@ from pytest_django import Settings
 
 from modelops.text.batches import pad_batch
 from modelops.text.data import SmsSplits, TextSplit, load_sms_splits
-from modelops.text.finetune import TrainConfig, bucketed_batches
+from modelops.text.finetune import TrainConfig, bucketed_batches, train_text_model
 from modelops.text.tiny import build_tiny_checkpoint
 from modelops.text.train import current_model_dir, run_training
 
@@ -92,3 +92,32 @@ def test_command_trains_into_artifacts_dir(
     out = current_model_dir(tmp_path / "text")
     assert out.name == "cmd"
     assert json.loads((out / "metrics.json").read_text())["hyperparameters"]["max_length"] == 32
+
+
+def test_a_cpu_budget_counts_this_process_not_the_clock(tiny_base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process on the machine slows the clock's epochs, not this process's CPU: a run on
+    the "cpu" budget stops only when its own CPU would exceed it, a "wall" one on the clock."""
+    splits = small_splits()
+    data = (splits.train.texts, splits.train.labels, splits.validation.texts, splits.validation.labels)
+
+    def config(clock: str) -> TrainConfig:
+        return TrainConfig(
+            base=str(tiny_base),
+            max_length=32,
+            epochs=3,
+            batch_size=8,
+            threads=1,
+            time_budget_s=1500,
+            budget_clock=clock,
+        )
+
+    on_the_clock = train_text_model(*data, config("wall"), progress=False, log=lambda _: None)
+    assert len(on_the_clock.history) == 3 and on_the_clock.stopped_early is None  # seconds of real time
+
+    readings = iter(range(0, 10**9, 1000))  # every reading: 1,000 CPU seconds more
+    monkeypatch.setattr("modelops.text.finetune.time.process_time", lambda: float(next(readings)))
+    on_cpu = train_text_model(*data, config("cpu"), progress=False, log=lambda _: None)
+    assert len(on_cpu.history) == 1
+    assert on_cpu.stopped_early is not None and "CPU s per thread used" in on_cpu.stopped_early
+    with pytest.raises(ValueError, match="budget_clock"):
+        train_text_model(*data, config("sundial"), progress=False, log=lambda _: None)

@@ -52,6 +52,8 @@ class Command(BaseCommand):
             threads=options["threads"],
             seed=options["seed"],
             max_steps=options["max_steps"],
+            # The bootstrap's model is served: a busy machine may slow it, not stop it early.
+            budget_clock="cpu",
         )
         text_dir = Path(options["output_dir"] or Path(settings.ARTIFACTS_DIR) / "text")
         splits = load_sms_splits(seed=options["seed"])
