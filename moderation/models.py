@@ -99,16 +99,19 @@ class Source(models.Model):
     )
     # How far the models may approve on their own (scoring.services.earned_approval): 0, the
     # posts they are surest of; 1, the policy's full approve band. Raised by
-    # scoring.services.approval_levels as the source's reviewed posts show the wider band safe.
+    # scoring.services.approval_levels as the source's reviewed posts show the wider band safe, and
+    # lowered there when the spot checks of an open step show it unsafe.
     approval_level = models.FloatField(
         default=0.0,
         db_default=0.0,
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
         help_text="How far the models may approve on their own: 0 only the surest posts, 1 the policy's full band. "
-        "Raised automatically as reviewed posts show the wider band safe.",
+        "Raised automatically as reviewed posts show the wider band safe; lowered when spot checks show an open "
+        "step unsafe.",
     )
-    # When an admin last set approval_level by hand: only posts received since count as evidence
-    # for raising it again, so a level lowered after an incident stays down until new labels earn it.
+    # When an admin last set approval_level by hand, or the spot checks lowered it: only posts
+    # received since count as evidence for raising it again (or lowering it further), so a level
+    # lowered after an incident stays down until new labels earn it.
     approval_level_set_at = models.DateTimeField(null=True, blank=True, editable=False)
     campaign_member_action = models.CharField(
         max_length=10,

@@ -120,7 +120,8 @@ def apply_retention() -> dict[str, dict[str, int]]:
 
 @shared_task(name="scoring.update_approval_levels", acks_late=True, soft_time_limit=120, time_limit=150)
 def update_approval_levels() -> dict[int, float]:
-    # Every EARNED_APPROVAL_INTERVAL_S (CELERY_BEAT_SCHEDULE): one aggregate query per source below level 1.
+    # Every EARNED_APPROVAL_INTERVAL_S (CELERY_BEAT_SCHEDULE): one aggregate query per source above
+    # level 0 (its spot checks) and one per source below level 1 (its held posts' labels).
     if not settings.EARNED_APPROVAL:
         return {}
     return approval_levels.update_approval_levels(policy=policy_active(), now=timezone.now())

@@ -471,12 +471,18 @@ if not 0.0 <= SPOT_CHECK_RATE <= 1.0:
 # rises (scoring.services.approval_levels, every EARNED_APPROVAL_INTERVAL_S) as far as the
 # posts the gate held in the wider band, received in the last WINDOW_DAYS and since decided, show
 # that it would approve violations at most MAX_SHARE of the time (95 % Wilson upper bound,
-# MIN_LABELS such posts at least). Off: every source has the policy's full band.
+# MIN_LABELS such posts at least). It falls below an open step when at least MIN_CHECKS of the
+# spot checks of what that step approved show violations above MAX_SHARE (95 % Wilson lower
+# bound). Off: every source has the policy's full band.
 EARNED_APPROVAL = env.bool("EARNED_APPROVAL", default=True)
 EARNED_APPROVAL_START_FINAL = env.float("EARNED_APPROVAL_START_FINAL", default=0.05)
 EARNED_APPROVAL_START_ABUSE = env.float("EARNED_APPROVAL_START_ABUSE", default=0.15)
 EARNED_APPROVAL_MAX_SHARE = env.float("EARNED_APPROVAL_MAX_SHARE", default=0.05)
 EARNED_APPROVAL_MIN_LABELS = env.int("EARNED_APPROVAL_MIN_LABELS", default=50)
+# A lower bound over a handful of checks is too eager: one removal among a slice's first three
+# checks clears 5 % (6.1 %), and a rule re-read every few minutes as checks trickle in would now
+# and then close a slice that errs well under the share (docs/design.md, "Earned approval").
+EARNED_APPROVAL_MIN_CHECKS = env.int("EARNED_APPROVAL_MIN_CHECKS", default=30)
 EARNED_APPROVAL_WINDOW_DAYS = env.int("EARNED_APPROVAL_WINDOW_DAYS", default=90)
 EARNED_APPROVAL_INTERVAL_S = env.float("EARNED_APPROVAL_INTERVAL_S", default=300.0)
 for _name in ("EARNED_APPROVAL_START_FINAL", "EARNED_APPROVAL_START_ABUSE", "EARNED_APPROVAL_MAX_SHARE"):
@@ -484,9 +490,14 @@ for _name in ("EARNED_APPROVAL_START_FINAL", "EARNED_APPROVAL_START_ABUSE", "EAR
         raise ImproperlyConfigured(f"{_name} must lie between 0 and 1")
 if EARNED_APPROVAL_MAX_SHARE == 0.0:  # a Wilson upper bound is never 0: no step would ever open
     raise ImproperlyConfigured("EARNED_APPROVAL_MAX_SHARE must lie above 0")
-if EARNED_APPROVAL_MIN_LABELS < 1 or EARNED_APPROVAL_WINDOW_DAYS < 1 or EARNED_APPROVAL_INTERVAL_S <= 0:
+if (
+    EARNED_APPROVAL_MIN_LABELS < 1
+    or EARNED_APPROVAL_MIN_CHECKS < 1
+    or EARNED_APPROVAL_WINDOW_DAYS < 1
+    or EARNED_APPROVAL_INTERVAL_S <= 0
+):
     raise ImproperlyConfigured(
-        "EARNED_APPROVAL_MIN_LABELS and EARNED_APPROVAL_WINDOW_DAYS must be at least 1, "
+        "EARNED_APPROVAL_MIN_LABELS, EARNED_APPROVAL_MIN_CHECKS and EARNED_APPROVAL_WINDOW_DAYS must be at least 1, "
         "EARNED_APPROVAL_INTERVAL_S above 0"
     )
 CELERY_BEAT_SCHEDULE["scoring.update_approval_levels"] = {

@@ -124,6 +124,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
             "spot_checks": spot_check_figures(since=since),
             "approval": approval_overview(),
             "approval_max_share": settings.EARNED_APPROVAL_MAX_SHARE,
+            "approval_min_checks": settings.EARNED_APPROVAL_MIN_CHECKS,
         },
     )
 

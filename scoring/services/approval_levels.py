@@ -1,4 +1,5 @@
-"""Raising a source's approval level (scoring.services.earned_approval) from its reviewed posts.
+"""Moving a source's approval level (scoring.services.earned_approval): raised by its reviewed
+posts, lowered by the spot checks of what its open steps approve.
 
 The levels are steps of a quarter of the band between the gate at level 0 and the policy's. The
 evidence for a step is the source's posts, received within EARNED_APPROVAL_WINDOW_DAYS, that the
@@ -20,15 +21,18 @@ retention is shorter than the window has that much less of it.
 Labels never lower a level: once a slice is approved its posts are no longer held, so it gathers
 no new evidence of that kind, and a level that fell for want of labels would flood the queue.
 What an open slice approves is sampled by the spot checks (scoring.services.spot_checks), and
-their outcomes lower it (spot_check_evidence, lowered_level): when the approvals drawn from an
-open step's slice since the level was last set, placed by the score that approved them, show a
-removed share whose 95 % Wilson lower bound is above EARNED_APPROVAL_MAX_SHARE (clear evidence
-the slice now lets through more than it was opened for: new content, a new model, a campaign),
-the source drops to the step below that slice, audited, and its evidence starts over as after
-an admin's change. A checked draw counts by where it stands, as on the Spot checks card: removed
-by a moderator is a violation let through, approved by one is a confirmation. Violations reach
-a moderator sooner than confirmations (reports, appeals), so while draws wait the share leans
-high; a lowering it causes queues more, never publishes more. An admin may
+their outcomes lower it (spot_check_evidence, lowered_level): when at least
+EARNED_APPROVAL_MIN_CHECKS approvals drawn from an open step's slice since the level was last
+set, placed by the score that approved them, have ended and show a removed share whose 95 %
+Wilson lower bound is above EARNED_APPROVAL_MAX_SHARE (clear evidence the slice now lets through
+more than it was opened for: new content, a new model, a campaign), the source drops to the step
+below that slice, audited, and its evidence starts over as after an admin's change. A draw counts
+once it has ended: approved by a moderator is a confirmation; removed by one, or by a later
+re-score (a report's), is a violation let through. Violations end sooner than confirmations
+(reports, appeals), so while draws wait the share leans high, which the minimum tempers; a
+lowering it causes queues more, never publishes more. The approvals of authors a moderator
+allow-listed are left out: the gate does not apply to them, so lowering it would not change what
+they publish. With SPOT_CHECK_RATE at 0 nothing is drawn and no level falls. An admin may
 set a level by hand in the Source admin (audited): a higher one skips ahead (an operator who
 already trusts the models on this content); from then on only posts received after the change
 count as evidence, so a level lowered after an incident stays down until new labels earn it. The
@@ -41,7 +45,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from django.conf import settings
 from django.db.models import Count, OuterRef, Q, Subquery
@@ -58,6 +62,10 @@ logger = logging.getLogger(__name__)
 # What a held post can end as: approved or removed by a moderator, or removed automatically by a
 # later re-score (a report's), which counts as removed.
 DECIDED = (PostStatus.APPROVED, PostStatus.REMOVED, PostStatus.AUTO_REMOVED)
+
+# What a drawn approval can end as: confirmed or removed by a moderator, or removed automatically
+# by a later re-score (a report's), which counts as removed: the approvals reports proved bad.
+CHECK_ENDED = (RIGHT[Action.APPROVE], WRONG[Action.APPROVE], PostStatus.AUTO_REMOVED)
 
 # The levels a source can move to: a quarter of the band at a time, so a step's evidence is the
 # posts of a slice a moderator team labels in days, not weeks.
@@ -77,9 +85,17 @@ class LevelEvidence:
         return wilson_interval(self.removed, self.labelled)[1]
 
     @property
+    def lower_bound(self) -> float:
+        return wilson_interval(self.removed, self.labelled)[0]
+
+    @property
     def disproved(self) -> bool:
-        """An open step's spot checks: the removed share is above what opened it, beyond doubt."""
-        return bool(wilson_interval(self.removed, self.labelled)[0] > settings.EARNED_APPROVAL_MAX_SHARE)
+        """An open step's spot checks: enough of them, and the removed share above what opened it
+        beyond doubt."""
+        return bool(
+            self.labelled >= settings.EARNED_APPROVAL_MIN_CHECKS
+            and self.lower_bound > settings.EARNED_APPROVAL_MAX_SHARE
+        )
 
     @property
     def earned(self) -> bool:
@@ -152,13 +168,17 @@ def spot_check_evidence(source: Source, policy: DecisionPolicy, *, now: datetime
     gates = _gates(source, policy)
     slices = [_approvable(gates[i + 1]) & ~_approvable(gates[i]) for i in range(len(open_steps))]
     approving = Score.objects.filter(post=OuterRef("pk"), action=Action.APPROVE).order_by("created_at")
+    allowlisted = Q(author__allowlisted_at__isnull=False) & (
+        Q(author__allowlisted_until__isnull=True) | Q(author__allowlisted_until__gt=now)
+    )
     checked = (
         Post.objects.filter(
             source_id=source.id,
             spot_check_action=Action.APPROVE,
-            status__in=[RIGHT[Action.APPROVE], WRONG[Action.APPROVE]],
+            status__in=CHECK_ENDED,
             received_at__gte=_since(source, now),
         )
+        .exclude(allowlisted)
         .annotate(
             held_final=Subquery(approving.values("final_score")[:1]),
             held_abuse=Subquery(approving.values("abuse_score")[:1]),
@@ -167,7 +187,7 @@ def spot_check_evidence(source: Source, policy: DecisionPolicy, *, now: datetime
     )
     counts = checked.aggregate(
         **{f"n{i}": Count("id", filter=band) for i, band in enumerate(slices)},
-        **{f"r{i}": Count("id", filter=band & Q(status=WRONG[Action.APPROVE])) for i, band in enumerate(slices)},
+        **{f"r{i}": Count("id", filter=band & ~Q(status=RIGHT[Action.APPROVE])) for i, band in enumerate(slices)},
     )
     return [
         LevelEvidence(level=level, labelled=int(counts[f"n{i}"]), removed=int(counts[f"r{i}"]))
@@ -177,8 +197,8 @@ def spot_check_evidence(source: Source, policy: DecisionPolicy, *, now: datetime
 
 def lowered_level(current: float, checks: list[LevelEvidence]) -> float:
     """The step below the lowest open slice whose spot checks disprove it; `current` if none does."""
-    for i, step in enumerate(checks):
-        if step.level <= current and step.disproved:
+    for i, step in enumerate(checks):  # the open steps, lowest first
+        if step.disproved:
             return LEVELS[i - 1] if i > 0 else 0.0
     return float(current)
 
@@ -241,15 +261,14 @@ def source_approval(source: Source, policy: DecisionPolicy, *, now: datetime) ->
     )
 
 
-def _as_audit(evidence: list[LevelEvidence], *, bound: str) -> list[dict[str, Any]]:
-    """Each step's figures for the AuditLog row, with the bound that decided ("lower" or "upper")."""
-    side = 0 if bound == "lower" else 1
+def _as_audit(evidence: list[LevelEvidence], *, bound: Literal["lower", "upper"]) -> list[dict[str, Any]]:
+    """Each step's figures for the AuditLog row, with the bound that decided."""
     return [
         {
             "level": e.level,
             "labelled": e.labelled,
             "removed": e.removed,
-            f"{bound}_bound": round(wilson_interval(e.removed, e.labelled)[side], 4),
+            f"{bound}_bound": round(e.lower_bound if bound == "lower" else e.upper_bound, 4),
         }
         for e in evidence
     ]

@@ -204,7 +204,7 @@ def test_a_step_already_open_is_not_asked_again_when_its_labels_age_out() -> Non
 
 
 @pytest.mark.django_db
-def test_a_source_at_the_full_band_or_inactive_is_not_read_and_labels_never_lower_a_level() -> None:
+def test_labels_never_raise_a_source_at_the_full_band_or_an_inactive_one_nor_lower_a_level() -> None:
     full = Source.objects.create(name="f", slug="f", approval_level=1.0)
     idle = Source.objects.create(name="i", slug="i", is_active=False)
     ahead = Source.objects.create(name="a", slug="a", approval_level=0.75)
@@ -281,27 +281,32 @@ def test_a_raise_from_a_stale_read_writes_nothing() -> None:
     assert not AuditLog.objects.filter(action="source.approval_level_earned").exists()
 
 
-def _drawn(source: Source, n: int, *, final: float, status: str, abuse: float | None = None, **fields: Any) -> None:
+def _drawn(
+    source: Source, n: int, *, final: float, status: str, abuse: float | None = None, **fields: Any
+) -> list[Post]:
     """n approvals of `source` drawn for a spot check, by a score of these values that approved
     them; `status`: AUTO_APPROVED while the check waits, APPROVED confirmed, REMOVED overturned."""
-    posts = _posts(
-        source, n, final=final, abuse=abuse, held=False, status=status, spot_check_action=Action.APPROVE, **fields
-    )
+    drawn = {"status": status, "spot_check_action": Action.APPROVE, **fields}
+    posts = _posts(source, n, final=final, abuse=abuse, held=False, **drawn)
     Score.objects.filter(post__in=posts).update(action=Action.APPROVE, routing_reason="")
+    return posts
 
 
 @pytest.mark.django_db
-def test_spot_checks_that_disprove_an_open_step_lower_the_level_and_restart_its_evidence() -> None:
+def test_spot_checks_that_disprove_an_open_step_lower_the_level_and_restart_its_evidence(settings: Any) -> None:
+    settings.EARNED_APPROVAL_MIN_CHECKS = 10
     source = Source.objects.create(name="s", slug="s", approval_level=1.0)
     earlier = timezone.now() - timedelta(days=1)
     _posts(source, 80, final=0.18, received_at=earlier)  # the labels that once opened the top step
+    _drawn(source, 8, final=0.06, status=PostStatus.APPROVED)  # the first step's slice, confirmed
     _drawn(source, 7, final=0.18, status=PostStatus.APPROVED)  # the top step's slice: 0.1625 <= final < 0.2
-    _drawn(source, 3, final=0.18, status=PostStatus.REMOVED)  # 3 of 10: 95 % lower bound 0.108 > 0.05
+    _drawn(source, 2, final=0.18, status=PostStatus.REMOVED)  # overturned by a moderator
+    _drawn(source, 1, final=0.18, status=PostStatus.AUTO_REMOVED)  # removed by a report's re-score
     assert [(e.labelled, e.removed) for e in spot_check_evidence(source, POLICY, now=timezone.now())] == [
+        (8, 0),
         (0, 0),
         (0, 0),
-        (0, 0),
-        (10, 3),
+        (10, 3),  # 3 of 10: 95 % lower bound 0.108 > 0.05
     ]
     assert update_approval_levels(policy=POLICY, now=timezone.now()) == {source.id: 0.75}
     source.refresh_from_db()
@@ -309,45 +314,71 @@ def test_spot_checks_that_disprove_an_open_step_lower_the_level_and_restart_its_
     audit = AuditLog.objects.get(action="source.approval_level_lowered", target_id=str(source.id))
     assert audit.actor is None and (audit.before, audit.after["approval_level"]) == ({"approval_level": 1.0}, 0.75)
     assert audit.after["spot_checks"][3] == {"level": 1.0, "labelled": 10, "removed": 3, "lower_bound": 0.1078}
-    # Its evidence starts over: the old labels do not raise it back, the same checks do not lower it again.
+    # Its evidence starts over: neither the old labels nor the earlier checks count any more.
+    assert [(e.labelled, e.removed) for e in spot_check_evidence(source, POLICY, now=timezone.now())] == [
+        (0, 0),
+        (0, 0),
+        (0, 0),
+    ]
     assert update_approval_levels(policy=POLICY, now=timezone.now()) == {}
-    assert spot_check_evidence(source, POLICY, now=timezone.now()) == spot_check_evidence(
-        Source.objects.create(name="new", slug="new", approval_level=0.75), POLICY, now=timezone.now()
-    )
 
 
 @pytest.mark.django_db
-def test_the_lowest_disproved_step_decides() -> None:
+def test_too_few_checks_do_not_lower_a_level_and_the_lowest_disproved_step_decides(settings: Any) -> None:
+    settings.EARNED_APPROVAL_MIN_CHECKS = 30
     source = Source.objects.create(name="s", slug="s", approval_level=1.0)
-    _drawn(source, 4, final=0.1, status=PostStatus.REMOVED)  # the second step's slice: 4 of 4
-    _drawn(source, 5, final=0.18, status=PostStatus.REMOVED)  # and the top one's
+    _drawn(source, 3, final=0.1, status=PostStatus.REMOVED)  # the second step's slice: 3 of 3, too few
+    _drawn(source, 10, final=0.18, status=PostStatus.REMOVED)  # the top one's: 10 of 10, too few
+    assert update_approval_levels(policy=POLICY, now=timezone.now()) == {}
+    _drawn(source, 27, final=0.1, status=PostStatus.APPROVED)  # 3 of 30 now: lower bound 0.035
+    assert update_approval_levels(policy=POLICY, now=timezone.now()) == {}
+    _drawn(source, 2, final=0.1, status=PostStatus.REMOVED)
+    _drawn(source, 20, final=0.18, status=PostStatus.APPROVED)
     assert update_approval_levels(policy=POLICY, now=timezone.now()) == {source.id: 0.25}
 
 
 @pytest.mark.django_db
-def test_checks_within_the_share_waiting_beyond_the_level_or_elsewhere_do_not_lower_it() -> None:
-    source = Source.objects.create(name="s", slug="s", approval_level=0.5, approval_level_set_at=timezone.now())
-    _drawn(source, 9, final=0.06, status=PostStatus.APPROVED)
-    _drawn(source, 1, final=0.06, status=PostStatus.REMOVED)  # 1 of 10: lower bound 0.018
-    _drawn(source, 20, final=0.06, status=PostStatus.AUTO_APPROVED)  # waiting for a moderator
-    _drawn(source, 10, final=0.01, status=PostStatus.REMOVED)  # below the start: no step to close
-    _drawn(
-        source, 10, final=0.14, status=PostStatus.REMOVED
-    )  # a closed step's slice (approved by an admin's band before)
-    _drawn(source, 10, final=0.1, status=PostStatus.REMOVED, received_at=timezone.now() - timedelta(hours=1))
-    other = Source.objects.create(name="o", slug="o", approval_level=0.5)
-    _drawn(other, 10, final=0.0001, status=PostStatus.REMOVED)
-    _drawn(other, 5, final=0.06, status=PostStatus.REMOVED, abuse=0.5)  # beyond every abuse bound: not a slice
-    assert [(e.labelled, e.removed) for e in spot_check_evidence(source, POLICY, now=timezone.now())] == [
-        (10, 1),
-        (0, 0),
-    ]
-    assert update_approval_levels(policy=POLICY, now=timezone.now()) == {}
-    assert Source.objects.get(pk=source.pk).approval_level == 0.5
+def test_a_draw_is_placed_by_the_score_that_approved_it(settings: Any) -> None:
+    settings.EARNED_APPROVAL_MIN_CHECKS = 5
+    source = Source.objects.create(name="s", slug="s", approval_level=0.25)
+    posts = _drawn(source, 5, final=0.06, status=PostStatus.REMOVED)  # approved in the first step's slice
+    # A report's re-score moved the post's copy and wrote a later score: neither moves the draw.
+    Post.objects.filter(pk__in=[p.pk for p in posts]).update(final_score=0.5)
+    Score.objects.bulk_create(
+        Score(post=p, model_set="m", revision=1, final_score=0.5, action=Action.QUEUE, routing_reason="reported")
+        for p in posts
+    )
+    assert [(e.labelled, e.removed) for e in spot_check_evidence(source, POLICY, now=timezone.now())] == [(5, 5)]
+    assert update_approval_levels(policy=POLICY, now=timezone.now()) == {source.id: 0.0}
 
 
 @pytest.mark.django_db
-def test_a_lowering_from_a_stale_read_writes_nothing_and_the_command_says_why_it_moved() -> None:
+def test_checks_waiting_beyond_the_level_allowlisted_or_elsewhere_do_not_count(settings: Any) -> None:
+    settings.EARNED_APPROVAL_MIN_CHECKS = 1
+    now = timezone.now()
+    source = Source.objects.create(name="s", slug="s", approval_level=0.5, approval_level_set_at=now)
+    _drawn(source, 9, final=0.06, status=PostStatus.APPROVED)
+    _drawn(source, 20, final=0.06, status=PostStatus.AUTO_APPROVED)  # waiting for a moderator
+    _drawn(source, 20, final=0.06, status=PostStatus.QUEUED)  # a report's re-score queued it: undecided
+    _drawn(source, 10, final=0.01, status=PostStatus.REMOVED)  # below the start: no step to close
+    _drawn(source, 10, final=0.14, status=PostStatus.REMOVED)  # a closed step's slice
+    _drawn(source, 10, final=0.1, status=PostStatus.REMOVED, received_at=now - timedelta(hours=1))  # before the set
+    vouched = _drawn(source, 10, final=0.06, status=PostStatus.REMOVED)
+    Author.objects.filter(pk=vouched[0].author_id).update(allowlisted_at=now)  # their author (every post's here)
+    assert [(e.labelled, e.removed) for e in spot_check_evidence(source, POLICY, now=now)] == [(0, 0), (0, 0)]
+    Author.objects.filter(pk=vouched[0].author_id).update(allowlisted_until=now - timedelta(minutes=1))  # expired
+    assert [(e.labelled, e.removed) for e in spot_check_evidence(source, POLICY, now=now)] == [(19, 10), (0, 0)]
+    other = Source.objects.create(name="o", slug="o", approval_level=0.5)
+    _drawn(other, 10, final=0.0001, status=PostStatus.REMOVED)
+    _drawn(other, 5, final=0.06, status=PostStatus.REMOVED, abuse=0.4)  # over the open abuse bound (0.325)
+    assert [(e.labelled, e.removed) for e in spot_check_evidence(other, POLICY, now=now)] == [(0, 0), (0, 0)]
+
+
+@pytest.mark.django_db
+def test_a_lowering_from_a_stale_read_writes_nothing_and_the_command_shows_the_checks_that_moved_it(
+    settings: Any,
+) -> None:
+    settings.EARNED_APPROVAL_MIN_CHECKS = 5
     source = Source.objects.create(name="s", slug="s", approval_level=0.5)
     stale = Source.objects.get(pk=source.pk)
     approval_level_set(source=source, level=1.0, actor=None)
@@ -357,3 +388,4 @@ def test_a_lowering_from_a_stale_read_writes_nothing_and_the_command_says_why_it
     out = StringIO()
     call_command("update_approval_levels", stdout=out)
     assert "s: level 0.75 (lowered: spot checks)" in out.getvalue()
+    assert "spot checks of open steps 0.25: 0/0 removed" in out.getvalue() and "1.00: 5/5 removed" in out.getvalue()

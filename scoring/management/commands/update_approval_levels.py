@@ -11,7 +11,6 @@ from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from moderation.models import Source
-from moderation.selectors.spot_checks import wilson_interval
 from scoring.services.approval_levels import level_evidence, spot_check_evidence, update_approval_levels
 from scoring.services.policy import policy_active
 
@@ -27,20 +26,23 @@ class Command(BaseCommand):
             self.stdout.write("EARNED_APPROVAL is off: every source has the policy's full approve band.")
             return
         policy, now = policy_active(), timezone.now()
-        before = dict(Source.objects.values_list("id", "approval_level"))
+        sources = list(Source.objects.filter(is_active=True).order_by("id"))
+        before = {source.id: source.approval_level for source in sources}
+        # Read before the update: a lowering starts the evidence over, and the checks that caused it
+        # are what the operator needs to see.
+        checks = {source.id: spot_check_evidence(source, policy, now=now) for source in sources}
         moved = update_approval_levels(policy=policy, now=now)
-        for source in Source.objects.filter(is_active=True).order_by("id"):
+        for source in Source.objects.filter(pk__in=before).order_by("id"):
             bands = ", ".join(
                 f"{e.level:.2f}: {e.removed}/{e.labelled} removed (upper {e.upper_bound:.3f})"
                 for e in level_evidence(source, policy, now=now)
             )
-            checks = ", ".join(
-                f"{e.level:.2f}: {e.removed}/{e.labelled} removed (lower {lower:.3f})"
-                for e in spot_check_evidence(source, policy, now=now)
-                for lower in [wilson_interval(e.removed, e.labelled)[0]]
+            drawn = ", ".join(
+                f"{e.level:.2f}: {e.removed}/{e.labelled} removed (lower {e.lower_bound:.3f})"
+                for e in checks[source.id]
             )
             change = ""
             if source.id in moved:
-                change = " (raised)" if moved[source.id] > before.get(source.id, 0.0) else " (lowered: spot checks)"
+                change = " (raised)" if moved[source.id] > before[source.id] else " (lowered: spot checks)"
             line = f"{source.slug}: level {source.approval_level:.2f}{change}; bands {bands}"
-            self.stdout.write(line + (f"; spot checks of open steps {checks}" if checks else ""))
+            self.stdout.write(line + (f"; spot checks of open steps {drawn}" if drawn else ""))
