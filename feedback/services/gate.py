@@ -232,7 +232,7 @@ def gate_reasons(report: Mapping[str, Any]) -> list[str]:
         if r.get("against") == "reference":
             reasons.append(
                 f"{r['bundle']} on {r['suite']}: {what} {r['candidate']:.4f} vs the suite's reference "
-                f"{r['reference']:.4f} (production when the suite was first compared)"
+                f"{r['reference']:.4f} (production when the reference was recorded)"
             )
         else:
             reasons.append(

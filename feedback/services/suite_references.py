@@ -166,14 +166,11 @@ def references_accept_override(*, gate: Mapping[str, Any], actor: Any, run_id: i
     accepted to leave, so they are cleared (audited, in the caller's transaction) and the next
     comparison records the new production. Without this every later round would be held against
     a floor the admin already overrode. Returns how many were cleared."""
-    cleared = 0
-    seen: set[tuple[int, str]] = set()
-    for regression in gate.get("regressions", []):
-        key = (regression.get("suite_id"), regression.get("bundle"))
-        if regression.get("against") != "reference" or key[0] is None or key in seen:
-            continue
-        seen.add(key)
-        cleared += _clear(
-            int(key[0]), str(key[1]), actor=actor, reason=f"the gate was overridden to promote run #{run_id}"
-        )
-    return cleared
+    keys = {
+        (int(r["suite_id"]), str(r["bundle"]))
+        for r in gate.get("regressions", [])
+        if r.get("against") == "reference" and r.get("suite_id") is not None  # older reports name no suite id
+    }
+    reason = f"the gate was overridden to promote run #{run_id}"
+    with transaction.atomic():
+        return sum(_clear(suite_id, bundle, actor=actor, reason=reason) for suite_id, bundle in sorted(keys))

@@ -159,9 +159,10 @@ def level_evidence(source: Source, policy: DecisionPolicy, *, now: datetime) -> 
 
 def spot_check_evidence(source: Source, policy: DecisionPolicy, *, now: datetime) -> list[LevelEvidence]:
     """Per open step of the source (LEVELS up to its level), the approvals drawn for a spot check
-    from the slice it adds, placed by the score that approved them, and how many of those a
-    moderator removed since (one query). Only draws since the level was last set count: the
-    checks of a wider or narrower band say nothing about this one."""
+    from the slice it adds, placed by the score that approved them, whose check ended, and how
+    many of those were removed since, by a moderator or a report's re-score (one query). Only
+    draws since the level was last set count: the checks of a wider or narrower band say nothing
+    about this one."""
     open_steps = [level for level in LEVELS if level <= source.approval_level]
     if not open_steps:
         return []
