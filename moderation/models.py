@@ -546,6 +546,13 @@ class Post(models.Model):
                 name="post_ended_source_idx",
                 condition=Q(status__in=["approved", "removed", "auto_removed"]),
             ),
+            # One source's ended spot checks of automatic approvals over a window (what can lower
+            # an earned approval level, every few minutes): as many rows as moderators checked.
+            models.Index(
+                fields=["source", "received_at"],
+                name="post_approval_checks_idx",
+                condition=Q(spot_check_action="approve", status__in=["approved", "removed", "auto_removed"]),
+            ),
         ]
 
     def __str__(self) -> str:

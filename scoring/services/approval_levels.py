@@ -275,29 +275,32 @@ def _as_audit(evidence: list[LevelEvidence], *, bound: Literal["lower", "upper"]
     ]
 
 
-def update_approval_levels(*, policy: DecisionPolicy, now: datetime) -> dict[int, float]:
+def update_approval_levels(*, policy: DecisionPolicy, now: datetime, dry_run: bool = False) -> dict[int, float]:
     """Lower every active source whose open band the spot checks disprove (lowered_level), and
     raise every other one below level 1 to the level its reviewed posts earn; an AuditLog row per
-    change. Returns source id -> new level for the sources that moved."""
+    change. Returns source id -> new level for the sources that moved (`dry_run`: that would
+    move, writing nothing)."""
     moved: dict[int, float] = {}
     for source in Source.objects.filter(is_active=True, approval_level__gt=0.0).order_by("id"):
         checks = spot_check_evidence(source, policy, now=now)
         level = lowered_level(source.approval_level, checks)
-        if level < source.approval_level and approval_level_lower(
-            source=source, level=level, evidence=_as_audit(checks, bound="lower")
-        ):
+        if level >= source.approval_level:
+            continue
+        if not dry_run:
+            if not approval_level_lower(source=source, level=level, evidence=_as_audit(checks, bound="lower")):
+                continue
             logger.info(
                 "scoring.approval_level source=%s %.2f -> %.2f (spot checks)", source.id, source.approval_level, level
             )
-            moved[source.id] = level
+        moved[source.id] = level
     for source in Source.objects.filter(is_active=True, approval_level__lt=1.0).exclude(id__in=moved).order_by("id"):
         evidence = level_evidence(source, policy, now=now)
         level = earned_level(source.approval_level, evidence)
         if level <= source.approval_level:
             continue
-        raised = approval_level_raise(source=source, level=level, evidence=_as_audit(evidence, bound="upper"))
-        if not raised:
-            continue
-        logger.info("scoring.approval_level source=%s %.2f -> %.2f", source.id, source.approval_level, level)
+        if not dry_run:
+            if not approval_level_raise(source=source, level=level, evidence=_as_audit(evidence, bound="upper")):
+                continue
+            logger.info("scoring.approval_level source=%s %.2f -> %.2f", source.id, source.approval_level, level)
         moved[source.id] = level
     return moved

@@ -389,3 +389,19 @@ def test_a_lowering_from_a_stale_read_writes_nothing_and_the_command_shows_the_c
     call_command("update_approval_levels", stdout=out)
     assert "s: level 0.75 (lowered: spot checks)" in out.getvalue()
     assert "spot checks of open steps 0.25: 0/0 removed" in out.getvalue() and "1.00: 5/5 removed" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_a_dry_run_says_what_would_move_and_changes_nothing(settings: Any) -> None:
+    settings.EARNED_APPROVAL_MIN_CHECKS = 5
+    falling = Source.objects.create(name="f", slug="f", approval_level=1.0)
+    _drawn(falling, 5, final=0.18, status=PostStatus.REMOVED)
+    rising = Source.objects.create(name="r", slug="r")
+    _posts(rising, 80, final=0.06)
+    out = StringIO()
+    call_command("update_approval_levels", "--dry-run", stdout=out)
+    assert "f: level 1.00 (would be lowered: spot checks, to 0.75)" in out.getvalue()
+    assert "r: level 0.00 (would be raised, to 0.25)" in out.getvalue()
+    assert not AuditLog.objects.filter(action__startswith="source.approval_level").exists()
+    assert [s.approval_level for s in Source.objects.order_by("id")] == [1.0, 0.0]
+    assert update_approval_levels(policy=POLICY, now=timezone.now()) == {falling.id: 0.75, rising.id: 0.25}
