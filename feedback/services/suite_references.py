@@ -64,6 +64,11 @@ def _production_version(bundle: str) -> int | None:
     return ModelVersion.objects.filter(name=bundle, is_production=True).values_list("version", flat=True).first()
 
 
+def _as_before(reference: SuiteReference) -> dict[str, Any]:
+    """A reference as its AuditLog row's `before` keeps it."""
+    return {"metrics": dict(reference.metrics), "content_sha256": reference.content_sha256}
+
+
 def _current(suite: EvaluationSuite, bundle: str) -> SuiteReference | None:
     return SuiteReference.objects.filter(suite=suite, bundle=bundle).first()
 
@@ -87,17 +92,13 @@ def reference_for(
         if locked is not None and locked.content_sha256 == rows_sha256:
             moved = _moved_rates(locked.metrics, production)
             if moved:  # the same rows, a threshold moved: those rates only, at the new threshold
-                before: dict[str, Any] | None = {
-                    "metrics": dict(locked.metrics),
-                    "content_sha256": locked.content_sha256,
-                }
+                before: dict[str, Any] | None = _as_before(locked)
                 locked.metrics = {**locked.metrics, **_with_thresholds(production, moved)}
                 locked.save(update_fields=["metrics"])
                 _audit_recorded(suite, bundle, before=before, after=locked.metrics, rows_sha256=rows_sha256)
             return reference_view(locked)  # or recorded by a concurrent comparison
-        before = None
+        before = _as_before(locked) if locked is not None else None
         if locked is not None:  # measured on rows that are gone
-            before = {"metrics": dict(locked.metrics), "content_sha256": locked.content_sha256}
             locked.delete()
         values = dict(production)
         try:

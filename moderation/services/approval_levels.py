@@ -14,43 +14,46 @@ from moderation.models import Source
 from moderation.services.audit import audit_record
 
 
-def approval_level_raise(*, source: Source, level: float, evidence: list[dict[str, Any]]) -> bool:
-    """Raise `source` (as read) to `level`; False, and nothing written, when its level or the
-    moment an admin last set it changed since it was read (a stale read never overwrites)."""
+def _move_from_read(*, source: Source, level: float, action: str, after: dict[str, Any], restart: bool) -> bool:
+    """Move `source` (as read) to `level` with its AuditLog row, in one transaction; False, and
+    nothing written, when its level or the moment it was last set changed since it was read (a
+    stale read never overwrites). `restart`: the evidence starts over from now."""
+    changes: dict[str, Any] = {"approval_level": level}
+    if restart:
+        changes["approval_level_set_at"] = timezone.now()
     with transaction.atomic():
         moved = Source.objects.filter(
             pk=source.pk, approval_level=source.approval_level, approval_level_set_at=source.approval_level_set_at
-        ).update(approval_level=level)
+        ).update(**changes)
         if not moved:
             return False
         audit_record(
             actor=None,
-            action="source.approval_level_earned",
+            action=action,
             target=source,
             before={"approval_level": source.approval_level},
-            after={"approval_level": level, "evidence": evidence},
+            after={"approval_level": level, **after},
         )
     return True
+
+
+def approval_level_raise(*, source: Source, level: float, evidence: list[dict[str, Any]]) -> bool:
+    """Raise `source` (as read) to `level` on its labels' evidence (_move_from_read)."""
+    return _move_from_read(
+        source=source, level=level, action="source.approval_level_earned", after={"evidence": evidence}, restart=False
+    )
 
 
 def approval_level_lower(*, source: Source, level: float, evidence: list[dict[str, Any]]) -> bool:
     """Lower `source` (as read) to `level` on its spot checks' evidence, and start its evidence
-    over from now, as an admin's change does (scoring.services.approval_levels); False, and
-    nothing written, when its level or the moment it was last set changed since it was read."""
-    with transaction.atomic():
-        moved = Source.objects.filter(
-            pk=source.pk, approval_level=source.approval_level, approval_level_set_at=source.approval_level_set_at
-        ).update(approval_level=level, approval_level_set_at=timezone.now())
-        if not moved:
-            return False
-        audit_record(
-            actor=None,
-            action="source.approval_level_lowered",
-            target=source,
-            before={"approval_level": source.approval_level},
-            after={"approval_level": level, "spot_checks": evidence},
-        )
-    return True
+    over from now, as an admin's change does (scoring.services.approval_levels; _move_from_read)."""
+    return _move_from_read(
+        source=source,
+        level=level,
+        action="source.approval_level_lowered",
+        after={"spot_checks": evidence},
+        restart=True,
+    )
 
 
 def approval_level_set(*, source: Source, level: float, actor: Any) -> None:
