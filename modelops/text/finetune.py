@@ -42,6 +42,7 @@ from transformers import (
 
 from modelops.text.batches import encode, length_sorted_batches, pad_batch
 from modelops.text.convert import ID2LABEL, LABEL2ID
+from modelops.text.distill import distillation_loss
 from modelops.text.metrics import spam_metrics
 
 PRECISIONS = ("fp32", "fp16", "bf16")
@@ -77,6 +78,10 @@ class TrainConfig:
     freeze_layers: int = 0
     device: str = "auto"  # "auto": the first CUDA GPU when there is one, else the CPU; or "cpu", "cuda:1"
     precision: str = "fp32"  # or "fp16", "bf16": autocast on a GPU (module docstring); the CPU is always fp32
+    # With a teacher's logits (train_text_model's soft_targets): the share of each text's loss that is
+    # the distillation term, and its temperature (modelops.text.distill).
+    distill_weight: float = 0.5
+    distill_temperature: float = 2.0
 
 
 @dataclass
@@ -207,6 +212,23 @@ def _freeze(model: DistilBertForSequenceClassification, config: TrainConfig) -> 
             layer.requires_grad_(False)
 
 
+def _weighed_loss(
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    weights: torch.Tensor | None,
+    teacher: torch.Tensor | None,
+    config: TrainConfig,
+) -> torch.Tensor:
+    """A batch's loss with per-text weights and/or a teacher's logits (train_text_model's docstring)."""
+    per_text = torch.nn.functional.cross_entropy(logits.float(), target, reduction="none")
+    if teacher is not None:
+        soft = distillation_loss(logits, teacher, config.distill_temperature)
+        per_text = (1 - config.distill_weight) * per_text + config.distill_weight * soft
+    if weights is None:
+        return per_text.mean()
+    return (per_text * weights).sum() / weights.sum().clamp_min(1e-12)
+
+
 def budget_clock(kind: str, threads: int) -> Callable[[], float]:
     """The clock TrainConfig.time_budget_s is counted on (TrainConfig.budget_clock)."""
     if kind == "wall":
@@ -226,11 +248,14 @@ def train_text_model(  # noqa: PLR0915 - one training run, its steps in order
     progress: bool = True,
     log: Callable[[str], None] = print,
     train_weights: Sequence[float] | None = None,
+    soft_targets: np.ndarray | None = None,
 ) -> TrainedTextModel:
     """Fine-tune from ``config.base``; keep the weights of the best validation epoch.
 
     ``train_weights``: optional per-text sample weights (the loss of a batch is the weighted
-    mean of its texts' cross-entropies); retraining weighs texts by where they came from."""
+    mean of its texts' cross-entropies); retraining weighs texts by where they came from.
+    ``soft_targets``: a teacher's logits (texts, 2); each text's loss is then
+    ``(1 - distill_weight) * cross-entropy + distill_weight * distillation`` (modelops.text.distill)."""
     torch.set_num_threads(config.threads)
     _seed_everything(config.seed)
     device = select_device(config.device)
@@ -243,6 +268,9 @@ def train_text_model(  # noqa: PLR0915 - one training run, its steps in order
     lengths = [len(s) for s in ids]
     labels = torch.tensor(list(train_labels), dtype=torch.long)
     weights = None if train_weights is None else torch.tensor(list(train_weights), dtype=torch.float32)
+    teacher = None if soft_targets is None else torch.as_tensor(np.asarray(soft_targets, dtype=np.float32))
+    if teacher is not None and teacher.shape != (len(ids), 2):
+        raise ValueError(f"soft_targets must be (texts, 2) = ({len(ids)}, 2), not {tuple(teacher.shape)}")
     rng = random.Random(config.seed)
 
     steps_per_epoch = math.ceil(len(ids) / config.batch_size)
@@ -291,10 +319,14 @@ def train_text_model(  # noqa: PLR0915 - one training run, its steps in order
             with autocast(device, precision):
                 out = model(input_ids=input_ids.to(device), attention_mask=mask.to(device), labels=target)
                 loss = out.loss
-                if weights is not None:
-                    per_text = torch.nn.functional.cross_entropy(out.logits.float(), target, reduction="none")
-                    batch_weights = weights[batch].to(device)
-                    loss = (per_text * batch_weights).sum() / batch_weights.sum().clamp_min(1e-12)
+                if weights is not None or teacher is not None:
+                    loss = _weighed_loss(
+                        out.logits,
+                        target,
+                        None if weights is None else weights[batch].to(device),
+                        None if teacher is None else teacher[batch].to(device),
+                        config,
+                    )
             scaler.scale(loss).backward()
             scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
             torch.nn.utils.clip_grad_norm_([p for _, p in trainable], config.max_grad_norm)

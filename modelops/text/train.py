@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import platform
+import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,9 @@ from modelops.text.card import write_model_card
 from modelops.text.cold_start import benign_report, mix_benign
 from modelops.text.convert import describe_base
 from modelops.text.data import SmsSplits
+from modelops.text.distill import build_student, teacher_logits
 from modelops.text.familiarity import fit_familiarity, save_familiarity
-from modelops.text.finetune import TrainConfig, predict_proba, train_text_model
+from modelops.text.finetune import TrainConfig, load_base, predict_proba, train_text_model
 from modelops.text.metrics import spam_metrics
 
 METRICS_FILE = "metrics.json"
@@ -79,11 +81,15 @@ def run_training(
     log: Callable[[str], None] = print,
     benign: BenignSplits | None = None,
     remove_threshold: float = 0.9,
+    teacher: Path | None = None,
+    student_layers: Sequence[int] | None = None,
 ) -> Path:
     """Train transformer + baseline, evaluate on test, write checkpoint, metrics.json, MODEL_CARD.md.
 
     `benign`: legitimate writing of other kinds added to train and validation with spam placed
-    in it (modelops.text.cold_start); its held-out part is measured per corpus."""
+    in it (modelops.text.cold_start); its held-out part is measured per corpus.
+    `teacher`, `student_layers`: train a student of those layers of the teacher checkpoint, on
+    the teacher's logits as well as the labels (modelops.text.distill), instead of config.base."""
     sms = splits
     if benign is not None and benign.train:
         splits = mix_benign(sms, benign, seed=config.seed)
@@ -91,15 +97,28 @@ def run_training(
     out = Path(text_dir) / version
     out.mkdir(parents=True, exist_ok=False)
     total_start = time.monotonic()
-    trained = train_text_model(
-        splits.train.texts,
-        splits.train.labels,
-        splits.validation.texts,
-        splits.validation.labels,
-        config,
-        progress=progress,
-        log=log,
-    )
+    with tempfile.TemporaryDirectory(prefix="student-base-") as scratch:
+        soft_targets, distilled = None, None
+        if teacher is not None:
+            layers = list(student_layers or [])
+            log(f"distilling layers {layers} of {teacher}")
+            config = replace(config, base=str(build_student(Path(teacher), layers, Path(scratch))))
+            teacher_model, teacher_tokenizer = load_base(str(teacher))
+            soft_targets = teacher_logits(
+                teacher_model, teacher_tokenizer, splits.train.texts, max_length=config.max_length
+            )
+            del teacher_model
+            distilled = {"teacher": str(teacher), "layers": layers}
+        trained = train_text_model(
+            splits.train.texts,
+            splits.train.labels,
+            splits.validation.texts,
+            splits.validation.labels,
+            config,
+            progress=progress,
+            log=log,
+            soft_targets=soft_targets,
+        )
     calibration = calibrate_text_model(
         trained.model,
         trained.tokenizer,
@@ -132,8 +151,9 @@ def run_training(
     metrics: dict[str, Any] = {
         "version": version,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "base_checkpoint": config.base,
-        "base_description": describe_base(config.base),
+        "base_checkpoint": config.base if distilled is None else f"distilled from {distilled['teacher']}",
+        "base_description": describe_base(config.base) if distilled is None else "",
+        **({"distilled_from": distilled} if distilled is not None else {}),
         "data": {**splits.summary(), **({"benign": benign.summary()} if benign is not None else {})},
         "hyperparameters": asdict(config),
         "familiarity": familiarity.describe(),

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from modelops.text.benign_corpora import CORPORA, load_benign_splits
 from modelops.text.data import SPLIT_SEED, load_sms_splits
+from modelops.text.distill import parse_layers
 
 # libgomp reads this when torch loads: busy-waiting OpenMP threads collapse throughput on a shared,
 # oversubscribed CPU (measured here: 9.7 s/step spinning vs 2.1 s/step passive with 2 threads).
@@ -36,6 +37,16 @@ class Command(BaseCommand):
         parser.add_argument("--max-steps", type=int, default=None, help="stop after N optimizer steps (smoke runs)")
         parser.add_argument("--no-progress", action="store_true")
         parser.add_argument(
+            "--teacher",
+            default=None,
+            help="a trained text model dir: train a shallower student of it (modelops.text.distill) instead of --base",
+        )
+        parser.add_argument(
+            "--student-layers", default="0,2,4", help="the teacher's layers the student keeps (with --teacher)"
+        )
+        parser.add_argument("--distill-weight", type=float, default=defaults.distill_weight)
+        parser.add_argument("--distill-temperature", type=float, default=defaults.distill_temperature)
+        parser.add_argument(
             "--benign-corpora",
             default=None,
             help="comma-separated benign corpora to add ('' = SMS only; default settings.TEXT_BENIGN_CORPORA): "
@@ -52,6 +63,8 @@ class Command(BaseCommand):
             threads=options["threads"],
             seed=options["seed"],
             max_steps=options["max_steps"],
+            distill_weight=options["distill_weight"],
+            distill_temperature=options["distill_temperature"],
             # The bootstrap's model is served: a busy machine may slow it, not stop it early.
             budget_clock="cpu",
         )
@@ -77,5 +90,7 @@ class Command(BaseCommand):
             log=self.stdout.write,
             benign=benign,
             remove_threshold=DEFAULT_REMOVE_THRESHOLD,
+            teacher=Path(options["teacher"]) if options["teacher"] else None,
+            student_layers=parse_layers(options["student_layers"]) if options["teacher"] else None,
         )
         self.stdout.write(self.style.SUCCESS(f"text model written to {out} (text/current points at it)"))
