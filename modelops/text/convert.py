@@ -6,10 +6,11 @@ of that size. DistilBERT has no token-type embeddings; every BERT token here is 
 token-type row 0 is folded into each position-embedding row (the sum is what BERT adds anyway).
 The BERT pooler is dropped; the classification head (pre_classifier, classifier) is left to training.
 
-``layers`` keeps the embeddings and the lowest N of the six layers (settings.TEXT_MODEL_LAYERS): the
-transformer's CPU cost is nearly proportional to its layers, and dropping the top layers of a
-pre-trained encoder before fine-tuning costs least in quality (Sajjad et al., "On the effect of
-dropping layers of pre-trained transformer models", 2023). docs/design.md has the measured trade-off.
+The base keeps all six layers. A shallower served model (settings.TEXT_MODEL_LAYERS) is distilled
+from the fine-tuned six-layer one (modelops.text.distill). ``layers`` keeps the embeddings and the
+lowest N layers instead, for comparisons only: trained on the labels alone, such a model was
+measured weaker than the distilled one of the same depth (docs/design.md, "How deep the text
+model is").
 """
 
 from __future__ import annotations
@@ -74,6 +75,11 @@ def checkpoint_layers(checkpoint: Path) -> int | None:
     if not config.is_file() or not (Path(checkpoint) / NOTE_FILE).is_file():
         return None
     return int(json.loads(config.read_text())["n_layers"])
+
+
+def packaged_depth() -> int:
+    """Encoder layers of the packaged BERT: the depth of a full base checkpoint."""
+    return int(json.loads((packaged_bert_dir() / "config.json").read_text())["num_hidden_layers"])
 
 
 def packaged_bert_dir() -> Path:

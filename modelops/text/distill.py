@@ -19,12 +19,13 @@ must keep the project's (modelops.text.finetune: budgets, devices, length bucket
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import AutoTokenizer, DistilBertForSequenceClassification
+from transformers import AutoConfig, AutoTokenizer, DistilBertForSequenceClassification
 
 from modelops.text.batches import encode, length_sorted_batches, pad_batch
 
@@ -40,6 +41,19 @@ def parse_layers(value: str) -> tuple[int, ...]:
     if not layers or list(layers) != sorted(set(layers)) or layers[0] < 0:
         raise ValueError(f"student layers must be distinct, ascending and non-negative, not {value!r}")
     return layers
+
+
+def spaced_layers(count: int, depth: int) -> tuple[int, ...]:
+    """``count`` of ``depth`` layers, evenly spaced from the lowest: 3 of 6 -> (0, 2, 4), 2 of 6 -> (0, 3)."""
+    if not 1 <= count <= depth:
+        raise ValueError(f"cannot keep {count} of {depth} layers")
+    return tuple(i * depth // count for i in range(count))
+
+
+def model_depth(checkpoint: str) -> int:
+    """Transformer layers of a checkpoint (a local path or a hub id)."""
+    config = AutoConfig.from_pretrained(checkpoint)
+    return int(getattr(config, "n_layers", None) or config.num_hidden_layers)
 
 
 def build_student(teacher_dir: Path, layers: Sequence[int], output_dir: Path) -> Path:
@@ -102,3 +116,23 @@ def distillation_loss(student_logits: torch.Tensor, teacher: torch.Tensor, tempe
     log_teacher = torch.log_softmax(teacher.float() / temperature, dim=-1)
     kl = (log_teacher.exp() * (log_teacher - log_student)).sum(dim=-1)
     return kl * temperature * temperature
+
+
+def shuffled_copies(
+    texts: Sequence[str], labels: Sequence[int], *, share: float, seed: int
+) -> tuple[list[str], list[int]]:
+    """Copies of a random ``share`` of the texts with their words in random order, each with its
+    text's label: a transfer set on which the student meets the teacher's answers to text that is
+    not fluent (the augmentation step of task distillation; Jiao et al., TinyBERT, 2020). Texts of
+    fewer than three words have no other order worth learning and are skipped."""
+    rng = random.Random(seed)
+    out_texts: list[str] = []
+    out_labels: list[int] = []
+    for text, label in zip(texts, labels, strict=True):
+        words = text.split()
+        if len(words) < 3 or rng.random() >= share:
+            continue
+        rng.shuffle(words)
+        out_texts.append(" ".join(words))
+        out_labels.append(label)
+    return out_texts, out_labels

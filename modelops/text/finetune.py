@@ -82,6 +82,7 @@ class TrainConfig:
     # the distillation term, and its temperature (modelops.text.distill).
     distill_weight: float = 0.5
     distill_temperature: float = 2.0
+    distill_shuffled_share: float = 0.0  # share of the training texts added word-shuffled (distill.shuffled_copies)
 
 
 @dataclass

@@ -31,7 +31,7 @@ from modelops.text.card import write_model_card
 from modelops.text.cold_start import benign_report, mix_benign
 from modelops.text.convert import describe_base
 from modelops.text.data import SmsSplits
-from modelops.text.distill import build_student, teacher_logits
+from modelops.text.distill import build_student, shuffled_copies, teacher_logits
 from modelops.text.familiarity import fit_familiarity, save_familiarity
 from modelops.text.finetune import TrainConfig, load_base, predict_proba, train_text_model
 from modelops.text.metrics import spam_metrics
@@ -103,15 +103,19 @@ def run_training(
             layers = list(student_layers or [])
             log(f"distilling layers {layers} of {teacher}")
             config = replace(config, base=str(build_student(Path(teacher), layers, Path(scratch))))
-            teacher_model, teacher_tokenizer = load_base(str(teacher))
-            soft_targets = teacher_logits(
-                teacher_model, teacher_tokenizer, splits.train.texts, max_length=config.max_length
+            extra_texts, extra_labels = shuffled_copies(
+                splits.train.texts, splits.train.labels, share=config.distill_shuffled_share, seed=config.seed
             )
+            train_texts, train_labels = splits.train.texts + extra_texts, splits.train.labels + extra_labels
+            teacher_model, teacher_tokenizer = load_base(str(teacher))
+            soft_targets = teacher_logits(teacher_model, teacher_tokenizer, train_texts, max_length=config.max_length)
             del teacher_model
-            distilled = {"teacher": str(teacher), "layers": layers}
+            distilled = {"teacher": str(teacher), "layers": layers, "shuffled_copies": len(extra_texts)}
+        else:
+            train_texts, train_labels = splits.train.texts, splits.train.labels
         trained = train_text_model(
-            splits.train.texts,
-            splits.train.labels,
+            train_texts,
+            train_labels,
             splits.validation.texts,
             splits.validation.labels,
             config,

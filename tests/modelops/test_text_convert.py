@@ -92,23 +92,21 @@ def test_a_shallower_base_keeps_the_lowest_layers(tmp_path: Path) -> None:
     assert json.loads((out / NOTE_FILE).read_text())["layers"] == "2 of 6 (the lowest)"
 
 
-def test_a_base_of_another_depth_is_rebuilt(tmp_path: Path, settings) -> None:
+def test_the_base_is_built_whole_and_a_cut_one_is_rebuilt(tmp_path: Path, settings) -> None:
+    """A shallower served model is distilled from a full-depth one, so the base is always whole;
+    a base cut to fewer layers (--layers, or an earlier release's TEXT_MODEL_LAYERS) is built again."""
     from io import StringIO
 
     from modelops.management.commands.bootstrap_models import base_checkpoint_exists
 
     base = tmp_path / "base"
     settings.TEXT_MODEL_BASE = str(base)
-    settings.TEXT_MODEL_LAYERS = 1
-    assert checkpoint_layers(base) is None
-    assert not base_checkpoint_exists()
-    call_command("build_base_checkpoint", stdout=StringIO())
-    assert checkpoint_layers(base) == 1 and base_checkpoint_exists()
-    settings.TEXT_MODEL_LAYERS = 2
-    assert not base_checkpoint_exists()
+    settings.TEXT_MODEL_LAYERS = 3
+    call_command("build_base_checkpoint", "--layers", "2", stdout=StringIO())
+    assert checkpoint_layers(base) == 2 and not base_checkpoint_exists()
     out = StringIO()
     call_command("build_base_checkpoint", stdout=out)
-    assert "2 layers" in out.getvalue() and checkpoint_layers(base) == 2
+    assert "6 layers" in out.getvalue() and checkpoint_layers(base) == 6 and base_checkpoint_exists()
 
 
 def test_depth_out_of_range_is_refused(tmp_path: Path) -> None:

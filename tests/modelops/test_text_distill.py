@@ -4,17 +4,28 @@ teacher's probabilities, and a run writes a student with its provenance."""
 from __future__ import annotations
 
 import json
+from io import StringIO
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from pytest_django import Settings
 from transformers import DistilBertForSequenceClassification
 
-from modelops.text.distill import build_student, distillation_loss, parse_layers, teacher_logits
+from modelops.text.distill import (
+    build_student,
+    distillation_loss,
+    parse_layers,
+    shuffled_copies,
+    spaced_layers,
+    teacher_logits,
+)
 from modelops.text.finetune import TrainConfig, load_base, predict_proba, train_text_model
 from modelops.text.tiny import build_tiny_checkpoint, tiny_config
-from modelops.text.train import run_training
+from modelops.text.train import current_model_dir, run_training
 from tests.modelops.test_text_train import small_splits
 
 
@@ -120,5 +131,51 @@ def test_run_training_with_a_teacher_writes_a_shallower_model_and_says_so(teache
     )
     assert json.loads((out / "config.json").read_text())["n_layers"] == 2
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["distilled_from"] == {"teacher": str(teacher), "layers": [1, 2]}
+    assert metrics["distilled_from"] == {"teacher": str(teacher), "layers": [1, 2], "shuffled_copies": 0}
     assert "distilled" in (out / "MODEL_CARD.md").read_text()
+
+
+def test_spaced_layers_spread_over_the_depth() -> None:
+    assert spaced_layers(3, 6) == (0, 2, 4)
+    assert spaced_layers(2, 6) == (0, 3)
+    assert spaced_layers(6, 6) == (0, 1, 2, 3, 4, 5)
+    with pytest.raises(ValueError, match="cannot keep"):
+        spaced_layers(7, 6)
+
+
+def test_the_command_distils_when_the_served_depth_is_below_the_bases(
+    teacher: Path, tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TEXT_MODEL_LAYERS below the base's depth: the full-depth model is trained first, kept as
+    a version of its own, and the served one is distilled from it."""
+    monkeypatch.setattr("modelops.management.commands.train_text_model.load_sms_splits", lambda seed: small_splits())
+    settings.TEXT_MODEL_BASE = str(teacher)  # three layers
+    settings.ARTIFACTS_DIR = tmp_path
+    settings.TEXT_MAX_LENGTH = 32
+    settings.TEXT_BENIGN_CORPORA = []
+    settings.TEXT_MODEL_LAYERS = 1
+    args = ["--max-steps", "1", "--epochs", "1", "--threads", "1", "--no-progress", "--model-version", "v"]
+    call_command("train_text_model", *args, stdout=StringIO())
+    served = current_model_dir(tmp_path / "text")
+    assert served.name == "v"
+    assert json.loads((served / "config.json").read_text())["n_layers"] == 1
+    assert json.loads((tmp_path / "text" / "v-teacher" / "config.json").read_text())["n_layers"] == 3
+    distilled = json.loads((served / "metrics.json").read_text())["distilled_from"]
+    assert distilled["layers"] == [0] and distilled["teacher"].endswith("v-teacher")
+
+    settings.TEXT_MODEL_LAYERS = 3  # the base's own depth: trained directly, nothing distilled
+    call_command("train_text_model", *args[:-1], "w", stdout=StringIO())
+    assert "distilled_from" not in json.loads((tmp_path / "text" / "w" / "metrics.json").read_text())
+    with pytest.raises(CommandError, match="--student-layers needs --teacher"):
+        call_command("train_text_model", *args[:-1], "x", "--student-layers", "0", stdout=StringIO())
+
+
+def test_shuffled_copies_keep_the_words_and_the_label_of_texts_of_three_words_or_more() -> None:
+    texts = ["win a free prize now", "hi", "see you at six tonight"]
+    copies, labels = shuffled_copies(texts, [1, 0, 0], share=1.0, seed=0)
+    assert labels == [1, 0]
+    assert [sorted(c.split()) for c in copies] == [sorted(texts[0].split()), sorted(texts[2].split())]
+    assert shuffled_copies(texts, [1, 0, 0], share=0.0, seed=0) == ([], [])
+    many = [f"w{i} x{i} y{i} z{i}" for i in range(400)]
+    half, _ = shuffled_copies(many, [0] * 400, share=0.5, seed=1)
+    assert 150 < len(half) < 250

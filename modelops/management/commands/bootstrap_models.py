@@ -33,18 +33,19 @@ def _tabular_dir() -> Path:
 
 
 def base_checkpoint_exists() -> bool:
-    """A base of the configured depth is built (a changed TEXT_MODEL_LAYERS builds it again)."""
+    """A full-depth base is built (one cut to fewer layers, as earlier releases built for a
+    shallower TEXT_MODEL_LAYERS, is built again: a shallower model is now distilled from a full one)."""
     # A hub id ("distilbert-base-uncased") is not a local path: nothing to build.
     if not str(settings.TEXT_MODEL_BASE).startswith(("/", ".")):
         return True
-    from modelops.text.convert import checkpoint_layers  # torch: only where a base is built
+    from modelops.text.convert import checkpoint_layers, packaged_depth  # torch: only where a base is built
 
     base = Path(str(settings.TEXT_MODEL_BASE))
     if not (base / "config.json").exists():
         return False
     # A checkpoint that build_base_checkpoint did not write is the operator's own: used as it is.
     layers = checkpoint_layers(base)
-    return layers is None or layers == settings.TEXT_MODEL_LAYERS
+    return layers is None or layers == packaged_depth()
 
 
 def trained_depth_differs() -> int | None:

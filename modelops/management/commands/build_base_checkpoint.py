@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from modelops.text.convert import ConversionError, build_base_checkpoint, checkpoint_layers
+from modelops.text.convert import ConversionError, build_base_checkpoint, checkpoint_layers, packaged_depth
 
 
 class Command(BaseCommand):
@@ -18,12 +18,16 @@ class Command(BaseCommand):
         parser.add_argument("--output", default=None, help="output directory (default: settings.TEXT_MODEL_BASE)")
         parser.add_argument("--force", action="store_true", help="rebuild even if the checkpoint exists")
         parser.add_argument(
-            "--layers", type=int, default=None, help="encoder layers to keep (default: settings.TEXT_MODEL_LAYERS)"
+            "--layers",
+            type=int,
+            default=None,
+            help="keep only the lowest N encoder layers (comparisons only; default: all, and a shallower served "
+            "model is distilled from the trained full one)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
         output = Path(options["output"] or settings.TEXT_MODEL_BASE)
-        layers = settings.TEXT_MODEL_LAYERS if options["layers"] is None else options["layers"]
+        layers = packaged_depth() if options["layers"] is None else options["layers"]
         # Another checkpoint at this path (no conversion note) is the operator's own: kept.
         built = (output / "config.json").is_file() and checkpoint_layers(output) in (None, layers)
         if built and not options["force"]:

@@ -1,4 +1,9 @@
-"""Fine-tune the DistilBERT text model; writes ARTIFACTS_DIR/text/<version>/ and updates text/current."""
+"""Fine-tune the DistilBERT text model; writes ARTIFACTS_DIR/text/<version>/ and updates text/current.
+
+Where settings.TEXT_MODEL_LAYERS is below the base checkpoint's depth, it trains the full-depth
+model first (kept as a version of its own, named ``<version>-teacher``) and then distils the served
+model from it (modelops.text.distill): every teacher layer that ``spaced_layers`` picks.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +16,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from modelops.text.benign_corpora import CORPORA, load_benign_splits
 from modelops.text.data import SPLIT_SEED, load_sms_splits
-from modelops.text.distill import parse_layers
+from modelops.text.distill import model_depth, parse_layers, spaced_layers
 
 # libgomp reads this when torch loads: busy-waiting OpenMP threads collapse throughput on a shared,
 # oversubscribed CPU (measured here: 9.7 s/step spinning vs 2.1 s/step passive with 2 threads).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from modelops.text.train import TrainConfig, run_training
+from modelops.text.train import TrainConfig, new_version, run_training
 from scoring.services.policy import DEFAULT_REMOVE_THRESHOLD
 
 
@@ -42,10 +47,18 @@ class Command(BaseCommand):
             help="a trained text model dir: train a shallower student of it (modelops.text.distill) instead of --base",
         )
         parser.add_argument(
-            "--student-layers", default="0,2,4", help="the teacher's layers the student keeps (with --teacher)"
+            "--student-layers",
+            default=None,
+            help="the teacher's layers the student keeps (default: TEXT_MODEL_LAYERS of them, evenly spaced)",
         )
         parser.add_argument("--distill-weight", type=float, default=defaults.distill_weight)
         parser.add_argument("--distill-temperature", type=float, default=defaults.distill_temperature)
+        parser.add_argument(
+            "--distill-shuffled-share",
+            type=float,
+            default=defaults.distill_shuffled_share,
+            help="share of the training texts the student also sees word-shuffled, with the teacher's answers",
+        )
         parser.add_argument(
             "--benign-corpora",
             default=None,
@@ -65,6 +78,7 @@ class Command(BaseCommand):
             max_steps=options["max_steps"],
             distill_weight=options["distill_weight"],
             distill_temperature=options["distill_temperature"],
+            distill_shuffled_share=options["distill_shuffled_share"],
             # The bootstrap's model is served: a busy machine may slow it, not stop it early.
             budget_clock="cpu",
         )
@@ -81,6 +95,31 @@ class Command(BaseCommand):
         if benign is not None:
             for name, why in benign.missing.items():
                 self.stderr.write(f"benign corpus {name} left out: {why}")
+        teacher = Path(options["teacher"]) if options["teacher"] else None
+        depth = model_depth(config.base)
+        if teacher is None and depth > settings.TEXT_MODEL_LAYERS:
+            self.stdout.write(
+                f"TEXT_MODEL_LAYERS is {settings.TEXT_MODEL_LAYERS}: training the {depth}-layer teacher first"
+            )
+            teacher = run_training(
+                splits,
+                config,
+                text_dir,
+                version=f"{options['model_version'] or new_version()}-teacher",
+                progress=not options["no_progress"],
+                log=self.stdout.write,
+                benign=benign,
+                remove_threshold=DEFAULT_REMOVE_THRESHOLD,
+            )
+        layers = None
+        if teacher is None and options["student_layers"]:
+            raise CommandError("--student-layers needs --teacher, or TEXT_MODEL_LAYERS below the base's depth")
+        if teacher is not None:
+            layers = (
+                parse_layers(options["student_layers"])
+                if options["student_layers"]
+                else spaced_layers(settings.TEXT_MODEL_LAYERS, model_depth(str(teacher)))
+            )
         out = run_training(
             splits,
             config,
@@ -90,7 +129,7 @@ class Command(BaseCommand):
             log=self.stdout.write,
             benign=benign,
             remove_threshold=DEFAULT_REMOVE_THRESHOLD,
-            teacher=Path(options["teacher"]) if options["teacher"] else None,
-            student_layers=parse_layers(options["student_layers"]) if options["teacher"] else None,
+            teacher=teacher,
+            student_layers=layers,
         )
         self.stdout.write(self.style.SUCCESS(f"text model written to {out} (text/current points at it)"))
