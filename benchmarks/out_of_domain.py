@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from modelops.text.baseline import train_baseline  # noqa: E402
 from modelops.text.data import load_sms_splits  # noqa: E402
+from modelops.text.familiarity import load_familiarity  # noqa: E402
 from modelops.text.inference import OnnxTextClassifier  # noqa: E402
 from modelops.text.metrics import spam_metrics  # noqa: E402
 
@@ -90,6 +91,7 @@ def main() -> None:
     head = OnnxTextClassifier(args.model, max_windows=1, lexical_weight=0.0, threads=1)
     windowed = OnnxTextClassifier(args.model, max_windows=args.windows, lexical_weight=0.0, threads=1)
     served = OnnxTextClassifier(args.model, max_windows=args.windows, threads=1)
+    familiarity = load_familiarity(args.model)
     sets = {
         "package_docs": package_paragraphs(args.count, args.seed),
         "faker_posts": faker_paragraphs(args.count, args.seed),
@@ -111,6 +113,13 @@ def main() -> None:
             f"served_blend_{served.lexical_weight:g}_windows_{args.windows}": served.predict_proba(texts),
         }
         per_set: dict[str, object] = {"texts": len(texts), "median_tokens": int(np.median(tokens))}
+        if familiarity is not None:
+            # Familiarity routing queues an unfamiliar post whatever its score: the score decides
+            # the rest. So what a higher score costs in queue is the familiar texts it moves.
+            familiar = familiarity.unfamiliarity(texts) < 1.0
+            served_probs = scored[f"served_blend_{served.lexical_weight:g}_windows_{args.windows}"]
+            per_set["unfamiliar"] = round(float(np.mean(~familiar)), 4)
+            per_set["familiar_and_served_at_or_above_0.5"] = round(float(np.mean(familiar & (served_probs >= 0.5))), 4)
         for model, probs in scored.items():
             per_set[model] = summary(probs)
             per_set[f"{model}_by_length"] = {

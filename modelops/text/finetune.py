@@ -78,11 +78,14 @@ class TrainConfig:
     freeze_layers: int = 0
     device: str = "auto"  # "auto": the first CUDA GPU when there is one, else the CPU; or "cpu", "cuda:1"
     precision: str = "fp32"  # or "fp16", "bf16": autocast on a GPU (module docstring); the CPU is always fp32
-    # With a teacher's logits (train_text_model's soft_targets): the share of each text's loss that is
-    # the distillation term, and its temperature (modelops.text.distill).
-    distill_weight: float = 0.5
+    # A student (modelops.text.distill): the share of each text's loss that is the distillation term
+    # against the teacher's logits, its temperature, and the share of the training texts added
+    # word-shuffled. Both off by default: a student of the teacher's own layers trained on the
+    # labels alone matched the teacher on every suite, and either term made unseen benign writing
+    # score higher (docs/design.md, "How deep the text model is").
+    distill_weight: float = 0.0
     distill_temperature: float = 2.0
-    distill_shuffled_share: float = 0.0  # share of the training texts added word-shuffled (distill.shuffled_copies)
+    distill_shuffled_share: float = 0.0
 
 
 @dataclass

@@ -98,21 +98,18 @@ def run_training(
     out.mkdir(parents=True, exist_ok=False)
     total_start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="student-base-") as scratch:
+        train_texts, train_labels = list(splits.train.texts), list(splits.train.labels)
         soft_targets, distilled = None, None
         if teacher is not None:
-            layers = list(student_layers or [])
-            log(f"distilling layers {layers} of {teacher}")
-            config = replace(config, base=str(build_student(Path(teacher), layers, Path(scratch))))
-            extra_texts, extra_labels = shuffled_copies(
-                splits.train.texts, splits.train.labels, share=config.distill_shuffled_share, seed=config.seed
+            config, soft_targets, distilled = _student(
+                config,
+                Path(teacher),
+                list(student_layers or []),
+                train_texts,
+                train_labels,
+                scratch=Path(scratch),
+                log=log,
             )
-            train_texts, train_labels = splits.train.texts + extra_texts, splits.train.labels + extra_labels
-            teacher_model, teacher_tokenizer = load_base(str(teacher))
-            soft_targets = teacher_logits(teacher_model, teacher_tokenizer, train_texts, max_length=config.max_length)
-            del teacher_model
-            distilled = {"teacher": str(teacher), "layers": layers, "shuffled_copies": len(extra_texts)}
-        else:
-            train_texts, train_labels = splits.train.texts, splits.train.labels
         trained = train_text_model(
             train_texts,
             train_labels,
@@ -215,6 +212,39 @@ def run_training(
     write_model_card(out, metrics)
     set_current(Path(text_dir), out)
     return out
+
+
+def _student(
+    config: TrainConfig,
+    teacher: Path,
+    layers: list[int],
+    train_texts: list[str],
+    train_labels: list[int],
+    *,
+    scratch: Path,
+    log: Callable[[str], None],
+) -> tuple[TrainConfig, np.ndarray | None, dict[str, Any]]:
+    """The config that trains a student of ``layers`` of ``teacher`` (its base built in
+    ``scratch``), the teacher's logits where the config weighs them, and the provenance to record.
+    Extends ``train_texts``/``train_labels`` in place with the word-shuffled transfer copies."""
+    log(f"distilling layers {layers} of {teacher}")
+    config = replace(config, base=str(build_student(teacher, layers, scratch)))
+    extra_texts, extra_labels = shuffled_copies(
+        train_texts, train_labels, share=config.distill_shuffled_share, seed=config.seed
+    )
+    train_texts.extend(extra_texts)
+    train_labels.extend(extra_labels)
+    soft_targets = None
+    if config.distill_weight > 0:
+        teacher_model, teacher_tokenizer = load_base(str(teacher))
+        soft_targets = teacher_logits(teacher_model, teacher_tokenizer, train_texts, max_length=config.max_length)
+    distilled = {
+        "teacher": str(teacher),
+        "layers": layers,
+        "distill_weight": config.distill_weight,
+        "shuffled_copies": len(extra_texts),
+    }
+    return config, soft_targets, distilled
 
 
 def write_metrics(model_dir: Path, metrics: dict[str, Any]) -> None:

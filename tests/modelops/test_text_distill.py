@@ -131,7 +131,12 @@ def test_run_training_with_a_teacher_writes_a_shallower_model_and_says_so(teache
     )
     assert json.loads((out / "config.json").read_text())["n_layers"] == 2
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["distilled_from"] == {"teacher": str(teacher), "layers": [1, 2], "shuffled_copies": 0}
+    assert metrics["distilled_from"] == {
+        "teacher": str(teacher),
+        "layers": [1, 2],
+        "distill_weight": 0.0,
+        "shuffled_copies": 0,
+    }
     assert "distilled" in (out / "MODEL_CARD.md").read_text()
 
 
