@@ -424,7 +424,7 @@ TEXT_MODEL_BASE = env("TEXT_MODEL_BASE", default=str(VAR_DIR / "models" / "disti
 # Encoder layers of the served text model. Below the base's 6, train_text_model trains the 6-layer
 # model first and distils one of this many of its layers from it (modelops.text.distill). The
 # transformer's CPU cost is nearly proportional to it; docs/design.md has the measured quality and speed.
-TEXT_MODEL_LAYERS = env.int("TEXT_MODEL_LAYERS", default=6)
+TEXT_MODEL_LAYERS = env.int("TEXT_MODEL_LAYERS", default=3)
 ARTIFACTS_DIR = env.path("ARTIFACTS_DIR", default=VAR_DIR / "models")
 TEXT_MAX_LENGTH = env.int("TEXT_MAX_LENGTH", default=128)
 # A text longer than TEXT_MAX_LENGTH tokens is scored on up to this many windows from its head to
@@ -576,9 +576,10 @@ ADAPTATION_MIN_NEW_LABELS = env.int("ADAPTATION_MIN_NEW_LABELS", default=200)
 ADAPTATION_FINETUNE_MIN_LABELS = env.int("ADAPTATION_FINETUNE_MIN_LABELS", default=200)
 ADAPTATION_FINETUNE_EPOCHS = env.int("ADAPTATION_FINETUNE_EPOCHS", default=2)
 ADAPTATION_FINETUNE_BUDGET_S = env.float("ADAPTATION_FINETUNE_BUDGET_S", default=600.0)
-# The embeddings and this many of the transformer's layers stay as the bootstrap has them: by
-# default all but the top two (4 of 6), which learnt the labels where the top one alone did not.
-ADAPTATION_FINETUNE_FREEZE_LAYERS = env.int("ADAPTATION_FINETUNE_FREEZE_LAYERS", default=max(0, TEXT_MODEL_LAYERS - 2))
+# The embeddings and this many of the lowest transformer layers stay as the bootstrap has them; a
+# negative value keeps all but the top N, whatever the served model's depth. Default: all but the
+# top two (4 of 6, 1 of 3), which learnt the labels where the top one alone did not.
+ADAPTATION_FINETUNE_FREEZE_LAYERS = env.int("ADAPTATION_FINETUNE_FREEZE_LAYERS", default=-2)
 # The fine-tune is averaged with the checkpoint it started from (modelops.text.interpolate) at
 # the largest weight whose text score (before temperature scaling, blended with the served
 # lexical half) keeps the SMS validation F1 within this of the served score's; below the

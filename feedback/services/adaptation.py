@@ -524,7 +524,7 @@ def _finetuned_candidate(
         epochs=int(getattr(settings, "ADAPTATION_FINETUNE_EPOCHS", 2)),
         # A few hundred labels move the top of the model only: less of the SMS suite forgotten,
         # fewer legitimate posts of the new kind pushed to the remove threshold.
-        freeze_layers=int(getattr(settings, "ADAPTATION_FINETUNE_FREEZE_LAYERS", 4)),
+        freeze_layers=int(getattr(settings, "ADAPTATION_FINETUNE_FREEZE_LAYERS", -2)),
         time_budget_s=float(getattr(settings, "ADAPTATION_FINETUNE_BUDGET_S", 600.0)),
         # Averaged with its start so that its text score keeps the served one's F1 on the SMS
         # validation split within the budget: less than the gate's point, leaving the rest to

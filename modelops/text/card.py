@@ -216,9 +216,7 @@ def render_model_card(metrics: dict[str, Any]) -> str:
         f"{test['pytorch_fp32']['threshold']}.",
         "",
         "## Base checkpoint",
-        f"- `{metrics['base_checkpoint']}`: {metrics['base_description']}",
-        "- Architecture: DistilBertForSequenceClassification; the classification head "
-        "(pre_classifier, classifier) is trained from random initialisation, the encoder is fine-tuned.",
+        *_base_lines(metrics),
         "",
         "## Data",
         f"- Source: {data['source']}; {data['raw_rows']} rows, {data['duplicates_removed']} duplicates removed "
@@ -343,3 +341,26 @@ def write_model_card(model_dir: Path, metrics: dict[str, Any]) -> Path:
     path = Path(model_dir) / CARD_FILE
     path.write_text(render_model_card(metrics))
     return path
+
+
+def _base_lines(metrics: dict[str, Any]) -> list[str]:
+    """Where the weights started: the converted base, or the teacher a student was built from."""
+    distilled = metrics.get("distilled_from")
+    if distilled is None:
+        return [
+            f"- `{metrics['base_checkpoint']}`: {metrics['base_description']}",
+            "- Architecture: DistilBertForSequenceClassification; the classification head "
+            "(pre_classifier, classifier) is trained from random initialisation, the encoder is fine-tuned.",
+        ]
+    soft = (
+        f"its logits weigh {distilled['distill_weight']:g} of the loss"
+        if distilled.get("distill_weight")
+        else "trained on the labels alone"
+    )
+    return [
+        f"- Distilled from the text model `{distilled['teacher']}`: its embeddings, its layers "
+        f"{distilled['layers']} (of its own depth) and its classification head, then fine-tuned on the same "
+        f"data, {soft}; {distilled.get('shuffled_copies', 0)} word-shuffled transfer copies "
+        "(modelops.text.distill).",
+        "- Architecture: DistilBertForSequenceClassification.",
+    ]

@@ -73,8 +73,9 @@ class TrainConfig:
     # The 30,522 x dim word-embedding matrix is half the parameters; its dense gradient and AdamW state
     # cost more CPU per step than they buy on a few thousand SMS, so it stays as pre-trained.
     freeze_word_embeddings: bool = True
-    # The embeddings and this many of the lowest transformer layers stay as the base has them: a
-    # short fine-tune on a few hundred labels then moves only the top of the model.
+    # The embeddings and this many of the lowest transformer layers stay as the base has them (a
+    # negative value: all but the top N): a short fine-tune on a few hundred labels then moves only
+    # the top of the model.
     freeze_layers: int = 0
     device: str = "auto"  # "auto": the first CUDA GPU when there is one, else the CPU; or "cpu", "cuda:1"
     precision: str = "fp32"  # or "fp16", "bf16": autocast on a GPU (module docstring); the CPU is always fp32
@@ -208,11 +209,13 @@ def _freeze(model: DistilBertForSequenceClassification, config: TrainConfig) -> 
     """Keep what the config says as the base has it (no gradient, no optimizer state)."""
     if config.freeze_word_embeddings:
         model.distilbert.embeddings.word_embeddings.weight.requires_grad_(False)
-    if config.freeze_layers > 0:
+    layers = model.distilbert.transformer.layer
+    # Negative: all but the top N, whatever the depth. At most all but the top layer either way.
+    frozen = config.freeze_layers if config.freeze_layers >= 0 else len(layers) + config.freeze_layers
+    frozen = min(frozen, len(layers) - 1)
+    if frozen > 0:
         model.distilbert.embeddings.requires_grad_(False)
-        # At most all but the top layer: a shallower base (settings.TEXT_MODEL_LAYERS) keeps one to learn.
-        frozen = min(config.freeze_layers, len(model.distilbert.transformer.layer) - 1)
-        for layer in model.distilbert.transformer.layer[:frozen]:
+        for layer in layers[:frozen]:
             layer.requires_grad_(False)
 
 

@@ -137,7 +137,10 @@ def test_run_training_with_a_teacher_writes_a_shallower_model_and_says_so(teache
         "distill_weight": 0.0,
         "shuffled_copies": 0,
     }
-    assert "distilled" in (out / "MODEL_CARD.md").read_text()
+    assert (
+        f"Distilled from the text model `{teacher}`: its embeddings, its layers [1, 2]"
+        in (out / "MODEL_CARD.md").read_text()
+    )
 
 
 def test_spaced_layers_spread_over_the_depth() -> None:

@@ -121,3 +121,20 @@ def test_freezing_more_layers_than_the_base_has_still_trains_the_top_one(tmp_pat
     top = f"distilbert.transformer.layer.{layers - 1}.ffn.lin2.weight"
     assert torch.equal(after[below_top], before[below_top])
     assert not torch.equal(after[top], before[top])
+
+
+def test_a_negative_freeze_keeps_all_but_the_top_layers_whatever_the_depth(tmp_path: Path) -> None:
+    """-1 on two layers freezes the lowest one (and the embeddings); -2 freezes no layer."""
+    base = build_tiny_checkpoint(tmp_path / "tiny")
+    untrained, _ = load_base(str(base))
+    assert len(untrained.distilbert.transformer.layer) == 2
+    before = dict(untrained.named_parameters())
+    lowest, position = (
+        "distilbert.transformer.layer.0.ffn.lin2.weight",
+        "distilbert.embeddings.position_embeddings.weight",
+    )
+
+    one = dict(_train_tiny(base, epochs=1, freeze_layers=-1).model.named_parameters())
+    assert torch.equal(one[lowest], before[lowest]) and torch.equal(one[position], before[position])
+    none = dict(_train_tiny(base, epochs=1, freeze_layers=-2).model.named_parameters())
+    assert not torch.equal(none[lowest], before[lowest]) and not torch.equal(none[position], before[position])
