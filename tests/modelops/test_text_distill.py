@@ -167,6 +167,7 @@ def test_the_command_distils_when_the_served_depth_is_below_the_bases(
     served = current_model_dir(tmp_path / "text")
     assert served.name == "v"
     assert json.loads((served / "config.json").read_text())["n_layers"] == 1
+    assert json.loads((served / "metrics.json").read_text())["hyperparameters"]["base"].endswith("v-teacher")
     assert json.loads((tmp_path / "text" / "v-teacher" / "config.json").read_text())["n_layers"] == 3
     distilled = json.loads((served / "metrics.json").read_text())["distilled_from"]
     assert distilled["layers"] == [0] and distilled["teacher"].endswith("v-teacher")
@@ -174,8 +175,10 @@ def test_the_command_distils_when_the_served_depth_is_below_the_bases(
     settings.TEXT_MODEL_LAYERS = 3  # the base's own depth: trained directly, nothing distilled
     call_command("train_text_model", *args[:-1], "w", stdout=StringIO())
     assert "distilled_from" not in json.loads((tmp_path / "text" / "w" / "metrics.json").read_text())
-    with pytest.raises(CommandError, match="--student-layers needs --teacher"):
-        call_command("train_text_model", *args[:-1], "x", "--student-layers", "0", stdout=StringIO())
+    for extra in (["--student-layers", "0"], ["--distill-weight", "0.5"]):
+        with pytest.raises(CommandError, match="need --teacher"):
+            call_command("train_text_model", *args[:-1], "x", *extra, stdout=StringIO())
+    assert not (tmp_path / "text" / "x").exists()
 
 
 def test_shuffled_copies_keep_the_words_and_the_label_of_texts_of_three_words_or_more() -> None:
@@ -187,3 +190,75 @@ def test_shuffled_copies_keep_the_words_and_the_label_of_texts_of_three_words_or
     many = [f"w{i} x{i} y{i} z{i}" for i in range(400)]
     half, _ = shuffled_copies(many, [0] * 400, share=0.5, seed=1)
     assert 150 < len(half) < 250
+
+
+def test_an_explicit_teacher_and_layers_are_checked_before_training(
+    teacher: Path, tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("modelops.management.commands.train_text_model.load_sms_splits", lambda seed: small_splits())
+    settings.ARTIFACTS_DIR = tmp_path
+    settings.TEXT_MAX_LENGTH = 32
+    settings.TEXT_BENIGN_CORPORA = []
+    args = ["--max-steps", "1", "--epochs", "1", "--threads", "1", "--no-progress", "--teacher", str(teacher)]
+    with pytest.raises(CommandError, match="cannot keep"):
+        call_command("train_text_model", *args, "--student-layers", "0,3", "--model-version", "bad", stdout=StringIO())
+    assert not (tmp_path / "text" / "bad").exists()
+    call_command("train_text_model", *args, "--student-layers", "0,2", "--model-version", "s", stdout=StringIO())
+    served = current_model_dir(tmp_path / "text")
+    assert served.name == "s" and json.loads((served / "config.json").read_text())["n_layers"] == 2
+    assert json.loads((served / "metrics.json").read_text())["distilled_from"]["teacher"] == str(teacher)
+
+
+def test_a_teacher_trained_for_a_student_is_not_made_current(teacher: Path, tmp_path: Path) -> None:
+    config = TrainConfig(base=str(teacher), epochs=1, batch_size=8, max_steps=1, threads=1, max_length=32)
+    quiet = {"progress": False, "log": lambda _: None}
+    served = run_training(small_splits(), config, tmp_path, version="served", **quiet)
+    run_training(small_splits(), config, tmp_path, version="served2-teacher", make_current=False, **quiet)
+    assert current_model_dir(tmp_path) == served.resolve()
+    with pytest.raises(ValueError, match="layers to keep"):
+        run_training(small_splits(), config, tmp_path, version="none", teacher=teacher, student_layers=(), **quiet)
+
+
+def test_both_distillation_terms_together_line_the_teachers_logits_up_with_the_copies(
+    teacher: Path, tmp_path: Path
+) -> None:
+    config = TrainConfig(
+        base="unused",
+        epochs=1,
+        batch_size=8,
+        max_steps=2,
+        threads=1,
+        max_length=32,
+        distill_weight=0.5,
+        distill_shuffled_share=1.0,
+    )
+    out = run_training(
+        small_splits(),
+        config,
+        tmp_path,
+        version="s",
+        progress=False,
+        log=lambda _: None,
+        teacher=teacher,
+        student_layers=(0,),
+    )
+    distilled = json.loads((out / "metrics.json").read_text())["distilled_from"]
+    copies, _ = shuffled_copies(small_splits().train.texts, small_splits().train.labels, share=1.0, seed=config.seed)
+    assert distilled["shuffled_copies"] == len(copies) > 0
+    assert "its logits weigh 0.5 of the loss" in (out / "MODEL_CARD.md").read_text()
+
+
+def test_the_default_freeze_trains_the_top_two_of_a_three_layer_model(teacher: Path) -> None:
+    """-2 (ADAPTATION_FINETUNE_FREEZE_LAYERS' default) on the served depth: layer 0 and the
+    embeddings stay, layers 1 and 2 train."""
+    splits = small_splits()
+    config = TrainConfig(base=str(teacher), max_length=32, epochs=1, batch_size=8, threads=1, freeze_layers=-2)
+    data = (splits.train.texts, splits.train.labels, splits.validation.texts, splits.validation.labels)
+    after = dict(train_text_model(*data, config, progress=False, log=lambda _: None).model.named_parameters())
+    before = dict(load_base(str(teacher))[0].named_parameters())
+    layer = "distilbert.transformer.layer.{}.ffn.lin2.weight"
+    assert torch.equal(after[layer.format(0)], before[layer.format(0)])
+    position = "distilbert.embeddings.position_embeddings.weight"
+    assert torch.equal(after[position], before[position])
+    for top in (1, 2):
+        assert not torch.equal(after[layer.format(top)], before[layer.format(top)])

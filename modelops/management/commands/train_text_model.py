@@ -8,6 +8,8 @@ model from it (modelops.text.distill): every teacher layer that ``spaced_layers`
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +53,18 @@ class Command(BaseCommand):
             default=None,
             help="the teacher's layers the student keeps (default: TEXT_MODEL_LAYERS of them, evenly spaced)",
         )
-        parser.add_argument("--distill-weight", type=float, default=defaults.distill_weight)
+        parser.add_argument(
+            "--distill-weight",
+            type=float,
+            default=defaults.distill_weight,
+            help="share of the student's loss on the teacher's logits (with --teacher; 0: the labels alone)",
+        )
         parser.add_argument("--distill-temperature", type=float, default=defaults.distill_temperature)
         parser.add_argument(
             "--distill-shuffled-share",
             type=float,
             default=defaults.distill_shuffled_share,
-            help="share of the training texts the student also sees word-shuffled, with the teacher's answers",
+            help="share of the training texts the student also sees word-shuffled (with --teacher)",
         )
         parser.add_argument(
             "--benign-corpora",
@@ -95,41 +102,48 @@ class Command(BaseCommand):
         if benign is not None:
             for name, why in benign.missing.items():
                 self.stderr.write(f"benign corpus {name} left out: {why}")
-        teacher = Path(options["teacher"]) if options["teacher"] else None
-        depth = model_depth(config.base)
-        if teacher is None and depth > settings.TEXT_MODEL_LAYERS:
-            self.stdout.write(
-                f"TEXT_MODEL_LAYERS is {settings.TEXT_MODEL_LAYERS}: training the {depth}-layer teacher first"
-            )
-            teacher = run_training(
-                splits,
-                config,
-                text_dir,
-                version=f"{options['model_version'] or new_version()}-teacher",
-                progress=not options["no_progress"],
-                log=self.stdout.write,
-                benign=benign,
-                remove_threshold=DEFAULT_REMOVE_THRESHOLD,
-            )
-        layers = None
-        if teacher is None and options["student_layers"]:
-            raise CommandError("--student-layers needs --teacher, or TEXT_MODEL_LAYERS below the base's depth")
-        if teacher is not None:
-            layers = (
-                parse_layers(options["student_layers"])
-                if options["student_layers"]
-                else spaced_layers(settings.TEXT_MODEL_LAYERS, model_depth(str(teacher)))
-            )
-        out = run_training(
+        version = options["model_version"] or new_version()
+        train = partial(
+            run_training,
             splits,
             config,
             text_dir,
-            version=options["model_version"],
             progress=not options["no_progress"],
             log=self.stdout.write,
             benign=benign,
             remove_threshold=DEFAULT_REMOVE_THRESHOLD,
-            teacher=teacher,
-            student_layers=layers,
         )
+        try:
+            teacher, layers = self._teacher_and_layers(options, config, version, train)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        out = train(version=version, teacher=teacher, student_layers=layers)
         self.stdout.write(self.style.SUCCESS(f"text model written to {out} (text/current points at it)"))
+
+    def _teacher_and_layers(
+        self, options: dict[str, Any], config: TrainConfig, version: str, train: Callable[..., Path]
+    ) -> tuple[Path | None, tuple[int, ...] | None]:
+        """The teacher to build the served model from, and its layers to keep; (None, None) to
+        fine-tune the base itself. Below the base's depth with no --teacher, the teacher is
+        trained here first, as the version ``<version>-teacher``, not made current: a failed
+        student run leaves the served model as it was."""
+        distilling = options["distill_weight"] > 0 or options["distill_shuffled_share"] > 0
+        asked = parse_layers(options["student_layers"]) if options["student_layers"] else None
+        teacher = Path(options["teacher"]) if options["teacher"] else None
+        depth = model_depth(str(teacher) if teacher is not None else config.base)
+        if teacher is None and depth <= settings.TEXT_MODEL_LAYERS:
+            if asked or distilling:
+                raise ValueError(
+                    "--student-layers, --distill-weight and --distill-shuffled-share need --teacher, "
+                    "or TEXT_MODEL_LAYERS below the base's depth"
+                )
+            return None, None
+        layers = asked or spaced_layers(min(settings.TEXT_MODEL_LAYERS, depth), depth)
+        if layers[-1] >= depth:  # checked before any training
+            raise ValueError(f"the teacher has {depth} layers; cannot keep {list(layers)}")
+        if teacher is None:
+            self.stdout.write(
+                f"TEXT_MODEL_LAYERS is {settings.TEXT_MODEL_LAYERS}: training the {depth}-layer teacher first"
+            )
+            teacher = train(version=f"{version}-teacher", make_current=False)
+        return teacher, layers
