@@ -11,10 +11,11 @@ what the policy would auto-approve on the text score alone), legitimate comments
 the remove threshold (0.9). The same numbers for the bootstrap model come first.
 
 By default the labels are weighed as a round weighs them (each class half of the labels' weight,
-feedback.services.adaptation.class_balanced_weights) and the layers ADAPTATION_FINETUNE_FREEZE_LAYERS
-names stay frozen (negative: all but the top N), as in a round. --unweighted weighs every text the
-same, --freeze-layers N freezes N layers instead (0: every layer trains; negative: all but the
-top N), --learning-rate overrides TrainConfig's, and --violation-share S draws the labels with that share of insults (a queue rarely holds half and
+feedback.services.adaptation.class_balanced_weights) and the layers
+ADAPTATION_FINETUNE_FREEZE_LAYERS names stay frozen (negative: all but the top N), as in a round.
+--unweighted weighs every text the same, --freeze-layers N freezes N layers instead (0: every layer
+trains; negative: all but the top N), --learning-rate overrides TrainConfig's, and --violation-share
+S draws the labels with that share of insults (a queue rarely holds half and
 half; the pool must hold enough of each class). --export also exports each fine-tuned model as a
 round does (feedback.services.adaptation.export_finetuned) and measures the file it would serve
 (INT8, or fp32 when INT8 lost too much) with the transformer alone, no lexical blend: what the
