@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -211,12 +212,17 @@ def test_an_explicit_teacher_and_layers_are_checked_before_training(
 
 def test_a_teacher_trained_for_a_student_is_not_made_current(teacher: Path, tmp_path: Path) -> None:
     config = TrainConfig(base=str(teacher), epochs=1, batch_size=8, max_steps=1, threads=1, max_length=32)
-    quiet = {"progress": False, "log": lambda _: None}
-    served = run_training(small_splits(), config, tmp_path, version="served", **quiet)
-    run_training(small_splits(), config, tmp_path, version="served2-teacher", make_current=False, **quiet)
+
+    def train(version: str, **options: Any) -> Path:
+        return run_training(
+            small_splits(), config, tmp_path, version=version, progress=False, log=lambda _: None, **options
+        )
+
+    served = train("served")
+    train("served2-teacher", make_current=False)
     assert current_model_dir(tmp_path) == served.resolve()
     with pytest.raises(ValueError, match="layers to keep"):
-        run_training(small_splits(), config, tmp_path, version="none", teacher=teacher, student_layers=(), **quiet)
+        train("none", teacher=teacher, student_layers=())
 
 
 def test_both_distillation_terms_together_line_the_teachers_logits_up_with_the_copies(
