@@ -118,18 +118,23 @@ def test_the_soft_targets_pull_the_student_away_from_the_labels_by_their_weight(
         )
 
 
-def test_run_training_with_a_teacher_writes_a_shallower_model_and_says_so(teacher: Path, tmp_path: Path) -> None:
-    config = TrainConfig(base="unused", epochs=1, batch_size=8, max_steps=2, threads=1, max_length=32)
-    out = run_training(
+def _student_run(teacher: Path, tmp_path: Path, layers: tuple[int, ...], **config: Any) -> Path:
+    """One tiny student training through run_training (two steps)."""
+    settings = TrainConfig(base="unused", epochs=1, batch_size=8, max_steps=2, threads=1, max_length=32, **config)
+    return run_training(
         small_splits(),
-        config,
+        settings,
         tmp_path,
         version="s",
         progress=False,
         log=lambda _: None,
         teacher=teacher,
-        student_layers=(1, 2),
+        student_layers=layers,
     )
+
+
+def test_run_training_with_a_teacher_writes_a_shallower_model_and_says_so(teacher: Path, tmp_path: Path) -> None:
+    out = _student_run(teacher, tmp_path, (1, 2))
     assert json.loads((out / "config.json").read_text())["n_layers"] == 2
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["distilled_from"] == {
@@ -144,6 +149,16 @@ def test_run_training_with_a_teacher_writes_a_shallower_model_and_says_so(teache
     )
 
 
+@pytest.fixture
+def command_env(tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """train_text_model on the small splits, no benign corpora, into tmp_path."""
+    monkeypatch.setattr("modelops.management.commands.train_text_model.load_sms_splits", lambda seed: small_splits())
+    settings.ARTIFACTS_DIR = tmp_path
+    settings.TEXT_MAX_LENGTH = 32
+    settings.TEXT_BENIGN_CORPORA = []
+    return settings
+
+
 def test_spaced_layers_spread_over_the_depth() -> None:
     assert spaced_layers(3, 6) == (0, 2, 4)
     assert spaced_layers(2, 6) == (0, 3)
@@ -153,16 +168,12 @@ def test_spaced_layers_spread_over_the_depth() -> None:
 
 
 def test_the_command_distils_when_the_served_depth_is_below_the_bases(
-    teacher: Path, tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+    teacher: Path, tmp_path: Path, command_env: Settings
 ) -> None:
     """TEXT_MODEL_LAYERS below the base's depth: the full-depth model is trained first, kept as
     a version of its own, and the served one is distilled from it."""
-    monkeypatch.setattr("modelops.management.commands.train_text_model.load_sms_splits", lambda seed: small_splits())
-    settings.TEXT_MODEL_BASE = str(teacher)  # three layers
-    settings.ARTIFACTS_DIR = tmp_path
-    settings.TEXT_MAX_LENGTH = 32
-    settings.TEXT_BENIGN_CORPORA = []
-    settings.TEXT_MODEL_LAYERS = 1
+    command_env.TEXT_MODEL_BASE = str(teacher)  # three layers
+    command_env.TEXT_MODEL_LAYERS = 1
     args = ["--max-steps", "1", "--epochs", "1", "--threads", "1", "--no-progress", "--model-version", "v"]
     call_command("train_text_model", *args, stdout=StringIO())
     served = current_model_dir(tmp_path / "text")
@@ -173,7 +184,7 @@ def test_the_command_distils_when_the_served_depth_is_below_the_bases(
     distilled = json.loads((served / "metrics.json").read_text())["distilled_from"]
     assert distilled["layers"] == [0] and distilled["teacher"].endswith("v-teacher")
 
-    settings.TEXT_MODEL_LAYERS = 3  # the base's own depth: trained directly, nothing distilled
+    command_env.TEXT_MODEL_LAYERS = 3  # the base's own depth: trained directly, nothing distilled
     call_command("train_text_model", *args[:-1], "w", stdout=StringIO())
     assert "distilled_from" not in json.loads((tmp_path / "text" / "w" / "metrics.json").read_text())
     for extra in (["--student-layers", "0"], ["--distill-weight", "0.5"]):
@@ -193,13 +204,8 @@ def test_shuffled_copies_keep_the_words_and_the_label_of_texts_of_three_words_or
     assert 150 < len(half) < 250
 
 
-def test_an_explicit_teacher_and_layers_are_checked_before_training(
-    teacher: Path, tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("modelops.management.commands.train_text_model.load_sms_splits", lambda seed: small_splits())
-    settings.ARTIFACTS_DIR = tmp_path
-    settings.TEXT_MAX_LENGTH = 32
-    settings.TEXT_BENIGN_CORPORA = []
+@pytest.mark.usefixtures("command_env")
+def test_an_explicit_teacher_and_layers_are_checked_before_training(teacher: Path, tmp_path: Path) -> None:
     args = ["--max-steps", "1", "--epochs", "1", "--threads", "1", "--no-progress", "--teacher", str(teacher)]
     with pytest.raises(CommandError, match="cannot keep"):
         call_command("train_text_model", *args, "--student-layers", "0,3", "--model-version", "bad", stdout=StringIO())
@@ -228,28 +234,11 @@ def test_a_teacher_trained_for_a_student_is_not_made_current(teacher: Path, tmp_
 def test_both_distillation_terms_together_line_the_teachers_logits_up_with_the_copies(
     teacher: Path, tmp_path: Path
 ) -> None:
-    config = TrainConfig(
-        base="unused",
-        epochs=1,
-        batch_size=8,
-        max_steps=2,
-        threads=1,
-        max_length=32,
-        distill_weight=0.5,
-        distill_shuffled_share=1.0,
-    )
-    out = run_training(
-        small_splits(),
-        config,
-        tmp_path,
-        version="s",
-        progress=False,
-        log=lambda _: None,
-        teacher=teacher,
-        student_layers=(0,),
-    )
+    out = _student_run(teacher, tmp_path, (0,), distill_weight=0.5, distill_shuffled_share=1.0)
     distilled = json.loads((out / "metrics.json").read_text())["distilled_from"]
-    copies, _ = shuffled_copies(small_splits().train.texts, small_splits().train.labels, share=1.0, seed=config.seed)
+    copies, _ = shuffled_copies(
+        small_splits().train.texts, small_splits().train.labels, share=1.0, seed=TrainConfig(base="").seed
+    )
     assert distilled["shuffled_copies"] == len(copies) > 0
     assert "its logits weigh 0.5 of the loss" in (out / "MODEL_CARD.md").read_text()
 
