@@ -14,8 +14,10 @@ Two steps:
 
 ``run`` prints the versions and nvidia-smi, fine-tunes from base/ on the train split once per
 precision (--precisions, default bf16, fp16 and fp32: seconds each on a data-centre GPU), logging
-samples/s and the test-split F1, then runs benchmarks/gpu_check.py on the first precision's
-checkpoint. Everything it reports goes to --out: train.json, gpu_check/, logs, SUMMARY.md.
+samples/s and the test-split F1. From the first precision's checkpoint (the teacher) it builds the
+served-depth model as the bootstrap does (--student-layers, default 0,2,4) and fine-tunes that too.
+Then it runs benchmarks/gpu_check.py on the student and on the teacher. Everything it reports goes
+to --out: train.json, gpu_check_student/, gpu_check/, logs, SUMMARY.md.
 --smoke shrinks every step (a few optimizer steps, 64 test texts, two batch sizes) to prove the
 path on a CPU in a minute or two.
 """
@@ -82,7 +84,9 @@ def environment() -> str:
     return "\n".join([*lines, smi])
 
 
-def train_once(args: argparse.Namespace, precision: str, out_model: Path, freeze_layers: int = 0) -> dict[str, Any]:
+def train_once(
+    args: argparse.Namespace, precision: str, out_model: Path, freeze_layers: int = 0, base: Path | None = None
+) -> dict[str, Any]:
     import torch
 
     from modelops.text.data import TextSplit, read_splits
@@ -94,7 +98,7 @@ def train_once(args: argparse.Namespace, precision: str, out_model: Path, freeze
     if args.smoke:
         train, val, test = (TextSplit(s.texts[:64], s.labels[:64]) for s in (train, val, test))
     config = TrainConfig(
-        base=str(args.carry / "base"),
+        base=str(base or args.carry / "base"),
         epochs=args.epochs,
         threads=os.cpu_count() or 2,
         max_steps=3 if args.smoke else None,
@@ -120,6 +124,7 @@ def train_once(args: argparse.Namespace, precision: str, out_model: Path, freeze
         "gpu": torch.cuda.get_device_name(0) if device.type == "cuda" else None,
         "precision": trained.precision,
         "freeze_layers": freeze_layers,
+        "base": str(base or args.carry / "base"),
         "epochs": len(trained.history),
         "best_epoch": trained.best_epoch,
         "train_texts": len(train),
@@ -137,6 +142,35 @@ def train_once(args: argparse.Namespace, precision: str, out_model: Path, freeze
         flush=True,
     )
     return report
+
+
+def student_run(args: argparse.Namespace, teacher: Path, runs: dict[str, Any]) -> Path | None:
+    """Build the served-depth model from the fp32 teacher as the bootstrap does
+    (modelops.text.distill.build_student: the teacher's embeddings, the chosen layers and its
+    head) and fine-tune it on the same split; records the run under "student-<layers>"."""
+    from modelops.text.distill import build_student, parse_layers
+
+    key = "student-" + args.student_layers.replace(",", "-")
+    try:
+        started = time.monotonic()
+        base = build_student(teacher, parse_layers(args.student_layers), args.work / f"{key}-base")
+        built_s = time.monotonic() - started
+        runs[key] = train_once(args, "fp32", args.work / f"model-{key}", base=base)
+        runs[key]["build_seconds"] = round(built_s, 2)
+        return args.work / f"model-{key}"
+    except Exception as exc:  # the teacher's check still runs
+        runs[key] = {"error": f"{type(exc).__name__}: {exc}"}
+        print(f"{key}: failed: {runs[key]['error']}", flush=True)
+        return None
+
+
+def gpu_check(args: argparse.Namespace, model_dir: Path, out: Path) -> int:
+    check = [sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--model-dir", str(model_dir)]
+    check += ["--splits", str(args.carry / SPLITS_FILE), "--out", str(out)]
+    if args.smoke:
+        check += ["--limit", "64", "--batch-sizes", "1,8", "--seq-lengths", "32", "--iters", "3"]
+    print("$ " + " ".join(check), flush=True)
+    return subprocess.run(check, check=False).returncode
 
 
 def run(args: argparse.Namespace) -> int:
@@ -165,12 +199,15 @@ def run(args: argparse.Namespace) -> int:
 
     trained = [p for p in precisions if "error" not in runs[p]]
     model_dir = args.work / f"model-{trained[0]}" if trained else args.carry / "base"
-    check = [sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--model-dir", str(model_dir)]
-    check += ["--splits", str(args.carry / SPLITS_FILE), "--out", str(out / "gpu_check")]
-    if args.smoke:
-        check += ["--limit", "64", "--batch-sizes", "1,8", "--seq-lengths", "32", "--iters", "3"]
-    print("$ " + " ".join(check), flush=True)
-    rc = subprocess.run(check, check=False).returncode
+    checked = [("gpu_check", model_dir)]
+    if args.student_layers and trained:
+        student = student_run(args, model_dir, runs)
+        (out / "train.json").write_text(json.dumps(runs, indent=2, default=str) + "\n")
+        if student is not None:  # the served depth first: it is what the GPU profile serves
+            checked.insert(0, ("gpu_check_student", student))
+    rc = 0
+    for folder, checkpoint in checked:
+        rc = max(rc, gpu_check(args, checkpoint, out / folder))
 
     summary = [f"# GPU session ({time.monotonic() - started:.0f}s)", "", "```", env, "```", "", "## Fine-tune", ""]
     summary += ["| precision | device | samples/s | seconds | epochs | test F1 |", "|---|---|---|---|---|---|"]
@@ -182,9 +219,10 @@ def run(args: argparse.Namespace) -> int:
                 f"| {precision} | {row['gpu'] or row['device']} | {row['samples_per_s']} | {row['seconds']} "
                 f"| {row['epochs']} | {row['test']['f1']:.4f} |"
             )
-    check_md = out / "gpu_check" / "gpu_check.md"
-    summary += ["", f"## Check of {model_dir.name} (exit {rc})", ""]
-    summary.append(check_md.read_text() if check_md.is_file() else "gpu_check.py wrote no report")
+    for folder, checkpoint in checked:
+        check_md = out / folder / "gpu_check.md"
+        summary += ["", f"## Check of {checkpoint.name}", ""]
+        summary.append(check_md.read_text() if check_md.is_file() else "gpu_check.py wrote no report")
     (out / "SUMMARY.md").write_text("\n".join(summary) + "\n")
     print(f"done in {time.monotonic() - started:.0f}s; reports in {out}", flush=True)
     return rc if trained else 1
@@ -206,6 +244,12 @@ def main() -> None:
         type=int,
         default=0,
         help="also one fp32 fine-tune with the lowest N layers frozen (negative: all but the top N)",
+    )
+    go.add_argument(
+        "--student-layers",
+        default="0,2,4",
+        help="also build the served three-layer model from the fp32 teacher's layers and fine-tune and "
+        "check it ('' to skip)",
     )
     go.add_argument("--smoke", action="store_true", help="a few steps on a few texts: proves the path on a CPU")
     args = parser.parse_args()

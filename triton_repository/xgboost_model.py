@@ -56,10 +56,10 @@ class TritonPythonModel:
         # feature names: they would be the booster's own, so validating them checks nothing
         # (the column count is checked in initialize and by the reshape above).
         dmatrix = xgb.DMatrix(x, nthread=self.nthread)
-        margin = self.booster.predict(dmatrix, output_margin=True, validate_features=False)
-        margin = margin.astype(np.float64).reshape(-1)
         contribs = self.booster.predict(dmatrix, pred_contribs=True, validate_features=False)
         contribs = contribs.astype(np.float32, copy=False).reshape(x.shape[0], -1)
+        # The contributions sum to the margin: no second walk of the trees for it.
+        margin = contribs.sum(axis=1, dtype=np.float64)
         prob = (1.0 / (1.0 + np.exp(-margin))).astype(np.float32).reshape(-1, 1)
         responses, row = [], 0
         for a in arrays:

@@ -479,11 +479,13 @@ class BundledTrees:
     def __call__(self, matrix):
         x = np.ascontiguousarray(matrix, dtype=np.float32)
         dmatrix = xgb.DMatrix(x, nthread=1)
-        margin = self.booster.predict(dmatrix, output_margin=True, validate_features=False)
-        margin = margin.astype(np.float64).reshape(-1)
         contribs = self.booster.predict(dmatrix, pred_contribs=True, validate_features=False)
+        contribs = contribs.astype(np.float32, copy=False).reshape(x.shape[0], -1)
+        # TreeSHAP's values sum to the margin (the bias column holds the base score), so the
+        # second walk of the trees that output_margin would cost is skipped.
+        margin = contribs.sum(axis=1, dtype=np.float64)
         prob = (1.0 / (1.0 + np.exp(-margin))).astype(np.float32)
-        return prob, contribs.astype(np.float32, copy=False).reshape(x.shape[0], -1)
+        return prob, contribs
 
 
 def _unique_texts(groups, unfamiliarity):
