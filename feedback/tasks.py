@@ -17,6 +17,7 @@ __all__ = [
     "TRAINING_HARD_LIMIT_S",
     "TRAINING_SOFT_LIMIT_S",
     "adapt_text_model_task",
+    "prune_model_storage_task",
     "snapshot_dataset_task",
     "training_run_task",
 ]
@@ -40,3 +41,13 @@ def apply_retention_task() -> dict[str, dict[str, int]]:
     from feedback.services.retention import retention_apply
 
     return retention_apply(now=timezone.now())
+
+
+@shared_task(name="feedback.prune_model_storage", acks_late=True, soft_time_limit=600, time_limit=660)
+def prune_model_storage_task() -> dict[str, object]:
+    """Daily (CELERY_BEAT_SCHEDULE): old run candidates, artifact versions and Triton folders.
+    On the training queue, so it never runs beside a training run or an adaptation round."""
+    from feedback.services.model_storage import prune_model_storage
+
+    plan = prune_model_storage()
+    return {"removed": len(plan.doomed), "kept": plan.kept, "freed_mib": plan.freed_mib}

@@ -599,6 +599,22 @@ if ADAPTATION_ENABLED and ADAPTATION_SCHEDULE_S > 0:
         "kwargs": {"trigger": "schedule"},
     }
 
+# Trained models on disk (feedback.services.model_storage; docs/deploy.md, "Model storage"):
+# production, its rollback target and the newest MODEL_STORAGE_KEEP versions of each bundle stay,
+# with their Triton folders and candidates; older run candidates, artifact versions and Triton
+# folders are deleted by beat every MODEL_STORAGE_PRUNE_S (0: never; `manage.py prune_models`
+# does it when asked). Nothing written in the last MODEL_STORAGE_MIN_AGE_S is deleted.
+MODEL_STORAGE_KEEP = env.int("MODEL_STORAGE_KEEP", default=5)
+if MODEL_STORAGE_KEEP < 1:
+    raise ImproperlyConfigured("MODEL_STORAGE_KEEP must be at least 1")
+MODEL_STORAGE_MIN_AGE_S = env.float("MODEL_STORAGE_MIN_AGE_S", default=24 * 3600)
+MODEL_STORAGE_PRUNE_S = env.int("MODEL_STORAGE_PRUNE_S", default=24 * 3600)
+if MODEL_STORAGE_PRUNE_S > 0:
+    CELERY_BEAT_SCHEDULE["feedback.prune_model_storage"] = {
+        "task": "feedback.prune_model_storage",
+        "schedule": float(MODEL_STORAGE_PRUNE_S),
+    }
+
 # --- Ingest limits (README, Configuration) ----------------------------------------------------
 # A longer text is refused with a 400 naming the field. The text model reads at most
 # TEXT_MAX_WINDOWS windows of a long text, so its cost per post is bounded whatever these are;

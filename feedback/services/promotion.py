@@ -284,6 +284,21 @@ class GateHeld(Conflict):
     code = "gate_held"
 
 
+def _check_promotable(run: TrainingRun) -> None:
+    """A finished run with a candidate on disk that was not promoted before, or a Conflict."""
+    if run.status != RunStatus.SUCCEEDED or not run.candidate_artifacts:
+        raise Conflict(f"Run #{run.pk} has no candidate to promote (status {run.status}).", code="no_candidate")
+    if ModelVersion.objects.filter(training_run=run, restored_from__isnull=True).exists():
+        raise Conflict(f"Run #{run.pk} was already promoted.", code="already_promoted")
+    missing = [rel for rel in run.candidate_artifacts.values() if not (artifacts_dir() / rel).is_dir()]
+    if missing:
+        raise Conflict(
+            f"Run #{run.pk}'s candidate files are gone ({', '.join(missing)}): removed by the model storage "
+            "retention (MODEL_STORAGE_KEEP) or by hand. Start a new run to promote its models.",
+            code="candidate_removed",
+        )
+
+
 def promote_run(
     *,
     run: TrainingRun,
@@ -305,10 +320,7 @@ def promote_run(
 
     if not automatic:
         check_ml_admin(user)
-    if run.status != RunStatus.SUCCEEDED or not run.candidate_artifacts:
-        raise Conflict(f"Run #{run.pk} has no candidate to promote (status {run.status}).", code="no_candidate")
-    if ModelVersion.objects.filter(training_run=run, restored_from__isnull=True).exists():
-        raise Conflict(f"Run #{run.pk} was already promoted.", code="already_promoted")
+    _check_promotable(run)
     held = gate_reasons(run.report or {})
     override_reason = override_reason.strip()
     if held:
@@ -432,6 +444,17 @@ def rollback_to(*, target: ModelVersion, user: Any) -> ModelVersion:
     missing = [m for m in members if m not in target.triton_versions]
     if missing:
         raise ApplicationError(f"Version {target.version} does not record {', '.join(missing)}.", code="incomplete")
+    gone = [
+        f"{m}/{target.triton_versions[m]}"
+        for m in members
+        if not (repository() / m / str(target.triton_versions[m])).is_dir()
+    ]
+    if gone:
+        raise Conflict(
+            f"{target.name} v{target.version}'s Triton folders are gone ({', '.join(gone)}): removed by the model "
+            "storage retention (MODEL_STORAGE_KEEP) or by hand.",
+            code="version_removed",
+        )
 
     def write() -> dict[str, int]:
         if target.name == ModelBundle.ABUSE:  # its files, beside the text model served now

@@ -12,6 +12,7 @@ import pytest
 
 from feedback.models import DatasetVersion, ModelVersion, RunStatus, TrainingRun
 from feedback.services import promotion
+from feedback.services.datasets import artifacts_dir
 from feedback.services.promotion import PromotionFailed, promote_run, rollback_to
 from moderation.models import Post, PostStatus
 from scoring.models import Score
@@ -39,6 +40,8 @@ def published(settings: Any, tmp_path: Path, monkeypatch: Any) -> list[int]:
         return {m: numbers[-1] for m in (*TABULAR, promotion.PIPELINE_MODEL)}
 
     monkeypatch.setattr(promotion, "_publish_and_load", publish_and_load)
+    for model in TABULAR:  # version 1's folders, which a rollback to it copies
+        (tmp_path / model / "1").mkdir(parents=True)
     ModelVersion.objects.create(
         name="tabular", version=1, triton_versions=dict.fromkeys(TABULAR, 1), is_production=True
     )
@@ -53,6 +56,7 @@ def sent(monkeypatch: Any) -> list[dict[str, Any]]:
 
 
 def _run(admin_user: Any) -> TrainingRun:
+    (artifacts_dir() / "candidate").mkdir(parents=True, exist_ok=True)  # promotion checks it is there
     dataset = DatasetVersion.objects.create(
         version=1, content_sha256="0" * 64, example_count=0, spam_count=0, ham_count=0, path="unused"
     )
