@@ -320,6 +320,37 @@ def _direct(client, model: str, inputs: dict, outputs: list[str]) -> dict:
     return {o: result.as_numpy(o) for o in outputs}
 
 
+def test_tree_scores_equal_xgboosts_own_prediction(triton_server):
+    """The trees' PROB is the sigmoid of their contributions' sum (one walk of the trees, not
+    two): it must equal what XGBoost itself predicts from the served booster, to float32 noise,
+    from the standalone models and from inside spam_pipeline."""
+    import tritonclient.grpc as grpcclient
+    import xgboost as xgb
+
+    client = grpcclient.InferenceServerClient(triton_server.grpc_url)
+    rows = [_row(f"message {seed}", seed=seed) for seed in range(6)]
+    outs = triton_server.client().score(rows)
+    widths = {"link_model": len(LINK_FEATURES), "behaviour_model": len(BEHAVIOUR_FEATURES)}
+    widths["fusion_model"] = len(FUSION_FEATURES)
+    vectors = {
+        "link_model": [r.link_vector() for r in rows],
+        "behaviour_model": [r.behaviour_vector() for r in rows],
+        "fusion_model": [[((i * 5 + seed) % 10) / 10 for i in range(widths["fusion_model"])] for seed in range(6)],
+    }
+    for model, batch in vectors.items():
+        folder = max(
+            (p for p in (triton_server.repository / model).iterdir() if p.name.isdigit()), key=lambda p: int(p.name)
+        )
+        booster = xgb.Booster(model_file=str(folder / "model.json"))
+        x = np.asarray(batch, dtype=np.float32)
+        expected = booster.predict(xgb.DMatrix(x, feature_names=booster.feature_names))
+        served = _direct(client, model, {"FEATURES": x}, ["PROB"])["PROB"].reshape(-1)
+        assert served == pytest.approx(expected, abs=1e-6)
+        if model != "fusion_model":
+            in_pipeline = [getattr(out, model.replace("_model", "_prob")) for out in outs]
+            assert in_pipeline == pytest.approx(expected, abs=1e-6)
+
+
 def test_pipeline_outputs_equal_the_sub_models_called_directly(triton_server):
     """spam_pipeline only routes: every sub-score, contribution and version it returns is what
     tokenizer -> text_classifier (softmax), link_model, behaviour_model and fusion_model give

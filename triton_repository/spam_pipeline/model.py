@@ -481,8 +481,8 @@ class BundledTrees:
         dmatrix = xgb.DMatrix(x, nthread=1)
         contribs = self.booster.predict(dmatrix, pred_contribs=True, validate_features=False)
         contribs = contribs.astype(np.float32, copy=False).reshape(x.shape[0], -1)
-        # TreeSHAP's values sum to the margin (the bias column holds the base score), so the
-        # second walk of the trees that output_margin would cost is skipped.
+        # TreeSHAP's values sum to the margin up to float rounding (the bias column holds the
+        # base score), so the second walk of the trees that output_margin would cost is skipped.
         margin = contribs.sum(axis=1, dtype=np.float64)
         prob = (1.0 / (1.0 + np.exp(-margin))).astype(np.float32)
         return prob, contribs
