@@ -45,9 +45,11 @@ def apply_retention_task() -> dict[str, dict[str, int]]:
 
 @shared_task(name="feedback.prune_model_storage", acks_late=True, soft_time_limit=600, time_limit=660)
 def prune_model_storage_task() -> dict[str, object]:
-    """Daily (CELERY_BEAT_SCHEDULE): old run candidates, artifact versions and Triton folders.
-    On the training queue, so it never runs beside a training run or an adaptation round."""
+    """Every MODEL_STORAGE_PRUNE_S (CELERY_BEAT_SCHEDULE): old run candidates, artifact versions
+    and Triton folders. On the training queue: with the one training worker of concurrency 1 the
+    deployment runs, never beside a training run or an adaptation round. A promotion (web) writes
+    folders too young to prune and reads only folders the registry protects."""
     from feedback.services.model_storage import prune_model_storage
 
     plan = prune_model_storage()
-    return {"removed": len(plan.doomed), "kept": plan.kept, "freed_mib": plan.freed_mib}
+    return {"removed": len(plan.removed), "failed": len(plan.failed), "kept": plan.kept, "freed_mib": plan.freed_mib}

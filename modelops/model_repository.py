@@ -509,13 +509,3 @@ def rollback(
     if bundle:
         out.update(publish_pipeline(repository=repo))
     return out
-
-
-def clean_versions(model: str, *, keep: int = 5, repository: Path | None = None) -> list[int]:
-    """Delete all but the newest `keep` version folders (never the served one)."""
-    repo = repository or _default_repository()
-    found = versions(model, repository=repo)
-    doomed = found[:-keep] if keep > 0 else []
-    for n in doomed:
-        shutil.rmtree(repo / model / str(n))
-    return doomed

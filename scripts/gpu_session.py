@@ -14,10 +14,11 @@ Two steps:
 
 ``run`` prints the versions and nvidia-smi, fine-tunes from base/ on the train split once per
 precision (--precisions, default bf16, fp16 and fp32: seconds each on a data-centre GPU), logging
-samples/s and the test-split F1. From the first precision's checkpoint (the teacher) it builds the
-served-depth model as the bootstrap does (--student-layers, default 0,2,4) and fine-tunes that too.
-Then it runs benchmarks/gpu_check.py on the student and on the teacher. Everything it reports goes
-to --out: train.json, gpu_check_student/, gpu_check/, logs, SUMMARY.md.
+samples/s and the test-split F1. From the fp32 checkpoint (the teacher; the first precision that
+trained if fp32 did not) it builds the served-depth model as the bootstrap does (--student-layers,
+default 0,2,4) and fine-tunes that too. Then it runs benchmarks/gpu_check.py on the student and
+on the teacher. Everything it reports goes to --out: train.json, gpu_check_student/, gpu_check/,
+logs, SUMMARY.md. It exits non-zero when no precision trained, the student failed or a check did.
 --smoke shrinks every step (a few optimizer steps, 64 test texts, two batch sizes) to prove the
 path on a CPU in a minute or two.
 """
@@ -145,7 +146,7 @@ def train_once(
 
 
 def student_run(args: argparse.Namespace, teacher: Path, runs: dict[str, Any]) -> Path | None:
-    """Build the served-depth model from the fp32 teacher as the bootstrap does
+    """Build the served-depth model from the teacher as the bootstrap does
     (modelops.text.distill.build_student: the teacher's embeddings, the chosen layers and its
     head) and fine-tune it on the same split; records the run under "student-<layers>"."""
     from modelops.text.distill import build_student, parse_layers
@@ -198,16 +199,21 @@ def run(args: argparse.Namespace) -> int:
         (out / "train.json").write_text(json.dumps(runs, indent=2, default=str) + "\n")
 
     trained = [p for p in precisions if "error" not in runs[p]]
-    model_dir = args.work / f"model-{trained[0]}" if trained else args.carry / "base"
+    # The teacher is the fp32 fine-tune where it trained (the bootstrap distils from fp32 weights),
+    # else the first precision that did.
+    teacher = "fp32" if "fp32" in trained else (trained[0] if trained else None)
+    model_dir = args.work / f"model-{teacher}" if teacher else args.carry / "base"
     checked = [("gpu_check", model_dir)]
+    student_failed = False
     if args.student_layers and trained:
         student = student_run(args, model_dir, runs)
         (out / "train.json").write_text(json.dumps(runs, indent=2, default=str) + "\n")
+        student_failed = student is None
         if student is not None:  # the served depth first: it is what the GPU profile serves
             checked.insert(0, ("gpu_check_student", student))
-    rc = 0
-    for folder, checkpoint in checked:
-        rc = max(rc, gpu_check(args, checkpoint, out / folder))
+    # Any failure fails the session: a check killed by a signal returns a negative code.
+    codes = [gpu_check(args, checkpoint, out / folder) for folder, checkpoint in checked]  # every check runs
+    failed = student_failed or any(code != 0 for code in codes)
 
     summary = [f"# GPU session ({time.monotonic() - started:.0f}s)", "", "```", env, "```", "", "## Fine-tune", ""]
     summary += ["| precision | device | samples/s | seconds | epochs | test F1 |", "|---|---|---|---|---|---|"]
@@ -225,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
         summary.append(check_md.read_text() if check_md.is_file() else "gpu_check.py wrote no report")
     (out / "SUMMARY.md").write_text("\n".join(summary) + "\n")
     print(f"done in {time.monotonic() - started:.0f}s; reports in {out}", flush=True)
-    return rc if trained else 1
+    return 1 if failed or not trained else 0
 
 
 def main() -> None:
@@ -248,8 +254,8 @@ def main() -> None:
     go.add_argument(
         "--student-layers",
         default="0,2,4",
-        help="also build the served three-layer model from the fp32 teacher's layers and fine-tune and "
-        "check it ('' to skip)",
+        help="also build the served three-layer model from the teacher's layers (the fp32 fine-tune) and "
+        "fine-tune and check it ('' to skip)",
     )
     go.add_argument("--smoke", action="store_true", help="a few steps on a few texts: proves the path on a CPU")
     args = parser.parse_args()

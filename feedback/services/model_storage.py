@@ -10,13 +10,17 @@ What stays, whatever its age (docs/deploy.md, "Model storage"):
 - whatever production serves or could be rolled back to in one click: for each bundle the
   production ModelVersion, its rollback target and the newest MODEL_STORAGE_KEEP versions, with
   the Triton folders and the run candidate each names;
-- the newest MODEL_STORAGE_KEEP Triton folders of every model (Triton serves the newest);
+- the newest MODEL_STORAGE_KEEP Triton folders of every model, and never fewer than two (Triton
+  serves the newest; the one before is what a bundle written a moment ago may still name);
 - `text/current` and `tabular/current` and the newest MODEL_STORAGE_KEEP versions beside them,
-  each with its teacher (`<version>-teacher`) when it has one;
+  each with its teacher: `<version>-teacher`, or the version its metrics.json names as the
+  checkpoint it started from; and the version FEEDBACK_TEXT_BASE names, if it is one;
 - the candidates of the newest MODEL_STORAGE_KEEP runs and of every run not finished;
 - anything written in the last MODEL_STORAGE_MIN_AGE_S, so a run that has not recorded its
   candidate yet keeps it.
-Datasets, the base checkpoint and anything not named like a version are never touched.
+Datasets, the base checkpoint, symbolic links and anything not named like a version are never
+touched. A succeeded run's candidate that nobody promoted goes once MODEL_STORAGE_KEEP newer runs
+exist and it is older than MODEL_STORAGE_MIN_AGE_S; promoting it then answers `candidate_removed`.
 
 Hand-written: the rules are this project's registry (ModelVersion, TrainingRun) and its two
 folder layouts; no storage library knows them.
@@ -24,39 +28,54 @@ folder layouts; no storage library knows them.
 
 from __future__ import annotations
 
+import json
+import logging
 import re
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
 
 from contracts.triton import ALL_MODELS
-from contracts.triton import versions as triton_versions
+from contracts.triton import versions as repository_versions
 from feedback.models import ModelBundle, ModelVersion, RunStatus, TrainingRun
 from feedback.services.datasets import artifacts_dir
 from feedback.services.promotion import repository
+from modelops.current import current_dir
 from moderation.services.audit import audit_record
+
+log = logging.getLogger(__name__)
 
 ARTIFACT_KINDS = ("text", "tabular")
 # modelops.text.train and modelops.tabular.artifacts name versions by their UTC start time.
 VERSION_NAME = re.compile(r"^\d{8}T\d{6}Z(-teacher)?$")
 TEACHER_SUFFIX = "-teacher"
+# modelops.text.train records the checkpoint a version started from (a teacher, for a student).
+METRICS_FILE = "metrics.json"
+# Triton folders kept per model whatever MODEL_STORAGE_KEEP says: the served one and the one before.
+MIN_TRITON_FOLDERS = 2
 
 
 @dataclass
 class StoragePlan:
-    """Paths to delete, and what they hold (MiB), per area."""
+    """Paths to delete, how many version folders stay, the bytes each doomed path holds, and,
+    once pruned, the paths that could not be deleted."""
 
     doomed: list[Path] = field(default_factory=list)
     kept: int = 0
     bytes_by_path: dict[Path, int] = field(default_factory=dict)
+    failed: dict[Path, str] = field(default_factory=dict)
+
+    @property
+    def removed(self) -> list[Path]:
+        return [p for p in self.doomed if p not in self.failed]
 
     @property
     def freed_mib(self) -> float:
-        return round(sum(self.bytes_by_path.values()) / 2**20, 1)
+        return round(sum(self.bytes_by_path.get(p, 0) for p in self.removed) / 2**20, 1)
 
     def as_dict(self, root_of: dict[str, Path]) -> dict[str, object]:
         def label(path: Path) -> str:
@@ -65,17 +84,34 @@ class StoragePlan:
                     return f"{name}/{path.relative_to(root)}"
             return str(path)
 
-        return {"removed": [label(p) for p in self.doomed], "kept": self.kept, "freed_mib": self.freed_mib}
+        return {
+            "removed": [label(p) for p in self.removed],
+            "failed": {label(p): reason for p, reason in self.failed.items()},
+            "kept": self.kept,
+            "freed_mib": self.freed_mib,
+        }
 
 
 def _size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
 
 
+def _mtime(path: Path) -> float:
+    try:
+        return path.lstat().st_mtime
+    except FileNotFoundError:  # deleted while we looked: a writer is at work there
+        return time.time()
+
+
 def _young(path: Path, now: float, min_age_s: float) -> bool:
     """Written (the folder or anything in it) less than min_age_s ago."""
-    newest = max((f.stat().st_mtime for f in path.rglob("*")), default=0.0)
-    return now - max(newest, path.stat().st_mtime) < min_age_s
+    newest = max((_mtime(f) for f in path.rglob("*")), default=0.0)
+    return now - max(newest, _mtime(path)) < min_age_s
+
+
+def _version_folders(parent: Path, keep_name: Callable[[str], bool]) -> list[Path]:
+    """Real folders (not symbolic links) under parent whose names keep_name accepts."""
+    return sorted(p for p in parent.iterdir() if keep_name(p.name) and p.is_dir() and not p.is_symlink())
 
 
 def _kept_versions(keep: int) -> list[ModelVersion]:
@@ -96,10 +132,12 @@ def _kept_versions(keep: int) -> list[ModelVersion]:
 def _triton_doomed(keep: int, named: dict[str, set[int]], plan: StoragePlan, now: float, min_age_s: float) -> None:
     root = repository()
     for model in ALL_MODELS:
-        found = triton_versions(model, repository=root)
-        protected = set(found[-keep:]) | named.get(model, set())
+        found = repository_versions(model, repository=root)
+        protected = set(found[-max(keep, MIN_TRITON_FOLDERS) :]) | named.get(model, set())
         for number in found:
             folder = root / model / str(number)
+            if folder.is_symlink():
+                continue
             if number in protected or _young(folder, now, min_age_s):
                 plan.kept += 1
                 continue
@@ -107,8 +145,29 @@ def _triton_doomed(keep: int, named: dict[str, set[int]], plan: StoragePlan, now
 
 
 def _current_name(kind_dir: Path) -> str | None:
-    current = kind_dir / "current"
-    return current.resolve().name if current.exists() else None
+    """The version `current` names (a symbolic link or a file holding the name), if any."""
+    try:
+        return current_dir(kind_dir, missing="").name
+    except FileNotFoundError:
+        return None
+
+
+def _started_from(version_dir: Path, kind_dir: Path) -> str | None:
+    """The version beside it that a version was trained from (a student's teacher), if any."""
+    try:
+        metrics = json.loads((version_dir / METRICS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    start = metrics.get("base_checkpoint") if isinstance(metrics, dict) else None
+    return _inside(kind_dir, start)
+
+
+def _inside(kind_dir: Path, checkpoint: object) -> str | None:
+    """The version name a checkpoint path points at, when it lies directly in kind_dir."""
+    if not checkpoint:
+        return None
+    path = Path(str(checkpoint)).resolve()
+    return path.name if path.parent == kind_dir.resolve() else None
 
 
 def _artifact_doomed(keep: int, named: set[Path], plan: StoragePlan, now: float, min_age_s: float) -> None:
@@ -117,21 +176,23 @@ def _artifact_doomed(keep: int, named: set[Path], plan: StoragePlan, now: float,
         kind_dir = root / kind
         if not kind_dir.is_dir():
             continue
-        versions = sorted(
-            p.name for p in kind_dir.iterdir() if p.is_dir() and not p.is_symlink() and VERSION_NAME.match(p.name)
-        )
+        versions = [p.name for p in _version_folders(kind_dir, lambda name: bool(VERSION_NAME.match(name)))]
         students = [name for name in versions if not name.endswith(TEACHER_SUFFIX)]
         protected = set(students[-keep:]) | {p.name for p in named if p.parent == kind_dir}
-        current = _current_name(kind_dir)
-        if current is not None:
-            protected.add(current)
+        protected |= {name for name in (_current_name(kind_dir), _inside(kind_dir, _configured_base(kind))) if name}
         protected |= {name + TEACHER_SUFFIX for name in protected}
+        protected |= {t for name in list(protected) if (t := _started_from(kind_dir / name, kind_dir))}
         for name in versions:
             folder = kind_dir / name
             if name in protected or _young(folder, now, min_age_s):
                 plan.kept += 1
                 continue
             plan.doomed.append(folder)
+
+
+def _configured_base(kind: str) -> object:
+    """The checkpoint an operator told text training to start from (FEEDBACK_TEXT_BASE)."""
+    return getattr(settings, "FEEDBACK_TEXT_BASE", None) if kind == "text" else None
 
 
 def _run_doomed(keep: int, named: set[Path], plan: StoragePlan, now: float, min_age_s: float) -> None:
@@ -142,9 +203,9 @@ def _run_doomed(keep: int, named: set[Path], plan: StoragePlan, now: float, min_
     unfinished = set(
         TrainingRun.objects.exclude(status__in=(RunStatus.SUCCEEDED, RunStatus.FAILED)).values_list("pk", flat=True)
     )
-    for folder in sorted(p for p in runs_dir.iterdir() if p.is_dir() and p.name.isdigit()):
+    for folder in _version_folders(runs_dir, str.isdigit):
         pk = int(folder.name)
-        holds_named = any(p == folder or p.is_relative_to(folder) for p in named)
+        holds_named = any(p.is_relative_to(folder) for p in named)
         if pk in newest or pk in unfinished or holds_named or _young(folder, now, min_age_s):
             plan.kept += 1
             continue
@@ -175,9 +236,18 @@ def storage_plan(*, keep: int | None = None, min_age_s: float | None = None) -> 
     return plan
 
 
-def _remove(paths: Iterable[Path]) -> None:
+def _remove(paths: Iterable[Path]) -> dict[Path, str]:
+    """Delete each folder; returns the ones that could not be deleted, with the reason."""
+    failed: dict[Path, str] = {}
     for path in paths:
-        shutil.rmtree(path, ignore_errors=True)
+        try:
+            shutil.rmtree(path)
+        except FileNotFoundError:
+            continue  # already gone: nothing left to free
+        except OSError as exc:
+            failed[path] = f"{type(exc).__name__}: {exc.strerror or exc}"
+            log.warning("model storage: could not delete %s: %s", path, failed[path])
+    return failed
 
 
 def prune_model_storage(
@@ -187,7 +257,7 @@ def prune_model_storage(
     plan = storage_plan(keep=keep, min_age_s=min_age_s)
     if not plan.doomed:
         return plan
-    _remove(plan.doomed)
+    plan.failed = _remove(plan.doomed)
     audit_record(
         actor=actor,
         action="model_storage.pruned",

@@ -179,21 +179,98 @@ def test_a_rollback_to_a_pruned_version_is_refused_with_a_reason(layout):
 
 
 def test_the_command_dry_run_prints_and_keeps(layout, artifacts_dir):
+    (layout["orphan"] / "model.onnx").write_bytes(b"x" * 3 * 2**20)
+    _age(layout["orphan"].parent, 2 * DAY)
     out = io.StringIO()
     call_command("prune_models", "--keep", "2", "--min-age-s", str(DAY), "--dry-run", stdout=out)
 
     summary = json.loads(out.getvalue())
-    assert summary["dry_run"] is True
-    assert "artifacts/runs/999" in summary["removed"]
-    assert "triton/spam_pipeline/1" in summary["removed"]
+    assert summary["dry_run"] is True and "removed" not in summary
+    assert "artifacts/runs/999" in summary["to_remove"]
+    assert "triton/spam_pipeline/1" in summary["to_remove"]
+    assert 3.0 <= summary["would_free_mib"] < 3.1  # the orphan's 3 MiB and 1 KiB folders
     assert layout["orphan"].is_dir()
 
     out = io.StringIO()
     call_command("prune_models", "--keep", "2", "--min-age-s", str(DAY), stdout=out)
-    assert json.loads(out.getvalue())["removed"] == summary["removed"]
+    done = json.loads(out.getvalue())
+    assert done["removed"] == summary["to_remove"] and done["failed"] == {}
     assert not layout["orphan"].exists()
 
 
 def test_keep_below_one_is_refused(layout):
     with pytest.raises(ValueError):
         storage_plan(keep=0)
+
+
+def test_current_as_a_file_naming_the_version_is_kept(layout):
+    current = layout["text"] / "current"
+    current.unlink()
+    current.write_text("20261101T000000Z\n")  # where symbolic links are not kept
+
+    doomed = storage_plan(keep=2, min_age_s=DAY).doomed
+
+    assert layout["text"] / "20261101T000000Z" not in doomed
+    assert layout["text"] / "20261101T000000Z-teacher" not in doomed
+    assert layout["text"] / "20261102T000000Z" in doomed  # no longer current
+
+
+def test_the_teacher_a_version_started_from_is_kept(layout, settings):
+    """A student named by its metrics.json, whatever the teacher's folder is called; and the
+    version FEEDBACK_TEXT_BASE names."""
+    text = layout["text"]
+    _folder(text / "20261030T000000Z")
+    _folder(text / "20261031T000000Z")
+    started_from = {"base_checkpoint": str(text / "20261030T000000Z")}
+    (text / "20261104T000000Z" / "metrics.json").write_text(json.dumps(started_from))
+    _age(text / "20261104T000000Z", 2 * DAY)
+    settings.FEEDBACK_TEXT_BASE = str(text / "20261031T000000Z")
+
+    doomed = storage_plan(keep=2, min_age_s=DAY).doomed
+
+    assert text / "20261030T000000Z" not in doomed
+    assert text / "20261031T000000Z" not in doomed
+    assert text / "20261101T000000Z" in doomed
+
+
+def test_keep_one_still_leaves_two_triton_folders_per_model(layout):
+    doomed = storage_plan(keep=1, min_age_s=DAY).doomed
+
+    assert layout["repo"] / "spam_pipeline" / "7" not in doomed
+    assert layout["repo"] / "spam_pipeline" / "6" in doomed
+
+
+def test_symbolic_links_are_never_followed_or_deleted(layout, artifacts_dir, tmp_path):
+    outside = _folder(tmp_path / "elsewhere" / "keep-me")
+    (artifacts_dir / "runs" / "1000").symlink_to(outside, target_is_directory=True)
+    (layout["repo"] / "fusion_model" / "0").symlink_to(outside, target_is_directory=True)
+
+    plan = prune_model_storage(keep=2, min_age_s=DAY)
+
+    assert artifacts_dir / "runs" / "1000" not in plan.doomed
+    assert layout["repo"] / "fusion_model" / "0" not in plan.doomed
+    assert (outside / "weights.bin").is_file()
+
+
+def test_a_folder_that_cannot_be_deleted_is_audited_as_failed(layout, artifacts_dir, monkeypatch):
+    """rmtree raises as it does on a read-only mount (tests run as root, which permissions do not stop)."""
+    import shutil
+
+    orphan_run = layout["orphan"].parent
+    real_rmtree = shutil.rmtree
+
+    def rmtree(path: Path, *args: Any, **kwargs: Any) -> None:
+        if Path(path) == orphan_run:
+            raise PermissionError(13, "Permission denied", str(path))
+        real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr("feedback.services.model_storage.shutil.rmtree", rmtree)
+
+    plan = prune_model_storage(keep=2, min_age_s=DAY)
+
+    assert orphan_run in plan.failed and orphan_run.is_dir()
+    assert plan.removed and not any(p.exists() for p in plan.removed)
+    row = AuditLog.objects.get(action="model_storage.pruned")
+    assert row.after["failed"] == {"artifacts/runs/999": "PermissionError: Permission denied"}
+    assert "artifacts/runs/999" not in row.after["removed"]
+    assert storage_plan(keep=2, min_age_s=DAY).doomed == [orphan_run]  # the next run tries again

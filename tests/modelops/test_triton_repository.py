@@ -99,7 +99,8 @@ def test_pipeline_bundles_copies_of_the_tokenizer_and_trees_it_runs(tmp_path: Pa
         "fusion_model": 3,
     }
     # The bundled copies outlive the parts' own folders.
-    model_repository.clean_versions("fusion_model", keep=1, repository=repo)
+    for n in model_repository.versions("fusion_model", repository=repo)[:-1]:
+        shutil.rmtree(repo / "fusion_model" / str(n))  # as model storage pruning does
     assert (v1 / "fusion_model" / "model.json").exists()
 
 
@@ -118,8 +119,6 @@ def test_rollback_copies_old_files_to_a_new_number(tmp_path: Path, tiny: Artifac
     ).read_bytes()
     with pytest.raises(PublishError):
         model_repository.rollback("fusion_model", 9, repository=repo)
-    assert model_repository.clean_versions("text_classifier", keep=1, repository=repo) == [1, 2]
-    assert model_repository.versions("text_classifier", repository=repo) == [3]
 
 
 def test_current_may_be_a_file_naming_the_version(tmp_path: Path, tiny: Artifacts):

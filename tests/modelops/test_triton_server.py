@@ -323,7 +323,8 @@ def _direct(client, model: str, inputs: dict, outputs: list[str]) -> dict:
 def test_tree_scores_equal_xgboosts_own_prediction(triton_server):
     """The trees' PROB is the sigmoid of their contributions' sum (one walk of the trees, not
     two): it must equal what XGBoost itself predicts from the served booster, to float32 noise,
-    from the standalone models and from inside spam_pipeline."""
+    from the standalone models and from inside spam_pipeline (a left-out bias
+    column fails it)."""
     import tritonclient.grpc as grpcclient
     import xgboost as xgb
 
@@ -345,10 +346,10 @@ def test_tree_scores_equal_xgboosts_own_prediction(triton_server):
         x = np.asarray(batch, dtype=np.float32)
         expected = booster.predict(xgb.DMatrix(x, feature_names=booster.feature_names))
         served = _direct(client, model, {"FEATURES": x}, ["PROB"])["PROB"].reshape(-1)
-        assert served == pytest.approx(expected, abs=1e-6)
+        assert served == pytest.approx(expected, abs=1e-5)
         if model != "fusion_model":
             in_pipeline = [getattr(out, model.replace("_model", "_prob")) for out in outs]
-            assert in_pipeline == pytest.approx(expected, abs=1e-6)
+            assert in_pipeline == pytest.approx(expected, abs=1e-5)
 
 
 def test_pipeline_outputs_equal_the_sub_models_called_directly(triton_server):

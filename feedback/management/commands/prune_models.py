@@ -38,6 +38,12 @@ class Command(BaseCommand):
         run = storage_plan if options["dry_run"] else prune_model_storage
         plan = run(keep=keep, min_age_s=options["min_age_s"])
         summary = plan.as_dict({"triton": repository(), "artifacts": artifacts_dir()})
-        summary["dry_run"] = bool(options["dry_run"])
+        if options["dry_run"]:
+            summary = {"dry_run": True, "to_remove": summary["removed"], "kept": plan.kept}
+            summary["would_free_mib"] = round(sum(plan.bytes_by_path.values()) / 2**20, 1)
+        else:
+            summary["dry_run"] = False
+        if plan.failed:
+            self.stderr.write(f"{len(plan.failed)} folder(s) could not be deleted; see 'failed'")
         self.stdout.write(json.dumps(summary, indent=2))
         return ""
