@@ -48,7 +48,7 @@ def prune_model_storage_task() -> dict[str, object]:
     """Every MODEL_STORAGE_PRUNE_S (CELERY_BEAT_SCHEDULE): old run candidates, artifact versions
     and Triton folders. On the training queue: with the one training worker of concurrency 1 the
     deployment runs, never beside a training run or an adaptation round. A promotion (web) writes
-    folders too young to prune and reads only folders the registry protects."""
+    folders too young to prune (docs/deploy.md, "Model storage", says what a race with one does)."""
     from feedback.services.model_storage import prune_model_storage
 
     plan = prune_model_storage()

@@ -254,8 +254,8 @@ def main() -> None:
     go.add_argument(
         "--student-layers",
         default="0,2,4",
-        help="also build the served three-layer model from the teacher's layers (the fp32 fine-tune) and "
-        "fine-tune and check it ('' to skip)",
+        help="also build the served three-layer model from the teacher's layers (the fp32 fine-tune, else the "
+        "first precision that trained) and fine-tune and check it ('' to skip)",
     )
     go.add_argument("--smoke", action="store_true", help="a few steps on a few texts: proves the path on a CPU")
     args = parser.parse_args()

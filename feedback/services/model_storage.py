@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import shutil
+import stat
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -92,8 +94,24 @@ class StoragePlan:
         }
 
 
+def _files(path: Path) -> list[Path]:
+    """Everything under path, walked without following links; a sub-folder that vanishes while
+    we walk (a writer at work) is skipped instead of failing the whole plan."""
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(path, onerror=lambda _error: None):
+        found += [Path(folder) / name for name in [*dirs, *files]]
+    return found
+
+
 def _size(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+    total = 0
+    for item in _files(path):
+        try:
+            st = item.lstat()
+        except FileNotFoundError:
+            continue
+        total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    return total
 
 
 def _mtime(path: Path) -> float:
@@ -105,7 +123,7 @@ def _mtime(path: Path) -> float:
 
 def _young(path: Path, now: float, min_age_s: float) -> bool:
     """Written (the folder or anything in it) less than min_age_s ago."""
-    newest = max((_mtime(f) for f in path.rglob("*")), default=0.0)
+    newest = max((_mtime(f) for f in _files(path)), default=0.0)
     return now - max(newest, _mtime(path)) < min_age_s
 
 
@@ -132,12 +150,11 @@ def _kept_versions(keep: int) -> list[ModelVersion]:
 def _triton_doomed(keep: int, named: dict[str, set[int]], plan: StoragePlan, now: float, min_age_s: float) -> None:
     root = repository()
     for model in ALL_MODELS:
-        found = repository_versions(model, repository=root)
+        # Links are never touched, and do not take the place of a real folder among the newest.
+        found = [n for n in repository_versions(model, repository=root) if not (root / model / str(n)).is_symlink()]
         protected = set(found[-max(keep, MIN_TRITON_FOLDERS) :]) | named.get(model, set())
         for number in found:
             folder = root / model / str(number)
-            if folder.is_symlink():
-                continue
             if number in protected or _young(folder, now, min_age_s):
                 plan.kept += 1
                 continue
@@ -163,11 +180,15 @@ def _started_from(version_dir: Path, kind_dir: Path) -> str | None:
 
 
 def _inside(kind_dir: Path, checkpoint: object) -> str | None:
-    """The version name a checkpoint path points at, when it lies directly in kind_dir."""
+    """The version a checkpoint path points at: one directly in kind_dir, or, for a path recorded
+    elsewhere (ARTIFACTS_DIR moved, a relative path), one of that version name that exists here.
+    Matching by name as well errs towards keeping."""
     if not checkpoint:
         return None
-    path = Path(str(checkpoint)).resolve()
-    return path.name if path.parent == kind_dir.resolve() else None
+    path = Path(str(checkpoint))
+    if path.resolve().parent == kind_dir.resolve():
+        return path.resolve().name
+    return path.name if VERSION_NAME.match(path.name) and (kind_dir / path.name).is_dir() else None
 
 
 def _artifact_doomed(keep: int, named: set[Path], plan: StoragePlan, now: float, min_age_s: float) -> None:
@@ -243,7 +264,9 @@ def _remove(paths: Iterable[Path]) -> dict[Path, str]:
         try:
             shutil.rmtree(path)
         except FileNotFoundError:
-            continue  # already gone: nothing left to free
+            if not os.path.lexists(path):
+                continue  # already gone
+            failed[path] = "FileNotFoundError: part of it vanished while it was deleted"
         except OSError as exc:
             failed[path] = f"{type(exc).__name__}: {exc.strerror or exc}"
             log.warning("model storage: could not delete %s: %s", path, failed[path])

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.utils import timezone
 
 from core.errors import Conflict
@@ -243,13 +244,14 @@ def test_keep_one_still_leaves_two_triton_folders_per_model(layout):
 def test_symbolic_links_are_never_followed_or_deleted(layout, artifacts_dir, tmp_path):
     outside = _folder(tmp_path / "elsewhere" / "keep-me")
     (artifacts_dir / "runs" / "1000").symlink_to(outside, target_is_directory=True)
-    (layout["repo"] / "fusion_model" / "0").symlink_to(outside, target_is_directory=True)
+    (layout["repo"] / "fusion_model" / "9").symlink_to(outside, target_is_directory=True)  # the newest number
 
     plan = prune_model_storage(keep=2, min_age_s=DAY)
 
     assert artifacts_dir / "runs" / "1000" not in plan.doomed
-    assert layout["repo"] / "fusion_model" / "0" not in plan.doomed
+    assert layout["repo"] / "fusion_model" / "9" not in plan.doomed
     assert (outside / "weights.bin").is_file()
+    assert (layout["repo"] / "fusion_model" / "7").is_dir()  # the link took no real folder's place
 
 
 def test_a_folder_that_cannot_be_deleted_is_audited_as_failed(layout, artifacts_dir, monkeypatch):
@@ -274,3 +276,51 @@ def test_a_folder_that_cannot_be_deleted_is_audited_as_failed(layout, artifacts_
     assert row.after["failed"] == {"artifacts/runs/999": "PermissionError: Permission denied"}
     assert "artifacts/runs/999" not in row.after["removed"]
     assert storage_plan(keep=2, min_age_s=DAY).doomed == [orphan_run]  # the next run tries again
+
+
+def test_a_teacher_recorded_under_another_path_is_kept_by_its_name(layout, tmp_path):
+    """ARTIFACTS_DIR moved since training: the recorded path no longer lies under it."""
+    text = layout["text"]
+    _folder(text / "20261030T000000Z")
+    started_from = {"base_checkpoint": str(tmp_path / "old-mount" / "text" / "20261030T000000Z")}
+    (text / "20261104T000000Z" / "metrics.json").write_text(json.dumps(started_from))
+    _age(text / "20261104T000000Z", 2 * DAY)
+
+    assert text / "20261030T000000Z" not in storage_plan(keep=2, min_age_s=DAY).doomed
+
+
+def test_a_folder_half_gone_is_failed_not_removed(layout, monkeypatch):
+    """rmtree raises FileNotFoundError for a child that vanished: the folder itself still exists."""
+    import shutil
+
+    orphan_run = layout["orphan"].parent
+    real_rmtree = shutil.rmtree
+
+    def rmtree(path: Path, *args: Any, **kwargs: Any) -> None:
+        if Path(path) == orphan_run:
+            raise FileNotFoundError(2, "No such file or directory", str(path / "text"))
+        real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr("feedback.services.model_storage.shutil.rmtree", rmtree)
+
+    plan = prune_model_storage(keep=2, min_age_s=DAY)
+
+    assert orphan_run in plan.failed and orphan_run not in plan.removed
+
+
+def test_the_command_exits_non_zero_when_a_folder_stays(layout, monkeypatch):
+    import shutil
+
+    real_rmtree = shutil.rmtree
+
+    def rmtree(path: Path, *args: Any, **kwargs: Any) -> None:
+        if Path(path) == layout["orphan"].parent:
+            raise PermissionError(13, "Permission denied", str(path))
+        real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr("feedback.services.model_storage.shutil.rmtree", rmtree)
+    out = io.StringIO()
+
+    with pytest.raises(CommandError, match="could not be deleted"):
+        call_command("prune_models", "--keep", "2", "--min-age-s", str(DAY), stdout=out)
+    assert json.loads(out.getvalue())["failed"] == {"artifacts/runs/999": "PermissionError: Permission denied"}

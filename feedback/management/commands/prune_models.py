@@ -43,7 +43,7 @@ class Command(BaseCommand):
             summary["would_free_mib"] = round(sum(plan.bytes_by_path.values()) / 2**20, 1)
         else:
             summary["dry_run"] = False
-        if plan.failed:
-            self.stderr.write(f"{len(plan.failed)} folder(s) could not be deleted; see 'failed'")
         self.stdout.write(json.dumps(summary, indent=2))
+        if plan.failed:  # a non-zero exit, so a cron job or script notices
+            raise CommandError(f"{len(plan.failed)} folder(s) could not be deleted; see 'failed' above")
         return ""
